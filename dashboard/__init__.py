@@ -1,0 +1,1 @@
+"""Streamlit dashboard (thin UI over the library)."""

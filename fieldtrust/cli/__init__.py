@@ -1,0 +1,1 @@
+"""The `fieldtrust` command line: one thin command per library call."""

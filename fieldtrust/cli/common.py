@@ -1,0 +1,61 @@
+"""What every command shares: settings on the context, opening the store, output."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+import duckdb
+
+import store
+from fieldtrust.settings import Settings
+
+
+def settings(ctx: click.Context) -> Settings:
+    """The resolved settings, put on the context by the top-level group."""
+    return ctx.find_root().obj["settings"]  # type: ignore[no-any-return]
+
+
+def open_db(ctx: click.Context, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open the store named by ``--db`` / ``FIELDTRUST_DB``; closed when the command ends."""
+    con = store.connect(settings(ctx).db, read_only=read_only)
+    ctx.call_on_close(con.close)
+    return con
+
+
+def echo_json(payload: Any) -> None:
+    """Print ``payload`` as JSON; NaN and infinities become null, dates ISO text."""
+    click.echo(json.dumps(_clean(payload), indent=2, default=str, allow_nan=False))
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+def echo_table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:
+    """Print rows as an aligned plain-text table (no dependency, pipes cleanly)."""
+    if not rows:
+        click.echo("(no rows)")
+        return
+    columns = columns or list(rows[0])
+    cells = [[_fmt(row.get(c)) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
+    click.echo("  ".join("-" * w for w in widths))
+    for row in cells:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return "-" if value != value else f"{value:.3f}"
+    return str(value)

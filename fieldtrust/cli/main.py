@@ -1,0 +1,82 @@
+"""Entry point of the `fieldtrust` command.
+
+Each command group lives in its own module and registers itself here; a
+command opens the store, calls one library function and prints the result.
+Errors fieldtrust raises on purpose become one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from fieldtrust import __version__
+from fieldtrust.settings import load_settings
+from store.errors import FieldtrustError
+
+#: Modules that add commands; each defines ``register(group)``.
+COMMAND_MODULES = (
+    "fieldtrust.cli.store_cmds",
+    "fieldtrust.cli.calibrate_cmds",
+    "fieldtrust.cli.sample_cmds",
+    "fieldtrust.cli.review_cmds",
+    "fieldtrust.cli.extract_cmds",
+    "fieldtrust.cli.serve_cmds",
+)
+
+
+class FieldtrustGroup(click.Group):
+    """A click group that turns fieldtrust errors into a message and exit code 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except FieldtrustError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(2)
+
+
+@click.group(
+    cls=FieldtrustGroup,
+    epilog="Example: fieldtrust --db audit.duckdb ingest extractions.parquet",
+)
+@click.option(
+    "--db",
+    envvar="FIELDTRUST_DB",
+    default=None,
+    help="DuckDB store file [env FIELDTRUST_DB; default ./fieldtrust.duckdb].",
+)
+@click.option(
+    "--config",
+    envvar="FIELDTRUST_CONFIG",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="TOML settings file [env FIELDTRUST_CONFIG; default ./fieldtrust.toml].",
+)
+@click.version_option(__version__, prog_name="fieldtrust")
+@click.pass_context
+def cli(ctx: click.Context, db: str | None, config: str | None) -> None:
+    """Calibrate stated confidence against human labels and decide, with evidence,
+    where a human still has to look.
+    """
+    try:
+        resolved = load_settings({"db": db}, config_file=config)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    ctx.obj = {"settings": resolved}
+
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(_name).register(cli)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    cli.main(args=argv, prog_name="fieldtrust", standalone_mode=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main(sys.argv[1:])

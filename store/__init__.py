@@ -1,0 +1,19 @@
+"""The DuckDB store: schema, connections, ingest and the shared reads."""
+
+from store.connection import connect, open_store, transaction, utc_now
+from store.errors import FieldtrustError, StoreError, StoreLockedError, ValidationError
+from store.scope import Scope, last_weeks, latest_week
+
+__all__ = [
+    "FieldtrustError",
+    "Scope",
+    "StoreError",
+    "StoreLockedError",
+    "ValidationError",
+    "connect",
+    "last_weeks",
+    "latest_week",
+    "open_store",
+    "transaction",
+    "utc_now",
+]

@@ -1,0 +1,39 @@
+"""Errors raised by the store, and the root every fieldtrust error derives from."""
+
+from __future__ import annotations
+
+
+class FieldtrustError(Exception):
+    """Root of every error fieldtrust raises on purpose.
+
+    The CLI and the dashboard turn these into a one-line message; anything else
+    is a bug and keeps its traceback.
+    """
+
+
+class StoreError(FieldtrustError):
+    """Something about the store file itself (path, version, lock)."""
+
+
+class StoreLockedError(StoreError, RuntimeError):
+    """Another process holds the DuckDB file and did not let go in time."""
+
+
+class ValidationError(FieldtrustError, ValueError):
+    """Input rows failed validation; nothing was written.
+
+    ``problems`` holds one line per problem (``row 17, column confidence: 1.2 is
+    outside [0, 1]``), at most ``shown`` of them; ``total`` counts them all.
+    """
+
+    def __init__(self, source: str, problems: list[str], total: int | None = None) -> None:
+        self.source = source
+        self.problems = problems
+        self.total = len(problems) if total is None else total
+        shown = "\n".join(f"  {p}" for p in problems)
+        more = self.total - len(problems)
+        tail = f"\n  ... and {more} more" if more > 0 else ""
+        noun = "problem" if self.total == 1 else "problems"
+        super().__init__(
+            f"{source}: rejected, {self.total} {noun}; nothing was written\n{shown}{tail}"
+        )

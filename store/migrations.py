@@ -1,0 +1,292 @@
+"""The store's schema, as ordered, named migrations.
+
+Every table and view is created here and nowhere else. A migration is applied
+once, inside a transaction, and recorded in ``schema_migrations``; a store made
+by an older fieldtrust gains the newer migrations when it is next opened.
+Append new migrations at the end; never edit one that has shipped.
+
+Conventions: timestamps are ``TIMESTAMP`` in UTC (ingest converts), ISO weeks
+are text like ``2026-W48``. Tables marked append-only (labels, decisions,
+evidence) are only ever inserted into by the library.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+
+@dataclass(frozen=True)
+class Migration:
+    name: str
+    sql: str
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        "0001_extractions",
+        """
+        CREATE TABLE ingest_batches (
+            batch_id      VARCHAR PRIMARY KEY,
+            source        VARCHAR NOT NULL,   -- file name, or 'extract' / 'demo'
+            source_sha256 VARCHAR NOT NULL,   -- content hash: re-ingesting a file is a no-op
+            format        VARCHAR NOT NULL,   -- csv | parquet | jsonl | extract | demo
+            rows_in_file  BIGINT  NOT NULL,
+            rows_added    BIGINT  NOT NULL,
+            ingested_at   TIMESTAMP NOT NULL
+        );
+
+        -- One row per field read from one document. No PRIMARY KEY: an ART index
+        -- over ten million ids costs more at ingest than the anti-join that keeps
+        -- extraction_id unique (store.ingest checks it inside the transaction).
+        CREATE TABLE extractions (
+            extraction_id  VARCHAR   NOT NULL,
+            doc_id         VARCHAR   NOT NULL,
+            doc_type       VARCHAR   NOT NULL,
+            form_version   VARCHAR   NOT NULL,  -- 'unknown' when the source did not say
+            field          VARCHAR   NOT NULL,
+            value          VARCHAR,             -- NULL unless value_status = 'present' / 'other'
+            value_status   VARCHAR   NOT NULL
+                CHECK (value_status IN ('present', 'null', 'unclear', 'other')),
+            confidence     DOUBLE    NOT NULL CHECK (confidence >= 0 AND confidence <= 1),
+            model          VARCHAR,
+            extracted_at   TIMESTAMP NOT NULL,  -- UTC
+            conflict       BOOLEAN   NOT NULL DEFAULT false,
+            conflict_value VARCHAR,             -- the other source's value, kept beside ours
+            source_excerpt VARCHAR,             -- text around the value, shown to reviewers
+            batch_id       VARCHAR   NOT NULL
+        );
+
+        CREATE TABLE form_versions (
+            doc_type      VARCHAR   NOT NULL,
+            form_version  VARCHAR   NOT NULL,
+            first_seen_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (doc_type, form_version)
+        );
+        """,
+    ),
+    Migration(
+        "0002_audit_samples",
+        """
+        CREATE TABLE audit_samples (
+            sample_id     VARCHAR   PRIMARY KEY,  -- '2026-W48/v1'
+            week          VARCHAR   NOT NULL,     -- ISO week, UTC
+            version       INTEGER   NOT NULL,
+            seed          BIGINT    NOT NULL,
+            design_json   VARCHAR   NOT NULL,     -- the full design used, canonical JSON
+            design_sha256 VARCHAR   NOT NULL,
+            drawn_at      TIMESTAMP NOT NULL,
+            drawn_by      VARCHAR,
+            UNIQUE (week, version)
+        );
+
+        CREATE TABLE audit_cells (
+            sample_id      VARCHAR NOT NULL,
+            cell           VARCHAR NOT NULL,  -- doc_type|field|band|version_status
+            doc_type       VARCHAR NOT NULL,
+            field          VARCHAR NOT NULL,
+            band           VARCHAR NOT NULL,  -- '[0.90,0.95)'
+            version_status VARCHAR NOT NULL CHECK (version_status IN ('new', 'established')),
+            n_population   BIGINT  NOT NULL,
+            n_sample       BIGINT  NOT NULL,
+            inclusion_prob DOUBLE  NOT NULL,
+            PRIMARY KEY (sample_id, cell)
+        );
+
+        CREATE TABLE audit_items (
+            sample_id      VARCHAR NOT NULL,
+            extraction_id  VARCHAR NOT NULL,
+            cell           VARCHAR NOT NULL,
+            inclusion_prob DOUBLE  NOT NULL CHECK (inclusion_prob > 0 AND inclusion_prob <= 1),
+            prn            DOUBLE  NOT NULL,   -- permanent random number in [0, 1)
+            double_review  BOOLEAN NOT NULL DEFAULT false,
+            PRIMARY KEY (sample_id, extraction_id)
+        );
+        """,
+    ),
+    Migration(
+        "0003_labels",
+        """
+        -- Append-only. A correction is a new row naming the row it supersedes.
+        CREATE TABLE labels (
+            label_id         VARCHAR   PRIMARY KEY,
+            extraction_id    VARCHAR   NOT NULL,
+            sample_id        VARCHAR,            -- NULL for labels imported without a design
+            verdict          VARCHAR   NOT NULL CHECK (verdict IN ('correct', 'incorrect', 'unclear')),
+            corrected_value  VARCHAR,            -- for 'incorrect'; NULL with status 'null' = field absent
+            corrected_status VARCHAR
+                CHECK (corrected_status IS NULL
+                       OR corrected_status IN ('present', 'null', 'unclear', 'other')),
+            error_type       VARCHAR,
+            error_detail     VARCHAR,
+            reviewer         VARCHAR   NOT NULL,
+            review_round     VARCHAR   NOT NULL
+                CHECK (review_round IN ('primary', 'second', 'adjudication', 'import')),
+            labeled_at       TIMESTAMP NOT NULL,
+            supersedes       VARCHAR,            -- label_id this row replaces
+            import_batch_id  VARCHAR
+        );
+
+        CREATE TABLE label_imports (
+            batch_id      VARCHAR PRIMARY KEY,
+            source        VARCHAR NOT NULL,
+            source_sha256 VARCHAR NOT NULL,
+            rows_in_file  BIGINT  NOT NULL,
+            rows_added    BIGINT  NOT NULL,
+            imported_at   TIMESTAMP NOT NULL
+        );
+
+        CREATE TABLE assignments (
+            sample_id     VARCHAR   NOT NULL,
+            extraction_id VARCHAR   NOT NULL,
+            review_round  VARCHAR   NOT NULL CHECK (review_round IN ('primary', 'second')),
+            reviewer      VARCHAR   NOT NULL,
+            assigned_at   TIMESTAMP NOT NULL,
+            PRIMARY KEY (sample_id, extraction_id, review_round)
+        );
+
+        CREATE TABLE skips (
+            sample_id     VARCHAR   NOT NULL,
+            extraction_id VARCHAR   NOT NULL,
+            reviewer      VARCHAR   NOT NULL,
+            reason        VARCHAR,
+            skipped_at    TIMESTAMP NOT NULL
+        );
+
+        -- The verdict everything downstream uses, one row per labelled extraction:
+        -- an adjudication beats the review rounds; otherwise the primary review (or
+        -- an imported label); a superseded row never counts. 'unclear' has
+        -- correct = NULL: the source was unreadable, so it is neither right nor wrong.
+        CREATE VIEW effective_labels AS
+        WITH live AS (
+            SELECT * FROM labels l
+            WHERE NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)
+        ),
+        ranked AS (
+            SELECT *, row_number() OVER (
+                PARTITION BY extraction_id
+                ORDER BY CASE review_round WHEN 'adjudication' THEN 0
+                                           WHEN 'primary' THEN 1
+                                           WHEN 'import' THEN 1 ELSE 2 END,
+                         labeled_at DESC, label_id DESC) AS rank_
+            FROM live
+        )
+        SELECT extraction_id, label_id, sample_id, verdict,
+               CASE verdict WHEN 'correct' THEN 1 WHEN 'incorrect' THEN 0 END AS correct,
+               corrected_value, corrected_status, error_type, error_detail,
+               reviewer, review_round, labeled_at
+        FROM ranked WHERE rank_ = 1;
+        """,
+    ),
+    Migration(
+        "0004_governance",
+        """
+        -- Role grants are append-only too: the current role is the latest grant.
+        CREATE TABLE user_roles (
+            user_name  VARCHAR   NOT NULL,
+            role       VARCHAR   NOT NULL
+                CHECK (role IN ('reviewer', 'qa_lead', 'manager', 'admin', 'none')),
+            granted_by VARCHAR   NOT NULL,
+            granted_at TIMESTAMP NOT NULL
+        );
+
+        CREATE TABLE evidence_snapshots (
+            evidence_id  VARCHAR   PRIMARY KEY,   -- sha256 of payload_json
+            created_at   TIMESTAMP NOT NULL,
+            payload_json VARCHAR   NOT NULL
+        );
+
+        CREATE TABLE decisions (
+            decision_id VARCHAR   PRIMARY KEY,
+            doc_type    VARCHAR   NOT NULL,
+            field       VARCHAR   NOT NULL,
+            action      VARCHAR   NOT NULL CHECK (action IN ('approve', 'reject', 'revoke')),
+            threshold   DOUBLE    CHECK (threshold IS NULL OR (threshold >= 0 AND threshold <= 1)),
+            decided_by  VARCHAR   NOT NULL,
+            role        VARCHAR   NOT NULL,
+            comment     VARCHAR   NOT NULL,
+            decided_at  TIMESTAMP NOT NULL,
+            evidence_id VARCHAR
+        );
+        """,
+    ),
+    Migration(
+        "0005_calibration_and_extraction_log",
+        """
+        -- Fitted recalibration maps: piecewise-linear knots (x -> y), applied in SQL.
+        CREATE TABLE recalibration_maps (
+            map_id      VARCHAR   PRIMARY KEY,
+            doc_type    VARCHAR   NOT NULL,
+            field       VARCHAR   NOT NULL,
+            method      VARCHAR   NOT NULL CHECK (method IN ('isotonic', 'platt', 'identity')),
+            knots_x     DOUBLE[]  NOT NULL,
+            knots_y     DOUBLE[]  NOT NULL,
+            n_labels    BIGINT    NOT NULL,
+            cv_score    DOUBLE,
+            ece_before  DOUBLE,
+            ece_after   DOUBLE,
+            fitted_at   TIMESTAMP NOT NULL
+        );
+
+        -- One row per model call made by `fieldtrust extract`.
+        CREATE TABLE extraction_log (
+            attempt_id        VARCHAR   PRIMARY KEY,
+            run_id            VARCHAR   NOT NULL,
+            doc_id            VARCHAR   NOT NULL,
+            source_path       VARCHAR,
+            attempt           INTEGER   NOT NULL,
+            model             VARCHAR,
+            stop_reason       VARCHAR,
+            tool_name         VARCHAR,
+            tool_input_json   VARCHAR,
+            validator_message VARCHAR,
+            outcome           VARCHAR   NOT NULL,
+            created_at        TIMESTAMP NOT NULL
+        );
+        """,
+    ),
+    Migration(
+        "0006_demo_truth",
+        """
+        -- Only the demo generator writes here: the hidden truth simulated
+        -- reviewers and tests compare against. Real stores leave it empty.
+        CREATE TABLE demo_truth (
+            extraction_id VARCHAR PRIMARY KEY,
+            correct       BOOLEAN NOT NULL,
+            true_value    VARCHAR
+        );
+        """,
+    ),
+)
+
+
+def applied_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Names of the migrations recorded in this store, in order applied."""
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " name VARCHAR PRIMARY KEY, applied_at TIMESTAMP NOT NULL)"
+    )
+    rows = con.execute("SELECT name FROM schema_migrations ORDER BY applied_at, name").fetchall()
+    return [name for (name,) in rows]
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Apply the migrations this store lacks; return the names applied now."""
+    done = set(applied_migrations(con))
+    applied = []
+    for migration in MIGRATIONS:
+        if migration.name in done:
+            continue
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(migration.sql)
+            con.execute(
+                "INSERT INTO schema_migrations VALUES (?, now()::TIMESTAMP)", [migration.name]
+            )
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+        applied.append(migration.name)
+    return applied

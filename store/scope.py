@@ -1,0 +1,62 @@
+"""Which extractions an analysis looks at: weeks, document types, form versions.
+
+Every report (calibration, audit estimates, dashboard pages) takes a
+:class:`Scope`, so "the last 4 weeks of invoices" means the same rows
+everywhere. The SQL it produces binds every value as a parameter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+from store.weeks import parse_week, shift_week, week_sql
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A filter over extractions. Empty tuples mean "all"."""
+
+    weeks: tuple[str, ...] = ()
+    doc_types: tuple[str, ...] = ()
+    form_versions: tuple[str, ...] = ()
+    fields: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for week in self.weeks:
+            parse_week(week)
+
+    def where(self, alias: str = "e") -> tuple[str, list[object]]:
+        """A SQL condition on extractions aliased ``alias``, and its parameters."""
+        clauses = ["TRUE"]
+        params: list[object] = []
+        columns = (
+            (week_sql(f"{alias}.extracted_at"), self.weeks),
+            (f"{alias}.doc_type", self.doc_types),
+            (f"{alias}.form_version", self.form_versions),
+            (f"{alias}.field", self.fields),
+        )
+        for expression, values in columns:
+            if values:
+                clauses.append(f"{expression} IN (SELECT unnest(?::VARCHAR[]))")
+                params.append(list(values))
+        return " AND ".join(clauses), params
+
+
+def latest_week(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The newest ISO week holding any extraction (None for an empty store)."""
+    row = con.execute(
+        f"SELECT {week_sql('max(extracted_at)')} FROM extractions"
+    ).fetchone()
+    return row[0] if row else None
+
+
+def last_weeks(con: duckdb.DuckDBPyConnection, count: int, *, until: str | None = None) -> tuple[str, ...]:
+    """The ``count`` ISO weeks ending at ``until`` (default: the store's latest week)."""
+    if count < 1:
+        raise ValueError(f"weeks must be at least 1, got {count}")
+    end = until or latest_week(con)
+    if end is None:
+        return ()
+    return tuple(shift_week(end, -offset) for offset in range(count - 1, -1, -1))

@@ -1,0 +1,25 @@
+"""The one place identifiers are put into SQL text.
+
+Values always travel as bound parameters; only names (tables, columns) that
+cannot be bound go through :func:`quote_ident`.
+"""
+
+from __future__ import annotations
+
+
+def quote_ident(name: str) -> str:
+    """Quote ``name`` as a DuckDB identifier (doubling embedded quotes)."""
+    if not name or "\x00" in name:
+        raise ValueError(f"not a usable SQL identifier: {name!r}")
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_literal(text: str) -> str:
+    """Quote ``text`` as a SQL string literal, for the rare statements that bind nothing.
+
+    DuckDB cannot bind parameters in some statements (``COPY ... TO``, table
+    functions' file names inside ``CREATE VIEW``); use this only there.
+    """
+    if "\x00" in text:
+        raise ValueError(f"not a usable SQL string: {text!r}")
+    return "'" + text.replace("'", "''") + "'"

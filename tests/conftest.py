@@ -1,0 +1,52 @@
+"""Fixtures shared by every test: real DuckDB files in tmp_path."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import store
+import store.sql
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    """Path of a fresh, migrated store file."""
+    path = tmp_path / "store.duckdb"
+    store.connect(path).close()
+    return path
+
+
+@pytest.fixture
+def con(db_path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-write connection to a fresh store file, closed after the test."""
+    connection = store.connect(db_path)
+    yield connection
+    connection.close()
+
+
+def table_fingerprint(connection: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, str]]:
+    """Row count and an order-independent checksum of every table.
+
+    Tests compare fingerprints before and after a rejected operation to show the
+    store is exactly as it was.
+    """
+    tables = [
+        name
+        for (name,) in connection.execute(
+            "SELECT table_name FROM information_schema.tables"
+            " WHERE table_type = 'BASE TABLE' ORDER BY table_name"
+        ).fetchall()
+    ]
+    fingerprint = {}
+    for name in tables:
+        quoted = store.sql.quote_ident(name)
+        row = connection.execute(
+            f"SELECT count(*), coalesce(bit_xor(hash(t.*))::VARCHAR, '') FROM {quoted} t"
+        ).fetchone()
+        assert row is not None
+        fingerprint[name] = (row[0], row[1])
+    return fingerprint
