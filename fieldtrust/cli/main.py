@@ -20,6 +20,7 @@ from store.errors import FieldtrustError
 #: Modules that add commands; each defines ``register(group)``.
 COMMAND_MODULES = (
     "fieldtrust.cli.store_cmds",
+    "fieldtrust.cli.demo_cmds",
     "fieldtrust.cli.calibrate_cmds",
     "fieldtrust.cli.sample_cmds",
     "fieldtrust.cli.review_cmds",
