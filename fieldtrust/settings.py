@@ -41,6 +41,17 @@ class Settings:
     model: str = _setting("claude-sonnet-4-5", "Claude model used by `fieldtrust extract`.")
     port: int = _setting(8501, "Port of the dashboard server.")
 
+    def __post_init__(self) -> None:
+        for name in ("target", "confidence"):
+            value = getattr(self, name)
+            if not 0 < value < 1:
+                raise ValueError(f"setting {name}: {value} must be strictly between 0 and 1")
+        for name in ("weeks", "stability_weeks", "n_min"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"setting {name}: {getattr(self, name)} must be at least 1")
+        if not 0 < self.port < 65536:
+            raise ValueError(f"setting port: {self.port} is not a TCP port")
+
     @classmethod
     def help_lines(cls) -> dict[str, str]:
         return {f.name: str(f.metadata["help"]) for f in fields(cls)}

@@ -55,7 +55,9 @@ def connect(
     """
     target = str(path)
     if read_only and target != ":memory:" and not Path(target).exists():
-        raise StoreError(f"no store at {target}: run `fieldtrust demo` or `fieldtrust ingest` first")
+        raise StoreError(
+            f"no store at {target}: run `fieldtrust demo` or `fieldtrust ingest` first"
+        )
     deadline = time.monotonic() + lock_timeout
     pause = 0.05
     while True:

@@ -113,8 +113,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             label_id         VARCHAR   PRIMARY KEY,
             extraction_id    VARCHAR   NOT NULL,
             sample_id        VARCHAR,            -- NULL for labels imported without a design
-            verdict          VARCHAR   NOT NULL CHECK (verdict IN ('correct', 'incorrect', 'unclear')),
-            corrected_value  VARCHAR,            -- for 'incorrect'; NULL with status 'null' = field absent
+            verdict          VARCHAR   NOT NULL
+                CHECK (verdict IN ('correct', 'incorrect', 'unclear')),
+            corrected_value  VARCHAR,  -- for 'incorrect'; NULL + status 'null' = field absent
             corrected_status VARCHAR
                 CHECK (corrected_status IS NULL
                        OR corrected_status IN ('present', 'null', 'unclear', 'other')),

@@ -52,7 +52,9 @@ def latest_week(con: duckdb.DuckDBPyConnection) -> str | None:
     return row[0] if row else None
 
 
-def last_weeks(con: duckdb.DuckDBPyConnection, count: int, *, until: str | None = None) -> tuple[str, ...]:
+def last_weeks(
+    con: duckdb.DuckDBPyConnection, count: int, *, until: str | None = None
+) -> tuple[str, ...]:
     """The ``count`` ISO weeks ending at ``until`` (default: the store's latest week)."""
     if count < 1:
         raise ValueError(f"weeks must be at least 1, got {count}")
