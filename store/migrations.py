@@ -290,6 +290,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        "0010_labels_history_constraints",
+        """
+        -- Labels form one chain per (extraction, review round): a label is
+        -- superseded at most once, and each round of an extraction has one
+        -- first label (imports excepted: batches may overlap). Two reviewers
+        -- racing on the same item then conflict in DuckDB, and the loser is
+        -- told to supersede instead of silently adding a competing label.
+        CREATE UNIQUE INDEX labels_supersedes_once ON labels (supersedes);
+        CREATE UNIQUE INDEX labels_one_chain_per_round ON labels ((
+            CASE WHEN supersedes IS NULL AND review_round <> 'import'
+                 THEN extraction_id || '|' || review_round END));
+        """,
+    ),
 )
 
 
