@@ -1,9 +1,79 @@
-"""Commands of this area (being written; registers nothing yet)."""
+"""`fieldtrust serve`: start the Streamlit dashboard on a store."""
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
 import click
+
+from fieldtrust.cli.common import settings
+from fieldtrust.settings import Settings
+
+#: The dashboard's entry script, found beside the installed package.
+APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+
+
+def streamlit_command(db: str, port: int, *, address: str | None = None) -> list[str]:
+    """The ``streamlit run`` command line that serves the dashboard on ``db``."""
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(APP),
+        "--server.headless", "true",
+        "--server.port", str(port),
+        "--browser.gatherUsageStats", "false",
+    ]
+    if address:
+        command += ["--server.address", address]
+    return [*command, "--", "--db", db]
+
+
+def _ensure_store(db: str, *, demo: bool, default_db: bool) -> bool:
+    """Build the demo store when asked to (or on the default path) and it is missing.
+
+    Returns whether it was built now.
+    """
+    if Path(db).exists():
+        return False
+    if not (demo or default_db):
+        raise click.UsageError(
+            f"no store at {db}: run `fieldtrust demo`, `fieldtrust ingest FILE`,"
+            " or `fieldtrust serve --demo` to build the demo store"
+        )
+    from fieldtrust.demo import ensure_demo_store
+
+    click.echo(f"building the demo store at {db} (once; takes a minute)...", err=True)
+    ensure_demo_store(db)
+    return True
 
 
 def register(group: click.Group) -> None:
-    """Add this module's commands to ``group``."""
+    """Add ``serve`` to ``group``."""
+
+    @group.command(
+        "serve",
+        epilog="Example: fieldtrust serve --demo --port 8501   (then open http://localhost:8501)",
+    )
+    @click.option("--port", type=int, default=None, help="Port to listen on [setting port].")
+    @click.option(
+        "--demo", is_flag=True,
+        help="Build the demo store first when the store file is missing, and add demo users.",
+    )
+    @click.option("--address", default=None, help="Address to bind (default: all interfaces).")
+    @click.pass_context
+    def serve(ctx: click.Context, port: int | None, demo: bool, address: str | None) -> None:
+        """Start the dashboard (Streamlit) on the store; stops with Ctrl+C."""
+        resolved: Settings = settings(ctx)
+        db = str(Path(resolved.db).resolve())
+        built = _ensure_store(db, demo=demo, default_db=resolved.db == Settings().db)
+        if demo or built:
+            from dashboard.demo_users import ensure_demo_users
+
+            # Only a demo store (one with simulated truth) gets demo users.
+            ensure_demo_users(db)
+        command = streamlit_command(db, port or resolved.port, address=address)
+        click.echo(f"serving {db} on http://localhost:{port or resolved.port}", err=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # Become the server (no child left behind when this process is stopped).
+        os.execve(sys.executable, command, {**os.environ, "FIELDTRUST_DB": db})

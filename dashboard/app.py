@@ -1,0 +1,60 @@
+"""fieldtrust dashboard: entry point (``streamlit run dashboard/app.py -- --db PATH``).
+
+This script owns what every page shares: the page list (``st.navigation``),
+who is looking (``dashboard.auth``) and the sidebar filters. Pages live in
+``dashboard/app_pages/`` and only read widgets, call the library and draw.
+Errors fieldtrust raises on purpose become a message here, at the edge.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# `streamlit run` puts this file's folder on sys.path, not the project root.
+_ROOT = Path(__file__).resolve().parents[1]
+if str(_ROOT) not in sys.path:
+    sys.path.insert(0, str(_ROOT))
+
+import streamlit as st  # noqa: E402
+
+from dashboard import auth, data, layout, sidebar  # noqa: E402
+from store.errors import FieldtrustError, StoreLockedError  # noqa: E402
+
+st.set_page_config(page_title="fieldtrust", page_icon=":material/fact_check:", layout="wide")
+
+PAGES = [
+    st.Page("app_pages/overview.py", title="Overview", icon=":material/dashboard:",
+            default=True, url_path="overview"),
+    st.Page("app_pages/calibration.py", title="Calibration", icon=":material/tune:",
+            url_path="calibration"),
+    st.Page("app_pages/audit.py", title="Weekly audit", icon=":material/fact_check:",
+            url_path="audit"),
+    st.Page("app_pages/review.py", title="Review", icon=":material/rate_review:",
+            url_path="review"),
+    st.Page("app_pages/automation.py", title="Automation", icon=":material/verified:",
+            url_path="automation"),
+]
+
+
+def main() -> None:
+    page = st.navigation(PAGES)
+    path = data.db_path()
+    try:
+        version = data.data_version(path)
+        if version is None or version.empty:
+            auth.draw_identity(path, has_store=version is not None)
+            st.title(page.title)
+            layout.empty_state(path)
+            return
+        auth.draw_identity(path, has_store=True)
+        sidebar.draw_filters(data.cached("filter_options"))
+        layout.sidebar_footer(path, version)
+        page.run()
+    except StoreLockedError as exc:
+        st.warning(data.busy_message(exc), icon=":material/hourglass_top:")
+    except FieldtrustError as exc:
+        st.error(str(exc), icon=":material/error:")
+
+
+main()

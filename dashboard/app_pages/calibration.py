@@ -1,0 +1,7 @@
+"""calibration page (being written)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+st.title("calibration")

@@ -1,0 +1,7 @@
+"""overview page (being written)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+st.title("overview")

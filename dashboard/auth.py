@@ -1,0 +1,97 @@
+"""Who is looking: OIDC sign-in when configured, else a clearly labelled demo picker.
+
+The dashboard never decides what a role may do. It finds out who the user is
+and passes that name to the library, whose permission checks refuse what the
+role does not allow (a reviewer's forged "approve" request fails in
+``labels``, not here). The UI only hides buttons a role could not use anyway.
+
+* With an ``[auth]`` section in ``.streamlit/secrets.toml``, ``st.login``
+  signs the user in with OpenID Connect; the store's role grants
+  (``user_roles``, managed by an admin) map the signed-in e-mail to a role.
+* Without it the dashboard runs in DEMO MODE: a sidebar picker lists the users
+  the store knows with their roles, and anyone can act as anyone. The banner
+  says so, because that is fine for a demo and wrong for production.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from dashboard import data, state
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The acting user, their current role in the store, and how we know."""
+
+    user: str
+    role: str | None
+    demo: bool
+
+
+def oidc_configured() -> bool:
+    """Whether ``st.secrets`` holds an ``[auth]`` section for ``st.login``."""
+    try:
+        return "auth" in st.secrets
+    except Exception:  # no secrets file at all: Streamlit raises, we run in demo mode
+        return False
+
+
+def draw_identity(path: str, *, has_store: bool) -> Identity | None:
+    """Sign the user in (or let them pick a demo user) in the sidebar; the identity."""
+    identity = _oidc_identity() if oidc_configured() else _demo_identity(has_store)
+    st.session_state[state.AUTH_IDENTITY] = identity
+    return identity
+
+
+def current_identity() -> Identity | None:
+    """The identity the entry point established on this run."""
+    identity = st.session_state.get(state.AUTH_IDENTITY)
+    return identity if isinstance(identity, Identity) else None
+
+
+def _oidc_identity() -> Identity:
+    if not st.user.is_logged_in:
+        st.title("fieldtrust")
+        st.write("Sign in to see where the extraction model can be trusted.")
+        st.button("Sign in", on_click=st.login, type="primary")
+        st.stop()
+    user = str(st.user.get("email") or st.user.get("name") or st.user.get("sub"))
+    role = data.cached("role_of", user)
+    st.sidebar.markdown(f"Signed in as **{user}**  \nrole: **{role or 'none'}**")
+    if role is None:
+        st.sidebar.caption("Ask an admin to grant you a role (`fieldtrust roles grant`).")
+    st.sidebar.button("Sign out", on_click=st.logout)
+    return Identity(user=user, role=role, demo=False)
+
+
+def _demo_identity(has_store: bool) -> Identity | None:
+    st.sidebar.warning(
+        "**DEMO MODE**: no sign-in; act as any user below. Configure `[auth]` in"
+        " `.streamlit/secrets.toml` for real sign-in.",
+        icon=":material/theater_comedy:",
+    )
+    users = data.cached("users") if has_store else ()
+    if not users:
+        st.sidebar.caption("No users in this store yet (an admin grants roles).")
+        return None
+    roles = dict(users)
+    names = list(roles)
+    if st.session_state.get(state.AUTH_DEMO_USER) not in roles:
+        st.session_state[state.AUTH_DEMO_USER] = _default_user(roles)
+    user = st.sidebar.selectbox(
+        "Act as (demo)", names, key=state.AUTH_DEMO_USER,
+        format_func=lambda name: f"{name} ({roles[name]})",
+    )
+    return Identity(user=user, role=roles[user], demo=True)
+
+
+def _default_user(roles: dict[str, str]) -> str:
+    """Start as the QA lead: the overview is theirs."""
+    for wanted in ("qa_lead", "manager", "admin", "reviewer"):
+        for name, role in roles.items():
+            if role == wanted:
+                return name
+    return next(iter(roles))

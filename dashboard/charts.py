@@ -1,0 +1,269 @@
+"""Every plotly figure the dashboard draws, built from the library's results.
+
+Figures only draw: each function takes a small frame of numbers the library
+computed (bins, curves, estimates) and returns a ``go.Figure``. No statistic
+is computed here. Intervals are always drawn, because a point without its
+uncertainty is what fieldtrust exists to stop people trusting.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+GOOD = "#1a9850"
+BAD = "#d73027"
+NEUTRAL = "#4575b4"
+MUTED = "#9e9e9e"
+RECAL = "#f28e2b"
+
+_MARGIN = {"l": 10, "r": 10, "t": 40, "b": 10}
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def accuracy_heatmap(strata: pd.DataFrame, *, target: float) -> go.Figure:
+    """doc_type x field heatmap of design-weighted accuracy.
+
+    ``strata`` columns: doc_type, field, accuracy, accuracy_low, accuracy_high,
+    n_labeled, ece. Colour is centred on ``target``: red below, green above;
+    hover shows n, the interval and ECE.
+    """
+    doc_types = sorted(strata["doc_type"].unique())
+    fields = sorted(strata["field"].unique())
+    cell = {(r.doc_type, r.field): r for r in strata.itertuples(index=False)}
+    z: list[list[float | None]] = []
+    text: list[list[str]] = []
+    custom: list[list[list[object]]] = []
+    for doc_type in doc_types:
+        z_row: list[float | None] = []
+        text_row: list[str] = []
+        custom_row: list[list[object]] = []
+        for field in fields:
+            row = cell.get((doc_type, field))
+            acc = getattr(row, "accuracy", None) if row is not None else None
+            if row is None or not _finite(acc):
+                z_row.append(None)
+                text_row.append("" if row is None else "no labels")
+                custom_row.append([0, None, None, None])
+                continue
+            z_row.append(acc)
+            text_row.append(f"{100 * acc:.1f}%")  # type: ignore[operator]
+            custom_row.append([row.n_labeled, row.accuracy_low, row.accuracy_high, row.ece])
+        z.append(z_row)
+        text.append(text_row)
+        custom.append(custom_row)
+    # Put the target at the colour scale's midpoint: below is red, above green.
+    low = min([v for row in z for v in row if v is not None] + [target - 0.05])
+    span = max(1.0 - low, 1e-6)
+    mid = min(max((target - low) / span, 0.0), 1.0)
+    figure = go.Figure(
+        go.Heatmap(
+            z=z, x=fields, y=doc_types, text=text, texttemplate="%{text}", customdata=custom,
+            zmin=low, zmax=1.0,
+            colorscale=[[0.0, BAD], [mid, "#ffffbf"], [1.0, GOOD]],
+            colorbar={"title": "accuracy", "tickformat": ".0%"},
+            hovertemplate=(
+                "<b>%{y} · %{x}</b><br>accuracy %{z:.1%}"
+                "<br>95% interval [%{customdata[1]:.1%}, %{customdata[2]:.1%}]"
+                "<br>labels n = %{customdata[0]:,}<br>ECE %{customdata[3]:.3f}<extra></extra>"
+            ),
+            xgap=2, ygap=2,
+        )
+    )
+    figure.update_layout(
+        title=f"Design-weighted accuracy per stratum (target {target:.0%})",
+        margin=_MARGIN, height=120 + 48 * len(doc_types),
+        xaxis={"side": "top", "title": None}, yaxis={"autorange": "reversed", "title": None},
+    )
+    return figure
+
+
+def reliability_diagram(
+    bins: pd.DataFrame,
+    *,
+    confidences: pd.DataFrame | None = None,
+    recalibrated: pd.DataFrame | None = None,
+    title: str = "Reliability",
+    min_bin: int = 30,
+) -> go.Figure:
+    """Stated confidence against accuracy per bin, with intervals, diagonal and histogram.
+
+    ``bins`` columns: confidence (weighted mean stated confidence), accuracy,
+    low, high (interval of accuracy), n. Bins with fewer than ``min_bin`` labels
+    are drawn grey, not hidden (STATS.md section 4). ``confidences``: columns
+    bin_start, bin_end, count — the population's stated confidences, drawn as a
+    histogram underneath. ``recalibrated``: columns x, y of the stratum's
+    recalibration map, drawn as the recalibrated curve.
+    """
+    figure = make_subplots(
+        rows=2, cols=1, shared_xaxes=True, row_heights=[0.75, 0.25], vertical_spacing=0.04,
+    )
+    figure.add_trace(
+        go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfectly calibrated",
+                   line={"dash": "dot", "color": MUTED}),
+        row=1, col=1,
+    )
+    if len(bins):
+        small = bins["n"] < min_bin
+        for is_small, colour, name in ((False, NEUTRAL, "stated (bins)"),
+                                       (True, MUTED, f"bins under {min_bin} labels")):
+            part = bins[small == is_small]
+            if part.empty:
+                continue
+            figure.add_trace(
+                go.Scatter(
+                    x=part["confidence"], y=part["accuracy"], mode="lines+markers", name=name,
+                    marker={"color": colour, "size": 9}, line={"color": colour},
+                    error_y={"type": "data", "symmetric": False,
+                             "array": part["high"] - part["accuracy"],
+                             "arrayminus": part["accuracy"] - part["low"], "color": colour},
+                    customdata=part[["n", "low", "high"]].to_numpy(),
+                    hovertemplate=("confidence %{x:.3f}<br>accuracy %{y:.1%}"
+                                   " [%{customdata[1]:.1%}, %{customdata[2]:.1%}]"
+                                   "<br>n = %{customdata[0]:,}<extra></extra>"),
+                ),
+                row=1, col=1,
+            )
+    if recalibrated is not None and len(recalibrated):
+        figure.add_trace(
+            go.Scatter(x=recalibrated["x"], y=recalibrated["y"], mode="lines",
+                       name="recalibrated map", line={"color": RECAL, "width": 2}),
+            row=1, col=1,
+        )
+    if confidences is not None and len(confidences):
+        figure.add_trace(
+            go.Bar(
+                x=(confidences["bin_start"] + confidences["bin_end"]) / 2,
+                y=confidences["count"], width=confidences["bin_end"] - confidences["bin_start"],
+                name="stated confidences", marker={"color": MUTED}, showlegend=False,
+                hovertemplate="%{x:.3f}: %{y:,} extractions<extra></extra>",
+            ),
+            row=2, col=1,
+        )
+    figure.update_xaxes(range=[0, 1.01], row=1, col=1)
+    figure.update_xaxes(range=[0, 1.01], title="stated confidence", row=2, col=1)
+    figure.update_yaxes(title="accuracy", tickformat=".0%", row=1, col=1)
+    figure.update_yaxes(title="count", row=2, col=1)
+    figure.update_layout(title=title, margin=_MARGIN, height=520,
+                         legend={"orientation": "h", "y": -0.18})
+    return figure
+
+
+def threshold_curve(
+    curve: pd.DataFrame,
+    *,
+    target: float,
+    point_threshold: float | None,
+    certified_threshold: float | None,
+    title: str = "Accuracy above each threshold",
+) -> go.Figure:
+    """Accuracy, its lower bound and coverage against the confidence threshold.
+
+    ``curve`` columns: threshold, accuracy (weighted accuracy of labels at or
+    above it), accuracy_low (one-sided lower bound), coverage (share of the
+    population at or above it). The target line and the point and certified
+    thresholds are marked.
+    """
+    figure = go.Figure()
+    if len(curve):
+        figure.add_trace(go.Scatter(x=curve["threshold"], y=curve["accuracy"], mode="lines",
+                                    name="accuracy above", line={"color": NEUTRAL}))
+        figure.add_trace(go.Scatter(x=curve["threshold"], y=curve["accuracy_low"], mode="lines",
+                                    name="lower bound", line={"color": NEUTRAL, "dash": "dash"}))
+        figure.add_trace(go.Scatter(x=curve["threshold"], y=curve["coverage"], mode="lines",
+                                    name="coverage", line={"color": MUTED}))
+    figure.add_hline(y=target, line={"color": BAD, "dash": "dot"},
+                     annotation_text=f"target {target:.0%}", annotation_position="bottom left")
+    if _finite(point_threshold):
+        figure.add_vline(x=point_threshold, line={"color": RECAL, "dash": "dash"},
+                         annotation_text=f"point {point_threshold:.3f} (no guarantee)",
+                         annotation_position="top left")
+    if _finite(certified_threshold):
+        figure.add_vline(x=certified_threshold, line={"color": GOOD, "width": 3},
+                         annotation_text=f"certified {certified_threshold:.3f}",
+                         annotation_position="top right")
+    figure.update_layout(
+        title=title, margin=_MARGIN, height=420, xaxis={"title": "confidence threshold"},
+        yaxis={"title": "share", "tickformat": ".0%", "range": [0, 1.02]},
+        legend={"orientation": "h", "y": -0.2},
+    )
+    return figure
+
+
+def weekly_trend(
+    trend: pd.DataFrame, *, target: float, title: str = "Weekly accuracy"
+) -> go.Figure:
+    """Accuracy per ISO week with 95% intervals, one line per series.
+
+    ``trend`` columns: week, series (e.g. "invoice · total"), accuracy, low,
+    high, n.
+    """
+    figure = go.Figure()
+    for series, part in trend.groupby("series", sort=True):
+        part = part.sort_values("week")
+        figure.add_trace(
+            go.Scatter(
+                x=part["week"], y=part["accuracy"], mode="lines+markers", name=str(series),
+                error_y={"type": "data", "symmetric": False,
+                         "array": part["high"] - part["accuracy"],
+                         "arrayminus": part["accuracy"] - part["low"]},
+                customdata=part[["n", "low", "high"]].to_numpy(),
+                hovertemplate=("%{x}: %{y:.1%} [%{customdata[1]:.1%}, %{customdata[2]:.1%}]"
+                               "<br>n = %{customdata[0]:,}<extra>%{fullData.name}</extra>"),
+            )
+        )
+    figure.add_hline(y=target, line={"color": BAD, "dash": "dot"},
+                     annotation_text=f"target {target:.0%}", annotation_position="bottom left")
+    figure.update_layout(title=title, margin=_MARGIN, height=420,
+                         xaxis={"title": "ISO week (UTC)", "type": "category"},
+                         yaxis={"title": "accuracy", "tickformat": ".0%"},
+                         legend={"orientation": "h", "y": -0.25})
+    return figure
+
+
+def error_breakdown(
+    errors: pd.DataFrame, *, by: Sequence[str] = ("doc_type", "field")
+) -> go.Figure:
+    """Stacked bars of error types per group (counts), so systematic patterns stand out.
+
+    ``errors`` columns: the ``by`` columns, error_type, count.
+    """
+    frame = errors.copy()
+    frame["group"] = frame[list(by)].astype(str).agg(" · ".join, axis=1)
+    order = frame.groupby("group")["count"].sum().sort_values(ascending=True).index.tolist()
+    figure = go.Figure()
+    for error_type, part in frame.groupby("error_type", sort=True):
+        figure.add_trace(go.Bar(
+            y=part["group"], x=part["count"], name=str(error_type), orientation="h",
+            hovertemplate="%{y}: %{x:,} " + str(error_type) + "<extra></extra>",
+        ))
+    figure.update_layout(barmode="stack", title="Error types", margin=_MARGIN,
+                         height=160 + 26 * len(order),
+                         yaxis={"categoryorder": "array", "categoryarray": order, "title": None},
+                         xaxis={"title": "incorrect labels"},
+                         legend={"orientation": "h", "y": -0.15})
+    return figure
+
+
+def labelling_progress(cells: pd.DataFrame) -> go.Figure:
+    """Labelled against drawn items per cell group (horizontal bars).
+
+    ``cells`` columns: group, n_sample, n_labelled.
+    """
+    frame = cells.sort_values("group", ascending=False)
+    figure = go.Figure()
+    figure.add_trace(go.Bar(y=frame["group"], x=frame["n_labelled"], orientation="h",
+                            name="labelled", marker={"color": GOOD}))
+    figure.add_trace(go.Bar(y=frame["group"], x=frame["n_sample"] - frame["n_labelled"],
+                            orientation="h", name="to do", marker={"color": "#e0e0e0"}))
+    figure.update_layout(barmode="stack", title="Labelling progress", margin=_MARGIN,
+                         height=160 + 24 * len(frame), xaxis={"title": "items"},
+                         legend={"orientation": "h", "y": -0.15})
+    return figure

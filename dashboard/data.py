@@ -1,0 +1,244 @@
+"""Store access for the dashboard: short-lived connections, bounded waits, cached reads.
+
+DuckDB locks its file per process. A dashboard that held a connection open
+would lock the CLI out (``fieldtrust ingest`` could not write while anyone
+looked at a chart), so every read opens a read-only connection, runs one
+library function and closes it; writes open read-write just as briefly.
+
+Inside the server process, DuckDB refuses to open the same file read-only and
+read-write at once, so one process-wide lock serialises the (short) moments a
+connection is open. When another process holds the file, :func:`store.connect`
+retries with a bounded backoff; if the file stays busy the page says so in a
+friendly warning instead of a traceback.
+
+Reads are cached with ``st.cache_data`` keyed on a *data version*: a cheap
+query over row counts and the newest label / decision times. A new label
+changes the version, so it shows at once; nothing else ever has to clear the
+cache. Cached functions take no widgets and return small aggregated results,
+never whole tables.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import streamlit as st
+
+import store
+from fieldtrust.settings import load_settings
+from store.errors import StoreError, StoreLockedError
+from store.scope import Scope
+from store.weeks import iso_week
+
+#: Seconds a page waits for another process to release the store.
+LOCK_WAIT = 4.0
+#: How long cached results live even if the version never changes (seconds).
+CACHE_TTL = 600
+CACHE_ENTRIES = 128
+
+_CONNECTION_LOCK = threading.Lock()
+
+
+def db_path() -> str:
+    """The store the dashboard shows: ``-- --db PATH``, else ``FIELDTRUST_DB``, else settings."""
+    argv = sys.argv[1:]
+    for index, arg in enumerate(argv):
+        if arg == "--db" and index + 1 < len(argv):
+            return argv[index + 1]
+        if arg.startswith("--db="):
+            return arg.split("=", 1)[1]
+    return load_settings().db
+
+
+@contextlib.contextmanager
+def reading(path: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection to ``path``, closed as soon as the block ends."""
+    with _CONNECTION_LOCK:
+        con = store.connect(path, read_only=True, lock_timeout=LOCK_WAIT)
+        try:
+            yield con
+        finally:
+            con.close()
+
+
+@contextlib.contextmanager
+def writing(path: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-write connection to ``path``, held only for the write itself."""
+    with _CONNECTION_LOCK:
+        con = store.connect(path, read_only=False, lock_timeout=LOCK_WAIT)
+        try:
+            yield con
+        finally:
+            con.close()
+
+
+@dataclass(frozen=True)
+class DataVersion:
+    """What changes whenever anything a page shows changes; the cache key."""
+
+    extractions: int
+    labels: int
+    last_label_at: Any
+    decisions: int
+    last_decision_at: Any
+    samples: int
+    roles: int
+    maps: int
+    skips: int
+    assignments: int
+
+    @property
+    def empty(self) -> bool:
+        return self.extractions == 0
+
+
+_VERSION_SQL = """
+SELECT (SELECT count(*) FROM extractions),
+       (SELECT count(*) FROM labels), (SELECT max(labeled_at) FROM labels),
+       (SELECT count(*) FROM decisions), (SELECT max(decided_at) FROM decisions),
+       (SELECT count(*) FROM audit_samples), (SELECT count(*) FROM user_roles),
+       (SELECT count(*) FROM recalibration_maps), (SELECT count(*) FROM skips),
+       (SELECT count(*) FROM assignments)
+"""
+
+
+def data_version(path: str) -> DataVersion | None:
+    """The store's data version, or None when there is no store file yet.
+
+    Row counts are metadata in DuckDB and the max() runs over the small
+    labels and decisions tables, so this costs a few milliseconds per rerun.
+    """
+    if path != ":memory:" and not Path(path).exists():
+        return None
+    with reading(path) as con:
+        row = con.execute(_VERSION_SQL).fetchone()
+    assert row is not None
+    return DataVersion(*row)
+
+
+# --- cached reads ---------------------------------------------------------------------------------
+
+#: Library calls pages may make through :func:`cached`, by name. A name (not the
+#: function) goes into the cache key, so the key stays small and stable.
+_QUERIES: dict[str, Callable[..., Any]] = {}
+
+
+def query(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register ``fn(con, *args, **kwargs)`` as a cached read called ``name``."""
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        _QUERIES[name] = fn
+        return fn
+
+    return register
+
+
+@st.cache_data(ttl=CACHE_TTL, max_entries=CACHE_ENTRIES, show_spinner=False)
+def _cached_call(
+    path: str, version: DataVersion, name: str, args: tuple[Any, ...], kwargs: tuple[Any, ...]
+) -> Any:
+    with reading(path) as con:
+        return _QUERIES[name](con, *args, **dict(kwargs))
+
+
+def cached(name: str, *args: Any, **kwargs: Any) -> Any:
+    """Run the registered read ``name`` against the current store, cached on its version."""
+    path = db_path()
+    version = current_version()
+    return _cached_call(path, version, name, args, tuple(sorted(kwargs.items())))
+
+
+def uncached(name: str, *args: Any, **kwargs: Any) -> Any:
+    """Run the registered read ``name`` now (for timings and reads that must be fresh)."""
+    with reading(db_path()) as con:
+        return _QUERIES[name](con, *args, **kwargs)
+
+
+def write(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call the library writer ``fn(con, ...)`` on a short read-write connection."""
+    with writing(db_path()) as con:
+        return fn(con, *args, **kwargs)
+
+
+def current_version() -> DataVersion:
+    """The data version of the dashboard's store (a store must exist)."""
+    version = data_version(db_path())
+    if version is None:
+        raise StoreError(f"no store at {db_path()}")
+    return version
+
+
+def scope_from(weeks: tuple[str, ...], doc_types: tuple[str, ...],
+               form_versions: tuple[str, ...]) -> Scope:
+    """The library :class:`~store.scope.Scope` the sidebar filters describe."""
+    return Scope(weeks=weeks, doc_types=doc_types, form_versions=form_versions)
+
+
+def busy_message(exc: StoreLockedError) -> str:
+    """What a person reads when another process keeps the store busy."""
+    return (
+        "The store is busy: another fieldtrust process (an ingest or a sample draw) is"
+        f" writing to it. Waited {LOCK_WAIT:.0f} s. The page will work again as soon as it"
+        f" finishes; reload in a moment. ({exc})"
+    )
+
+
+def env_db_default() -> str | None:
+    """``FIELDTRUST_DB`` if set (for the empty state's hint)."""
+    return os.environ.get("FIELDTRUST_DB")
+
+
+# --- small queries the library does not offer yet (TO MOVE to store/) ---------------------------
+
+
+@dataclass(frozen=True)
+class FilterOptions:
+    """What the sidebar filters can choose from."""
+
+    weeks: tuple[str, ...]
+    doc_types: tuple[str, ...]
+    form_versions: tuple[tuple[str, str], ...]  # (doc_type, form_version)
+
+
+@query("filter_options")
+def filter_options(con: duckdb.DuckDBPyConnection) -> FilterOptions:
+    """Weeks, document types and form versions present in the store.
+
+    TO MOVE: belongs in ``store.summary`` (one GROUP BY over extractions).
+    """
+    # Truncating to Monday is cheaper than formatting every timestamp as text.
+    mondays = con.sql(
+        "SELECT DISTINCT date_trunc('week', extracted_at) AS w FROM extractions ORDER BY w"
+    ).fetchall()
+    versions = con.sql(
+        "SELECT DISTINCT doc_type, form_version FROM extractions ORDER BY ALL"
+    ).fetchall()
+    return FilterOptions(
+        weeks=tuple(iso_week(monday) for (monday,) in mondays),
+        doc_types=tuple(sorted({d for d, _ in versions})),
+        form_versions=tuple((d, v) for d, v in versions),
+    )
+
+
+@query("users")
+def users(con: duckdb.DuckDBPyConnection) -> tuple[tuple[str, str], ...]:
+    """(user, current role) of everyone holding a role, for the demo-mode picker."""
+    from labels.roles import list_users
+
+    return tuple((g.user_name, g.role) for g in list_users(con) if g.role != "none")
+
+
+@query("role_of")
+def role_of(con: duckdb.DuckDBPyConnection, user: str) -> str | None:
+    """The signed-in user's current role (None: no role granted)."""
+    from labels.roles import current_role
+
+    return current_role(con, user)

@@ -1,0 +1,65 @@
+"""Small drawing helpers every page uses: empty states, numbers with n and interval."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import streamlit as st
+
+from dashboard import data
+
+EMPTY_HINT = (
+    "No extractions yet: run `fieldtrust demo` (a demo store to explore) or"
+    " `fieldtrust ingest FILE` (your own extractions), then reload this page."
+)
+
+
+def empty_state(path: str) -> None:
+    """What a page shows when the store is missing or holds no extractions."""
+    st.info(EMPTY_HINT, icon=":material/inbox:")
+    st.caption(f"Store: `{path}`")
+
+
+def sidebar_footer(path: str, version: data.DataVersion) -> None:
+    """Which store the dashboard shows and how much is in it."""
+    st.sidebar.divider()
+    st.sidebar.caption(
+        f"Store `{path}`  \n{version.extractions:,} extractions · {version.labels:,} labels"
+        f" · {version.decisions:,} decisions"
+    )
+
+
+def pct(value: float | None, digits: int = 1) -> str:
+    """``0.9712`` -> ``'97.1%'``; a dash when undefined."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{100 * value:.{digits}f}%"
+
+
+def with_interval(value: float | None, low: float | None, high: float | None,
+                  n: int | None = None) -> str:
+    """``97.1% [96.5, 97.6] (n = 1,204)``: every number carries its interval and n."""
+    text = pct(value)
+    if low is not None and high is not None and not (math.isnan(low) or math.isnan(high)):
+        text += f" [{100 * low:.1f}, {100 * high:.1f}]"
+    if n is not None:
+        text += f" (n = {n:,})"
+    return text
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """A number for prose: a dash when undefined."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def flash(key: str) -> None:
+    """Show (once) the message a previous run left under ``key``."""
+    message = st.session_state.pop(key, None)
+    if message:
+        kind, text = message
+        getattr(st, kind)(text)

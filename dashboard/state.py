@@ -1,0 +1,60 @@
+"""Every session-state key the dashboard uses, in one place, prefixed per page.
+
+Streamlit widgets with a ``key`` share one flat namespace per session. Keeping
+the names here (``<page>.<what>``) stops two pages from colliding and lets the
+tests set or read a widget by the same name the page uses.
+"""
+
+from __future__ import annotations
+
+# Shared sidebar filters (the entry point owns them; every page reads them).
+FILTER_WEEKS = "filters.weeks"
+FILTER_DOC_TYPES = "filters.doc_types"
+FILTER_FORM_VERSIONS = "filters.form_versions"
+FILTER_SCOPE = "filters.scope"  # the Scope the filters produced on this run
+
+# Identity.
+AUTH_IDENTITY = "auth.identity"
+AUTH_DEMO_USER = "auth.demo_user"
+
+# Calibration page.
+CAL_STRATUM = "calibration.stratum"
+CAL_STRATEGY = "calibration.strategy"
+CAL_BINS = "calibration.bins"
+
+# Weekly audit page.
+AUDIT_WEEK = "audit.week"
+AUDIT_BASE_RATE = "audit.base_rate"
+AUDIT_MINIMUM = "audit.minimum"
+AUDIT_BOOST = "audit.boost"
+AUDIT_BUDGET = "audit.budget"
+AUDIT_DRAW = "audit.draw"
+AUDIT_TREND_STRATUM = "audit.trend_stratum"
+AUDIT_ADJ_VERDICT = "audit.adjudication_verdict"
+AUDIT_ADJ_ITEM = "audit.adjudication_item"
+AUDIT_ADJ_SUBMIT = "audit.adjudication_submit"
+
+# Review page.
+REVIEW_CORRECTED = "review.corrected_value"
+REVIEW_ABSENT = "review.field_absent"
+REVIEW_ERROR_TYPE = "review.error_type"
+REVIEW_ERROR_DETAIL = "review.error_detail"
+REVIEW_CORRECT = "review.correct"
+REVIEW_INCORRECT = "review.incorrect"
+REVIEW_UNCLEAR = "review.unclear"
+REVIEW_SKIP = "review.skip"
+REVIEW_FLASH = "review.flash"
+REVIEW_SAMPLE = "review.sample"
+
+# Automation page.
+AUTO_STRATUM = "automation.stratum"
+AUTO_COMMENT = "automation.comment"
+AUTO_APPROVE = "automation.approve"
+AUTO_REJECT = "automation.reject"
+AUTO_REVOKE = "automation.revoke"
+AUTO_FLASH = "automation.flash"
+
+
+def download_key(table: str, kind: str) -> str:
+    """Key of a table's download button (``downloads.<table>.<csv|parquet>``)."""
+    return f"downloads.{table}.{kind}"
