@@ -304,6 +304,15 @@ MIGRATIONS: tuple[Migration, ...] = (
                  THEN extraction_id || '|' || review_round END));
         """,
     ),
+    Migration(
+        "0011_demo_truth_error_type",
+        """
+        -- Why a demo extraction is wrong, in the labels taxonomy, so simulated
+        -- reviewers record an error type and detail the way a person would.
+        ALTER TABLE demo_truth ADD COLUMN error_type VARCHAR;
+        ALTER TABLE demo_truth ADD COLUMN error_detail VARCHAR;
+        """,
+    ),
 )
 
 
