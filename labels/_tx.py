@@ -1,0 +1,48 @@
+"""Writes that retry when a concurrent writer got to the same rows first.
+
+DuckDB checks conflicts optimistically: two transactions that insert the same
+key both run, and the second to commit fails (``TransactionException``), or
+fails at the insert (``ConstraintException``) when the first already
+committed. The work function re-reads the store on every attempt, so a retry
+either succeeds on fresh data or raises a clear error (a label already there,
+an item already taken).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import duckdb
+
+from labels.errors import ConcurrentWriteError
+from store.connection import transaction
+
+T = TypeVar("T")
+
+#: Attempts before a write gives up; the pause doubles from 10 ms up to 0.5 s.
+MAX_ATTEMPTS = 8
+
+
+def write_with_retry(
+    con: duckdb.DuckDBPyConnection,
+    work: Callable[[duckdb.DuckDBPyConnection], T],
+    *,
+    what: str,
+) -> T:
+    """Run ``work(con)`` in one transaction; retry write-write conflicts a bounded time."""
+    pause = 0.01
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        try:
+            with transaction(con):
+                return work(con)
+        except (duckdb.TransactionException, duckdb.ConstraintException) as exc:
+            if attempt == MAX_ATTEMPTS:
+                raise ConcurrentWriteError(
+                    f"{what}: gave up after {MAX_ATTEMPTS} attempts because other writers kept"
+                    f" changing the same rows ({exc}); try again"
+                ) from exc
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -1,0 +1,304 @@
+"""Handing out the week's sample: who reviews which item next.
+
+A reviewer asks for the next items of the current sample. They come spread
+across the sampling cells (one item of each cell in turn, each cell in the
+order of its permanent random numbers), so a reviewer who stops early still
+leaves a sample that covers every cell, not the first cells in full. Handing
+out records an assignment row (key: sample, extraction, round) in the same
+transaction, so two reviewers asking at once never get the same item: the
+loser of the race conflicts in DuckDB, is retried, and gets other items.
+
+Double review: items the sample marked ``double_review`` get a second,
+*blind* review by someone other than the primary reviewer. What a reviewer
+sees (:class:`ReviewItem`) carries the extraction only, never another
+round's verdict, reviewer or label. It also leaves out the model's stated
+confidence, so a number does not anchor the reviewer's judgement.
+
+A reviewer can skip an item with a reason (unreadable scan, conflict of
+interest); the skip is recorded and the item goes back to the pool for the
+others, never to the reviewer who skipped it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import duckdb
+
+from labels._tx import write_with_retry
+from labels.errors import LabelError
+from labels.roles import require, user_name
+from store.connection import utc_now
+
+
+@dataclass(frozen=True)
+class ReviewItem:
+    """An item as a reviewer sees it: the extraction and the round, nothing of other verdicts."""
+
+    sample_id: str
+    extraction_id: str
+    review_round: str
+    cell: str
+    doc_id: str
+    doc_type: str
+    form_version: str
+    field: str
+    value: str | None
+    value_status: str
+    source_excerpt: str | None
+    assigned_at: dt.datetime
+
+
+_ITEM_SQL = """
+SELECT a.sample_id, a.extraction_id, a.review_round, i.cell, e.doc_id, e.doc_type,
+       e.form_version, e.field, e.value, e.value_status, e.source_excerpt, a.assigned_at
+FROM assignments a
+JOIN audit_items i USING (sample_id, extraction_id)
+JOIN extractions e USING (extraction_id)
+WHERE a.sample_id = $sample AND a.reviewer = $actor
+  AND ($extraction IS NULL OR a.extraction_id = $extraction)
+  AND ($open_only = false OR NOT EXISTS (
+        SELECT 1 FROM labels l WHERE l.extraction_id = a.extraction_id
+                                 AND l.review_round = a.review_round))
+ORDER BY a.assigned_at, i.prn, a.extraction_id
+"""
+
+# Candidates for a primary review: not labelled (in any round that gives a
+# verdict), not handed out in this sample, not skipped by or second-reviewed
+# by the actor. Candidates for a second review: double-review items whose
+# primary review is with someone else and whose second review is free.
+_CANDIDATES_SQL = """
+WITH items AS (
+    SELECT extraction_id, cell, prn, double_review FROM audit_items WHERE sample_id = $sample
+),
+mine AS (
+    SELECT extraction_id FROM skips WHERE sample_id = $sample AND reviewer = $actor
+    UNION SELECT extraction_id FROM assignments WHERE reviewer = $actor
+    UNION SELECT extraction_id FROM labels WHERE reviewer = $actor
+),
+taken AS (
+    SELECT extraction_id, review_round FROM assignments WHERE sample_id = $sample
+    UNION SELECT extraction_id, review_round FROM labels
+),
+primary_free AS (
+    SELECT extraction_id, cell, prn, 'primary' AS review_round FROM items i
+    WHERE NOT EXISTS (SELECT 1 FROM taken t WHERE t.extraction_id = i.extraction_id
+                      AND t.review_round IN ('primary', 'import', 'adjudication'))
+),
+second_free AS (
+    SELECT extraction_id, cell, prn, 'second' AS review_round FROM items i
+    WHERE double_review
+      AND EXISTS (SELECT 1 FROM taken t WHERE t.extraction_id = i.extraction_id
+                  AND t.review_round = 'primary')
+      AND NOT EXISTS (SELECT 1 FROM taken t WHERE t.extraction_id = i.extraction_id
+                      AND t.review_round = 'second')
+),
+candidates AS (
+    SELECT * FROM (SELECT * FROM primary_free UNION ALL SELECT * FROM second_free)
+    WHERE extraction_id NOT IN (SELECT extraction_id FROM mine)
+)
+SELECT extraction_id, review_round FROM (
+    SELECT *, row_number() OVER (PARTITION BY cell ORDER BY prn, extraction_id) AS turn
+    FROM candidates
+)
+ORDER BY turn, prn, cell
+LIMIT $need
+"""
+
+
+def current_sample(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The newest audit sample: latest week, highest version (None before the first draw)."""
+    row = con.execute(
+        "SELECT sample_id FROM audit_samples ORDER BY week DESC, version DESC LIMIT 1"
+    ).fetchone()
+    return str(row[0]) if row else None
+
+
+def next_items(
+    con: duckdb.DuckDBPyConnection,
+    actor: str,
+    sample_id: str | None = None,
+    *,
+    count: int = 10,
+) -> list[ReviewItem]:
+    """The next ``count`` items for ``actor`` to review, assigned to them atomically.
+
+    Items already assigned to ``actor`` and not yet labelled come first (so
+    asking twice does not hoard items); the rest are new assignments taken in
+    turn from each cell in the order of the permanent random numbers.
+
+    Parameters
+    ----------
+    con
+        Store connection (or a cursor of it: one per thread).
+    actor
+        The reviewer; needs a role allowed to ``label``.
+    sample_id
+        Default: :func:`current_sample`.
+    count
+        How many items to return at most (fewer when the pool runs dry).
+
+    Raises
+    ------
+    PermissionDenied
+        ``actor`` may not label.
+    LabelError
+        No such sample (or none drawn yet), or ``count`` below 1.
+    """
+    actor = user_name(actor, what="acting user")
+    if count < 1:
+        raise LabelError(f"count must be at least 1, got {count}")
+
+    def work(tx: duckdb.DuckDBPyConnection) -> list[ReviewItem]:
+        require(tx, actor, "label")
+        sample = _resolve_sample(tx, sample_id)
+        held = _items(tx, actor, sample, open_only=True)
+        need = count - len(held)
+        if need > 0:
+            picked = tx.execute(
+                _CANDIDATES_SQL, {"sample": sample, "actor": actor, "need": need}
+            ).fetchall()
+            now = utc_now()
+            for extraction_id, review_round in picked:
+                tx.execute(
+                    "INSERT INTO assignments (sample_id, extraction_id, review_round, reviewer,"
+                    " assigned_at) VALUES (?, ?, ?, ?, ?)",
+                    [sample, extraction_id, review_round, actor, now],
+                )
+        return _items(tx, actor, sample, open_only=True)[:count]
+
+    return write_with_retry(con, work, what=f"assigning items to {actor}")
+
+
+def item_view(
+    con: duckdb.DuckDBPyConnection, actor: str, sample_id: str, extraction_id: str
+) -> ReviewItem:
+    """One item assigned to ``actor``, as they see it (blind to any other round)."""
+    actor = user_name(actor, what="acting user")
+    require(con, actor, "label")
+    items = _items(con, actor, sample_id, extraction_id=extraction_id)
+    if not items:
+        raise LabelError(
+            f"extraction {extraction_id!r} of sample {sample_id!r} is not assigned to {actor};"
+            " ask for items with next_items"
+        )
+    return items[0]
+
+
+def skip(
+    con: duckdb.DuckDBPyConnection,
+    actor: str,
+    sample_id: str,
+    extraction_id: str,
+    reason: str,
+) -> None:
+    """Give an assigned item back with a reason; it returns to the pool for others.
+
+    The skip is recorded (``skips``); the assignment is released. Only an item
+    assigned to ``actor`` and not yet labelled can be skipped.
+    """
+    actor = user_name(actor, what="acting user")
+    if not isinstance(reason, str) or not reason.strip():
+        raise LabelError("a skip needs a reason (e.g. 'scan unreadable', 'conflict of interest')")
+
+    def work(tx: duckdb.DuckDBPyConnection) -> None:
+        require(tx, actor, "label")
+        row = tx.execute(
+            "SELECT review_round FROM assignments"
+            " WHERE sample_id = ? AND extraction_id = ? AND reviewer = ?",
+            [sample_id, extraction_id, actor],
+        ).fetchone()
+        if row is None:
+            raise LabelError(
+                f"extraction {extraction_id!r} of sample {sample_id!r} is not assigned to"
+                f" {actor}, so there is nothing to skip"
+            )
+        labelled = tx.execute(
+            "SELECT 1 FROM labels WHERE extraction_id = ? AND review_round = ?",
+            [extraction_id, row[0]],
+        ).fetchone()
+        if labelled is not None:
+            raise LabelError(
+                f"extraction {extraction_id!r} already has its {row[0]} label; supersede the"
+                " label to change it instead of skipping"
+            )
+        tx.execute(
+            "INSERT INTO skips (sample_id, extraction_id, reviewer, reason, skipped_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [sample_id, extraction_id, actor, reason.strip(), utc_now()],
+        )
+        # Assignments are a work queue, not history: releasing one is what
+        # puts the item back in the pool. The skip row keeps the record.
+        tx.execute(
+            "DELETE FROM assignments WHERE sample_id = ? AND extraction_id = ?"
+            " AND review_round = ? AND reviewer = ?",
+            [sample_id, extraction_id, row[0], actor],
+        )
+
+    write_with_retry(con, work, what=f"skipping {extraction_id}")
+
+
+@dataclass(frozen=True)
+class SampleProgress:
+    """How far a sample's review has got."""
+
+    sample_id: str
+    items: int
+    labelled: int
+    double_review: int
+    second_labelled: int
+    assigned: int
+    skips: int
+
+
+def sample_progress(
+    con: duckdb.DuckDBPyConnection, sample_id: str | None = None
+) -> SampleProgress:
+    """Items, labelled items, double-review items and their second labels, assignments, skips."""
+    sample = _resolve_sample(con, sample_id)
+    row = con.execute(
+        """
+        SELECT count(*) AS items,
+               count(*) FILTER (WHERE EXISTS (SELECT 1 FROM labels l
+                    WHERE l.extraction_id = i.extraction_id
+                      AND l.review_round IN ('primary', 'import', 'adjudication'))) AS labelled,
+               count(*) FILTER (WHERE i.double_review) AS double_review,
+               count(*) FILTER (WHERE i.double_review AND EXISTS (SELECT 1 FROM labels l
+                    WHERE l.extraction_id = i.extraction_id AND l.review_round = 'second'))
+                   AS second_labelled,
+               (SELECT count(*) FROM assignments a WHERE a.sample_id = $sample) AS assigned,
+               (SELECT count(*) FROM skips s WHERE s.sample_id = $sample) AS skips
+        FROM audit_items i WHERE i.sample_id = $sample
+        """,
+        {"sample": sample},
+    ).fetchone()
+    assert row is not None
+    return SampleProgress(sample, *(int(v) for v in row))
+
+
+def _resolve_sample(con: duckdb.DuckDBPyConnection, sample_id: str | None) -> str:
+    if sample_id is None:
+        current = current_sample(con)
+        if current is None:
+            raise LabelError("no audit sample has been drawn yet: run `fieldtrust sample draw`")
+        return current
+    row = con.execute("SELECT 1 FROM audit_samples WHERE sample_id = ?", [sample_id]).fetchone()
+    if row is None:
+        raise LabelError(f"no audit sample {sample_id!r}; samples look like '2026-W48/v1'")
+    return sample_id
+
+
+def _items(
+    con: duckdb.DuckDBPyConnection,
+    actor: str,
+    sample_id: str,
+    *,
+    open_only: bool = False,
+    extraction_id: str | None = None,
+) -> list[ReviewItem]:
+    params = {
+        "sample": sample_id, "actor": actor, "extraction": extraction_id, "open_only": open_only,
+    }
+    rows = con.execute(_ITEM_SQL, params).fetchall()
+    return [ReviewItem(*row) for row in rows]

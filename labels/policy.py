@@ -1,0 +1,58 @@
+"""The policy file production pipelines read: approved thresholds as JSON.
+
+Only strata whose current decision is an approval appear. A pipeline
+automates an extraction of (doc_type, field) when its stated confidence is
+at or above ``threshold``, and sends everything else to a human.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import duckdb
+
+from fieldtrust import __version__
+from labels.decisions import current_policy
+from store.connection import utc_now
+
+#: Bumped when the layout of the exported file changes.
+POLICY_FORMAT = 1
+
+
+def export_policy(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """The current approved thresholds, ready for ``json.dump``.
+
+    Keys: ``format``, ``generated_at`` (UTC, ISO), ``schema_version`` (the
+    store's newest migration), ``fieldtrust_version`` and ``thresholds``: one
+    object per approved stratum with doc_type, field, threshold, approved_by,
+    approved_at, evidence_id and decision_id, sorted by stratum.
+    """
+    thresholds = [
+        {
+            "doc_type": entry.doc_type,
+            "field": entry.field,
+            "threshold": entry.threshold,
+            "approved_by": entry.decision.decided_by,
+            "approved_at": entry.decision.decided_at.isoformat(),
+            "evidence_id": entry.decision.evidence_id,
+            "decision_id": entry.decision.decision_id,
+        }
+        for entry in current_policy(con)
+        if entry.status == "active"
+    ]
+    row = con.execute(
+        "SELECT name FROM schema_migrations ORDER BY applied_at DESC, name DESC LIMIT 1"
+    ).fetchone()
+    return {
+        "format": POLICY_FORMAT,
+        "generated_at": utc_now().isoformat(timespec="seconds") + "Z",
+        "schema_version": row[0] if row else None,
+        "fieldtrust_version": __version__,
+        "thresholds": thresholds,
+    }
+
+
+def policy_json(policy: dict[str, Any]) -> str:
+    """The policy as indented JSON text with sorted keys (stable diffs between exports)."""
+    return json.dumps(policy, indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,155 @@
+"""Flag approved strata that later audits show failing: "revocation recommended".
+
+For every stratum whose current policy is an approval, each ISO week after
+the approval's week is checked on its own audit labels above the approved
+threshold (read through :func:`store.labelled.labelled_items`, so adjudicated
+verdicts and design weights count as everywhere else). A week fails when its
+accuracy is significantly below the target, one-sided at level
+``1 - confidence``: the upper confidence bound on the design-weighted
+accuracy is below the target. The bound is Korn-Graubard (STATS.md section
+3): Clopper-Pearson at the effective sample size ``n_eff = p(1 - p) /
+var(p)``, with ``var(p)`` the linearised (with-replacement) variance of the
+Hajek ratio estimator, ``n_eff`` capped at the label count (conservative);
+approximate, as the docs say. A recommendation never revokes anything by
+itself: a manager decides.
+
+References: Korn & Graubard, "Confidence intervals for proportions with small
+expected number of positive counts estimated from survey data", Survey
+Methodology 24, 1998; Clopper & Pearson, Biometrika 26, 1934.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+from scipy.stats import beta
+
+from labels.decisions import current_policy
+from labels.errors import DecisionError
+from store.labelled import labelled_items
+from store.scope import Scope
+from store.weeks import iso_week
+
+
+@dataclass(frozen=True)
+class WeekCheck:
+    """One week's audit of an approved stratum above its threshold."""
+
+    week: str
+    n: int
+    accuracy: float
+    upper_bound: float
+    failing: bool
+
+
+@dataclass(frozen=True)
+class RevocationRecommendation:
+    """An approved stratum with at least one failing week after its approval."""
+
+    doc_type: str
+    field: str
+    threshold: float
+    approved_by: str
+    approved_at: dt.datetime
+    decision_id: str
+    weeks: list[WeekCheck]
+    reason: str
+
+
+def revocation_recommendations(
+    con: duckdb.DuckDBPyConnection, *, target: float = 0.95, confidence: float = 0.95
+) -> list[RevocationRecommendation]:
+    """Approved strata whose audits after the approval show accuracy below ``target``.
+
+    Parameters
+    ----------
+    con
+        Store connection.
+    target
+        Accuracy an automated stratum must keep.
+    confidence
+        ``1 - delta`` of the one-sided test (the upper bound's level).
+
+    Returns
+    -------
+    list of RevocationRecommendation
+        One per flagged stratum, with every week checked and a reason naming
+        the failing weeks.
+    """
+    for name, value in (("target", target), ("confidence", confidence)):
+        if not 0.0 < value < 1.0:
+            raise DecisionError(f"{name} must be in (0, 1), got {value}")
+    flagged = []
+    for entry in current_policy(con):
+        if entry.status != "active" or entry.threshold is None:
+            continue
+        checks = _weekly_checks(con, entry.doc_type, entry.field, entry.threshold,
+                                iso_week(entry.decision.decided_at), target, confidence)
+        failing = [c for c in checks if c.failing]
+        if not failing:
+            continue
+        reason = "; ".join(
+            f"week {c.week}: accuracy {c.accuracy:.3f} above threshold {entry.threshold}"
+            f" (n={c.n}), upper {confidence:.0%} bound {c.upper_bound:.3f} < target {target}"
+            for c in failing
+        )
+        flagged.append(
+            RevocationRecommendation(
+                doc_type=entry.doc_type,
+                field=entry.field,
+                threshold=entry.threshold,
+                approved_by=entry.decision.decided_by,
+                approved_at=entry.decision.decided_at,
+                decision_id=entry.decision.decision_id,
+                weeks=checks,
+                reason=f"revocation recommended: {reason}",
+            )
+        )
+    return flagged
+
+
+def weighted_upper_bound(correct: np.ndarray, weight: np.ndarray, confidence: float) -> float:
+    """One-sided Korn-Graubard upper bound on a design-weighted proportion.
+
+    Clopper-Pearson at ``n_eff = p(1 - p) / var(p)`` (capped at n), with the
+    linearised variance of the Hajek ratio ``p = sum(w y) / sum(w)``
+    (Korn & Graubard 1998; R ``survey::svyciprop(method = "beta")``).
+    """
+    n = len(correct)
+    if n == 0:
+        raise DecisionError("no labels: the bound needs at least one")
+    p = float(np.sum(weight * correct) / np.sum(weight))
+    z = weight * (correct - p) / np.sum(weight)
+    variance = float(n / (n - 1) * np.sum(z**2)) if n > 1 else 0.0
+    n_eff = min(p * (1 - p) / variance, n) if variance > 0 else float(n)
+    successes = p * n_eff
+    if successes >= n_eff:
+        return 1.0
+    return float(beta.ppf(confidence, successes + 1, n_eff - successes))
+
+
+def _weekly_checks(
+    con: duckdb.DuckDBPyConnection,
+    doc_type: str,
+    field: str,
+    threshold: float,
+    approval_week: str,
+    target: float,
+    confidence: float,
+) -> list[WeekCheck]:
+    items = labelled_items(con, Scope(doc_types=(doc_type,), fields=(field,)))
+    week = np.asarray(items.column("week").to_pylist(), dtype=object)
+    keep = (np.asarray(items.column("confidence").to_numpy()) >= threshold) & (week > approval_week)
+    correct = np.asarray(items.column("correct").to_numpy(), dtype=float)[keep]
+    weight = np.asarray(items.column("weight").to_numpy(), dtype=float)[keep]
+    week = week[keep]
+    checks = []
+    for label in sorted(set(week.tolist())):
+        mask = week == label
+        accuracy = float(np.sum(weight[mask] * correct[mask]) / np.sum(weight[mask]))
+        upper = weighted_upper_bound(correct[mask], weight[mask], confidence)
+        checks.append(WeekCheck(label, int(mask.sum()), accuracy, upper, upper < target))
+    return checks

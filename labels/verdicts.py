@@ -1,0 +1,363 @@
+"""Recording verdicts: append-only labels, corrections as superseding rows.
+
+A label is never changed or deleted. A correction is a new row whose
+``supersedes`` names the row it replaces; the view ``effective_labels`` then
+ignores the old row, and the history keeps both. There is deliberately no
+function here (or anywhere in fieldtrust) that updates or deletes a label.
+
+Two constraints in the store (migration ``0010_labels_history_constraints``)
+make this safe with several reviewers writing at once: each (extraction,
+review round) has one chain of labels, and a label is superseded at most once.
+A concurrent writer that loses the race gets a DuckDB conflict, is retried,
+and then sees the winner's row and a :class:`~labels.errors.LabelConflict`
+that says what to do, so nobody's label is lost or silently replaced.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from labels._tx import write_with_retry
+from labels.errors import LabelConflict, LabelError
+from labels.roles import require, user_name
+from labels.taxonomy import check_correction, check_error
+from store.connection import utc_now
+
+#: The verdicts a reviewer can give; 'unclear' = the source cannot be read.
+VERDICTS: tuple[str, ...] = ("correct", "incorrect", "unclear")
+
+#: Review rounds a reviewer labels in (adjudication: labels.agreement.adjudicate).
+REVIEW_ROUNDS: tuple[str, ...] = ("primary", "second")
+
+_LABEL_COLUMNS = (
+    "label_id, extraction_id, sample_id, verdict, corrected_value, corrected_status,"
+    " error_type, error_detail, reviewer, review_round, labeled_at, supersedes"
+)
+
+
+@dataclass(frozen=True)
+class Label:
+    """One row of the ``labels`` table."""
+
+    label_id: str
+    extraction_id: str
+    sample_id: str | None
+    verdict: str
+    corrected_value: str | None
+    corrected_status: str | None
+    error_type: str | None
+    error_detail: str | None
+    reviewer: str
+    review_round: str
+    labeled_at: dt.datetime
+    supersedes: str | None
+
+
+def record_verdict(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    actor: str,
+    extraction_id: str,
+    verdict: str,
+    sample_id: str | None = None,
+    review_round: str | None = None,
+    corrected_value: str | None = None,
+    corrected_status: str | None = None,
+    error_type: str | None = None,
+    error_detail: str | None = None,
+) -> Label:
+    """Record ``actor``'s verdict on one extraction; the reviewer is always ``actor``.
+
+    Parameters
+    ----------
+    con
+        Store connection (or a cursor of it: one per thread).
+    actor
+        The reviewer; needs a role allowed to ``label`` (reviewer, qa_lead).
+    extraction_id
+        The extraction judged.
+    verdict
+        ``correct``, ``incorrect`` or ``unclear`` (the source is unreadable).
+    sample_id
+        The audit sample the item was reviewed in; default: the newest sample
+        holding the extraction (None when it is in none).
+    review_round
+        ``primary`` or ``second``; default: the round of ``actor``'s
+        assignment for this item, else ``primary``.
+    corrected_value, corrected_status
+        For ``incorrect``: the right value, or no value with status ``null``
+        (field absent) or ``unclear`` (unreadable); see
+        :func:`labels.taxonomy.check_correction`.
+    error_type, error_detail
+        For ``incorrect``: a type from :data:`labels.taxonomy.ERROR_TYPES`;
+        ``other`` needs a detail. ``unclear`` may carry a detail as a note.
+
+    Raises
+    ------
+    PermissionDenied
+        ``actor`` may not label.
+    LabelError
+        Invalid verdict fields, unknown extraction, or item not in ``sample_id``.
+    LabelConflict
+        The item already has a label in this round (supersede it instead), or
+        ``actor`` gave the other round's verdict on it (double review needs two
+        people).
+    """
+    fields = verdict_fields(verdict, corrected_value, corrected_status, error_type, error_detail)
+    actor = user_name(actor, what="acting user")
+
+    def work(tx: duckdb.DuckDBPyConnection) -> Label:
+        require(tx, actor, "label")
+        _check_extraction(tx, extraction_id)
+        sample = _resolve_sample(tx, extraction_id, sample_id)
+        rnd = _resolve_round(tx, actor, extraction_id, review_round)
+        _refuse_existing_chain(tx, extraction_id, rnd)
+        if rnd in REVIEW_ROUNDS:
+            _refuse_same_person_both_rounds(tx, actor, extraction_id, rnd)
+        return insert_label(tx, extraction_id, sample, rnd, actor, fields, supersedes=None)
+
+    return write_with_retry(con, work, what=f"labelling {extraction_id}")
+
+
+def supersede(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    actor: str,
+    label_id: str,
+    verdict: str,
+    corrected_value: str | None = None,
+    corrected_status: str | None = None,
+    error_type: str | None = None,
+    error_detail: str | None = None,
+) -> Label:
+    """Correct a label by appending a row that supersedes it; the old row stays.
+
+    Only the label's own reviewer (still allowed to label) or a qa_lead may
+    supersede it; an adjudication only a qa_lead. The new row keeps the
+    extraction, sample and review round of the old one and names ``actor``
+    as its reviewer. Only the newest label of a chain can be superseded.
+
+    Raises
+    ------
+    PermissionDenied, LabelError, LabelConflict
+        As for :func:`record_verdict`; ``LabelConflict`` when ``label_id`` was
+        already superseded (supersede the newer label instead).
+    """
+    fields = verdict_fields(verdict, corrected_value, corrected_status, error_type, error_detail)
+    actor = user_name(actor, what="acting user")
+
+    def work(tx: duckdb.DuckDBPyConnection) -> Label:
+        old = get_label(tx, label_id)
+        _check_may_supersede(tx, actor, old)
+        newer = tx.execute(
+            "SELECT label_id, reviewer FROM labels WHERE supersedes = ?", [label_id]
+        ).fetchone()
+        if newer is not None:
+            raise LabelConflict(
+                f"label {label_id} was already superseded by label {newer[0]} ({newer[1]});"
+                " supersede that one instead"
+            )
+        return insert_label(
+            tx, old.extraction_id, old.sample_id, old.review_round, actor, fields,
+            supersedes=label_id,
+        )
+
+    return write_with_retry(con, work, what=f"superseding label {label_id}")
+
+
+def get_label(con: duckdb.DuckDBPyConnection, label_id: str) -> Label:
+    """The label row ``label_id``; :class:`LabelError` when there is none."""
+    row = con.execute(
+        f"SELECT {_LABEL_COLUMNS} FROM labels WHERE label_id = ?", [label_id]
+    ).fetchone()
+    if row is None:
+        raise LabelError(f"no label {label_id!r} in the store; check the id")
+    return Label(*row)
+
+
+def label_history(con: duckdb.DuckDBPyConnection, extraction_id: str) -> list[Label]:
+    """Every label ever recorded for one extraction (superseded ones too), oldest first."""
+    rows = con.execute(
+        f"SELECT {_LABEL_COLUMNS} FROM labels WHERE extraction_id = ?"
+        " ORDER BY labeled_at, label_id",
+        [extraction_id],
+    ).fetchall()
+    return [Label(*row) for row in rows]
+
+
+def verdict_fields(
+    verdict: str,
+    corrected_value: str | None,
+    corrected_status: str | None,
+    error_type: str | None,
+    error_detail: str | None,
+) -> dict[str, Any]:
+    """Validate a verdict and what goes with it; return the label columns to write."""
+    if verdict not in VERDICTS:
+        raise LabelError(f"verdict {verdict!r} is not one of {', '.join(VERDICTS)}")
+    if verdict == "incorrect":
+        value, status = check_correction(corrected_value, corrected_status)
+        kind, detail = check_error(error_type, error_detail)
+        return {
+            "verdict": verdict, "corrected_value": value, "corrected_status": status,
+            "error_type": kind, "error_detail": detail,
+        }
+    given = {
+        name: value
+        for name, value in (
+            ("corrected_value", corrected_value),
+            ("corrected_status", corrected_status),
+            ("error_type", error_type),
+        )
+        if value is not None
+    }
+    if verdict == "correct" and error_detail is not None:
+        given["error_detail"] = error_detail
+    if given:
+        raise LabelError(
+            f"a {verdict!r} verdict takes no {', '.join(given)}: those describe an 'incorrect'"
+            " one"
+        )
+    note = error_detail.strip() if error_detail else None
+    return {
+        "verdict": verdict, "corrected_value": None, "corrected_status": None,
+        "error_type": None, "error_detail": note or None,
+    }
+
+
+def insert_label(
+    con: duckdb.DuckDBPyConnection,
+    extraction_id: str,
+    sample_id: str | None,
+    review_round: str,
+    reviewer: str,
+    fields: dict[str, Any],
+    *,
+    supersedes: str | None,
+) -> Label:
+    """Append one label row (inside the caller's transaction); checks are the caller's job."""
+    label = Label(
+        label_id=str(uuid.uuid4()),
+        extraction_id=extraction_id,
+        sample_id=sample_id,
+        reviewer=reviewer,
+        review_round=review_round,
+        labeled_at=utc_now(),
+        supersedes=supersedes,
+        **fields,
+    )
+    con.execute(
+        f"INSERT INTO labels ({_LABEL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            label.label_id, label.extraction_id, label.sample_id, label.verdict,
+            label.corrected_value, label.corrected_status, label.error_type,
+            label.error_detail, label.reviewer, label.review_round, label.labeled_at,
+            label.supersedes,
+        ],
+    )
+    return label
+
+
+def live_label(
+    con: duckdb.DuckDBPyConnection, extraction_id: str, review_round: str
+) -> Label | None:
+    """The newest (not superseded) label of one extraction in one round, if any."""
+    row = con.execute(
+        f"SELECT {_LABEL_COLUMNS} FROM labels l WHERE extraction_id = ? AND review_round = ?"
+        " AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)"
+        " ORDER BY labeled_at DESC, label_id DESC LIMIT 1",
+        [extraction_id, review_round],
+    ).fetchone()
+    return Label(*row) if row else None
+
+
+def _check_extraction(con: duckdb.DuckDBPyConnection, extraction_id: str) -> None:
+    row = con.execute(
+        "SELECT 1 FROM extractions WHERE extraction_id = ? LIMIT 1", [extraction_id]
+    ).fetchone()
+    if row is None:
+        raise LabelError(f"no extraction {extraction_id!r} in the store; check the id")
+
+
+def _resolve_sample(
+    con: duckdb.DuckDBPyConnection, extraction_id: str, sample_id: str | None
+) -> str | None:
+    if sample_id is not None:
+        row = con.execute(
+            "SELECT 1 FROM audit_items WHERE sample_id = ? AND extraction_id = ?",
+            [sample_id, extraction_id],
+        ).fetchone()
+        if row is None:
+            raise LabelError(
+                f"extraction {extraction_id!r} is not in audit sample {sample_id!r};"
+                " label it in the sample it was drawn into"
+            )
+        return sample_id
+    row = con.execute(
+        "SELECT i.sample_id FROM audit_items i JOIN audit_samples s USING (sample_id)"
+        " WHERE i.extraction_id = ? ORDER BY s.week DESC, s.version DESC LIMIT 1",
+        [extraction_id],
+    ).fetchone()
+    return str(row[0]) if row else None
+
+
+def _resolve_round(
+    con: duckdb.DuckDBPyConnection, actor: str, extraction_id: str, review_round: str | None
+) -> str:
+    if review_round is not None:
+        if review_round not in REVIEW_ROUNDS:
+            raise LabelError(
+                f"review_round {review_round!r} is not one of {', '.join(REVIEW_ROUNDS)}"
+                " (adjudications go through labels.agreement.adjudicate)"
+            )
+        return review_round
+    row = con.execute(
+        "SELECT review_round FROM assignments WHERE extraction_id = ? AND reviewer = ?"
+        " ORDER BY assigned_at DESC LIMIT 1",
+        [extraction_id, actor],
+    ).fetchone()
+    return str(row[0]) if row else "primary"
+
+
+def _refuse_existing_chain(
+    con: duckdb.DuckDBPyConnection, extraction_id: str, review_round: str
+) -> None:
+    current = live_label(con, extraction_id, review_round)
+    if current is not None:
+        # Name the label and its reviewer, never its verdict: a second reviewer
+        # hitting this must stay blind to the first verdict.
+        raise LabelConflict(
+            f"extraction {extraction_id} already has a {review_round} label"
+            f" ({current.label_id}, by {current.reviewer}); to change it, supersede that label"
+        )
+
+
+def _refuse_same_person_both_rounds(
+    con: duckdb.DuckDBPyConnection, actor: str, extraction_id: str, review_round: str
+) -> None:
+    other = "second" if review_round == "primary" else "primary"
+    row = con.execute(
+        "SELECT 1 FROM labels WHERE extraction_id = ? AND review_round = ? AND reviewer = ?"
+        " UNION ALL SELECT 1 FROM assignments"
+        " WHERE extraction_id = ? AND review_round = ? AND reviewer = ? LIMIT 1",
+        [extraction_id, other, actor, extraction_id, other, actor],
+    ).fetchone()
+    if row is not None:
+        raise LabelConflict(
+            f"{actor} has the {other} review of extraction {extraction_id}: double review"
+            f" needs a different person for the {review_round} review"
+        )
+
+
+def _check_may_supersede(con: duckdb.DuckDBPyConnection, actor: str, old: Label) -> None:
+    if old.review_round == "adjudication":
+        require(con, actor, "adjudicate")
+    elif old.reviewer == actor:
+        require(con, actor, "label")
+    else:
+        require(con, actor, "supersede_others")
