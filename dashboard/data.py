@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 import streamlit as st
 
 import store
@@ -242,3 +243,186 @@ def role_of(con: duckdb.DuckDBPyConnection, user: str) -> str | None:
     from labels.roles import current_role
 
     return current_role(con, user)
+
+
+@query("current_sample")
+def current_sample(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The newest audit sample's id (None before the first draw)."""
+    from labels.assignment import current_sample as newest
+
+    return newest(con)
+
+
+@query("sample_progress")
+def sample_progress(con: duckdb.DuckDBPyConnection, sample_id: str) -> Any:
+    """How far the review of ``sample_id`` has got (labels.assignment.SampleProgress)."""
+    from labels.assignment import sample_progress as progress
+
+    return progress(con, sample_id)
+
+
+@dataclass(frozen=True)
+class ItemContext:
+    """What a reviewer may see beside an item that :class:`ReviewItem` leaves out."""
+
+    confidence: float
+    conflict: bool
+    conflict_value: str | None
+    reviewer_labelled: int
+
+
+@query("item_context")
+def item_context(
+    con: duckdb.DuckDBPyConnection, extraction_id: str, reviewer: str, sample_id: str
+) -> ItemContext:
+    """Stated confidence and conflict of one extraction, and the reviewer's count in the sample.
+
+    TO MOVE: belongs in ``labels.assignment`` (the item view and the reviewer's progress).
+    """
+    row = con.execute(
+        "SELECT confidence, conflict, conflict_value,"
+        " (SELECT count(*) FROM labels WHERE reviewer = $reviewer AND sample_id = $sample)"
+        " FROM extractions WHERE extraction_id = $id LIMIT 1",
+        {"id": extraction_id, "reviewer": reviewer, "sample": sample_id},
+    ).fetchone()
+    if row is None:
+        raise StoreError(f"no extraction {extraction_id!r} in the store")
+    return ItemContext(float(row[0]), bool(row[1]), row[2], int(row[3]))
+
+
+# --- library reads, registered for caching ---------------------------------------------------
+
+
+@query("error_report")
+def error_report(con: duckdb.DuckDBPyConnection, scope: Scope) -> Any:
+    """Error types per (doc_type, field, form_version) (labels.errors_report)."""
+    from labels.errors_report import error_report as report
+
+    return report(con, scope)
+
+
+@query("adjudication_queue")
+def adjudication_queue(con: duckdb.DuckDBPyConnection, scope: Scope) -> Any:
+    """Double-reviewed items whose verdicts differ, not yet settled (labels.agreement)."""
+    from labels.agreement import adjudication_queue as queue
+
+    return queue(con, scope)
+
+
+@query("agreement")
+def agreement(con: duckdb.DuckDBPyConnection, scope: Scope) -> Any:
+    """Percent agreement and Cohen's kappa per field and reviewer pair (labels.agreement)."""
+    from labels.agreement import agreement as report
+
+    return report(con, scope)
+
+
+@query("decision_history")
+def decision_history(con: duckdb.DuckDBPyConnection) -> Any:
+    """Every automation decision, oldest first (labels.decisions)."""
+    from labels.decisions import decision_history as history
+
+    return history(con)
+
+
+@query("current_policy")
+def current_policy(con: duckdb.DuckDBPyConnection) -> Any:
+    """The latest decision of every decided stratum (labels.decisions)."""
+    from labels.decisions import current_policy as policy
+
+    return policy(con)
+
+
+@query("revocations")
+def revocations(con: duckdb.DuckDBPyConnection, target: float, confidence: float) -> Any:
+    """Approved strata that later audits show failing (labels.revocation)."""
+    from labels.revocation import revocation_recommendations
+
+    return revocation_recommendations(con, target=target, confidence=confidence)
+
+
+@query("policy_export")
+def policy_export(con: duckdb.DuckDBPyConnection) -> Any:
+    """The policy file production reads (labels.policy.export_policy)."""
+    from labels.policy import export_policy
+
+    return export_policy(con)
+
+
+@query("preview_design")
+def preview_design(con: duckdb.DuckDBPyConnection, week: str, design_json: str) -> Any:
+    """Cells of ``week`` under a design, with sizes, before drawing (sampling planner)."""
+    from sampling.design import Design
+    from sampling.planner import preview_design as preview
+
+    return preview(con, week, Design.from_json(design_json))
+
+
+@query("weekly_estimates")
+def weekly_estimates(con: duckdb.DuckDBPyConnection, scope: Scope, confidence: float) -> Any:
+    """Design-weighted accuracy per week and (doc_type, field) (sampling.estimates)."""
+    from sampling.estimates import weekly_estimates as weekly
+
+    return weekly(con, scope, confidence=confidence)
+
+
+@query("weekly_alerts")
+def weekly_alerts(
+    con: duckdb.DuckDBPyConnection, week: str | None, target: float, confidence: float
+) -> Any:
+    """This week's alerts: below target, slipping, new form version worse (sampling.alerts)."""
+    from sampling.alerts import weekly_alerts as alerts
+
+    return alerts(con, week, target=target, confidence=confidence)
+
+
+@query("week_sample")
+def week_sample(con: duckdb.DuckDBPyConnection, week: str) -> str | None:
+    """The current sample id of ``week`` (None: not drawn yet)."""
+    from sampling.draw import current_sample_id
+
+    return current_sample_id(con, week)
+
+
+@query("cell_progress")
+def cell_progress(con: duckdb.DuckDBPyConnection, sample_id: str) -> pa.Table:
+    """Per cell of a sample: population, drawn items, labelled items.
+
+    TO MOVE: belongs in ``labels.assignment`` beside ``sample_progress``.
+    """
+    return con.sql(
+        """
+        SELECT c.doc_type, c.field, c.band, c.version_status, c.n_population, c.n_sample,
+               c.inclusion_prob,
+               count(l.extraction_id) AS n_labelled
+        FROM audit_cells c
+        LEFT JOIN audit_items i ON i.sample_id = c.sample_id AND i.cell = c.cell
+        LEFT JOIN effective_labels l ON l.extraction_id = i.extraction_id
+        WHERE c.sample_id = ?
+        GROUP BY ALL
+        ORDER BY c.doc_type, c.field, c.band, c.version_status
+        """,
+        params=[sample_id],
+    ).to_arrow_table()
+
+
+@query("priority_queue")
+def priority_queue(con: duckdb.DuckDBPyConnection, scope: Scope, limit: int) -> Any:
+    """The human review queue outside the audit, most urgent first (sampling.queue)."""
+    from sampling.queue import priority_queue as queue
+
+    return queue(con, scope, limit=limit)
+
+
+@query("candidates")
+def candidates(
+    con: duckdb.DuckDBPyConnection, scope: Scope, target: float, confidence: float,
+    n_min: int, stability_weeks: int,
+) -> Any:
+    """Every stratum's automation assessment, candidates first (calibration.candidates)."""
+    from calibration.candidates import automation_candidates
+
+    return automation_candidates(
+        con, scope, target=target, confidence=confidence, n_min=n_min,
+        stability_weeks=stability_weeks,
+    )

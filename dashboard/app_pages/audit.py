@@ -1,7 +1,195 @@
-"""audit page (being written)."""
+"""Weekly audit (QA lead): preview and draw the week's sample, follow it, read the trend.
+
+Sizes come from :mod:`sampling` (design, planner, draw), estimates and alerts
+from :mod:`sampling.estimates` / :mod:`sampling.alerts`, disagreements and
+error types from :mod:`labels`. Drawing and adjudicating are checked by the
+library's permission table.
+"""
 
 from __future__ import annotations
 
 import streamlit as st
 
-st.title("audit")
+from dashboard import auth, charts, data, downloads, layout, sidebar, state, views
+from labels.agreement import adjudicate
+from labels.roles import allowed, require
+from labels.taxonomy import ERROR_TYPES
+from sampling.design import Design
+from sampling.draw import draw_sample
+from store.errors import FieldtrustError
+
+
+def _design_from_widgets() -> Design:
+    budget = int(st.session_state.get(state.AUDIT_BUDGET) or 0)
+    return Design(
+        base_rate=float(st.session_state.get(state.AUDIT_BASE_RATE, 0.01)),
+        minimum=int(st.session_state.get(state.AUDIT_MINIMUM, 10)),
+        boost=float(st.session_state.get(state.AUDIT_BOOST, 5.0)),
+        budget=budget or None,
+    )
+
+
+def _draw(con: object, user: str, week: str, design: Design, seed: int) -> object:
+    """Check the role, then draw (one short read-write connection for both)."""
+    require(con, user, "draw_sample")  # type: ignore[arg-type]
+    return draw_sample(con, week, design, seed=seed, drawn_by=user)  # type: ignore[arg-type]
+
+
+def _on_draw(identity: auth.Identity, week: str, seed: int) -> None:
+    try:
+        result = data.write(_draw, identity.user, week, _design_from_widgets(), seed)
+    except FieldtrustError as exc:
+        st.session_state[state.AUDIT_DRAW_FLASH] = ("error", str(exc))
+        return
+    verb = "Drew" if result.created else "Found the existing"  # type: ignore[attr-defined]
+    st.session_state[state.AUDIT_DRAW_FLASH] = (
+        "success", f"{verb} sample {result.sample_id}: {result.n_sample:,} items"  # type: ignore[attr-defined]
+        f" from {result.n_population:,} extractions.",  # type: ignore[attr-defined]
+    )
+
+
+def _design_section(identity: auth.Identity | None, week: str) -> None:
+    defaults = Design()
+    cols = st.columns(4)
+    cols[0].number_input("Base rate", 0.0005, 1.0, defaults.base_rate, 0.005, format="%.4f",
+                         key=state.AUDIT_BASE_RATE, help="Share of each cell drawn.")
+    cols[1].number_input("Minimum per cell", 2, 1000, defaults.minimum, key=state.AUDIT_MINIMUM)
+    cols[2].number_input("Boost of new form versions", 1.0, 50.0, defaults.boost, 0.5,
+                         key=state.AUDIT_BOOST)
+    cols[3].number_input("Weekly label budget (0: none)", 0, 100_000, 0, 50,
+                         key=state.AUDIT_BUDGET,
+                         help="With a budget, cells get Neyman allocation keeping the minimums.")
+    design = _design_from_widgets()
+    plan = views.frame_of(data.cached("preview_design", week, design.canonical_json()))
+    summary = views.plan_summary(plan, design)
+    st.markdown(summary)
+    with st.expander("Cells of the preview", expanded=False):
+        downloads.show_table("design_preview", plan)
+    layout.flash(state.AUDIT_DRAW_FLASH)
+    if identity is not None and allowed(identity.role, "draw_sample"):
+        seed = views.settings().seed
+        st.button(f"Draw the sample of {week}", key=state.AUDIT_DRAW, type="primary",
+                  on_click=_on_draw, args=(identity, week, seed))
+    else:
+        st.caption("Drawing a sample needs the qa_lead role.")
+
+
+def _progress_section(week: str) -> None:
+    sample_id = data.cached("week_sample", week)
+    if sample_id is None:
+        st.info(f"No sample drawn for {week} yet.")
+        return
+    cells = views.frame_of(data.cached("cell_progress", sample_id))
+    progress = data.cached("sample_progress", sample_id)
+    share = progress.labelled / progress.items if progress.items else 0.0
+    st.progress(share, text=f"{sample_id}: {progress.labelled:,} of {progress.items:,} labelled;"
+                            f" second reviews {progress.second_labelled:,} of"
+                            f" {progress.double_review:,}; {progress.skips:,} skips")
+    grouped = views.progress_by_stratum(cells)
+    st.plotly_chart(charts.labelling_progress(grouped), key="audit.progress_chart")
+    with st.expander("Progress per cell"):
+        downloads.show_table("cell_progress", cells)
+
+
+def _trend_section(scope: object, settings: object) -> None:
+    trend = views.frame_of(data.cached("weekly_estimates", scope, settings.confidence))  # type: ignore[attr-defined]
+    if trend.empty:
+        st.info("No audit labels in these weeks yet.")
+        return
+    series = views.trend_series(trend)
+    options = sorted(series["series"].unique())
+    default = views.worst_series(series, count=4)
+    chosen = st.multiselect("Strata", options, default=default, key=state.AUDIT_TREND_STRATUM)
+    shown = series[series["series"].isin(chosen)] if chosen else series
+    st.plotly_chart(charts.weekly_trend(shown, target=settings.target),  # type: ignore[attr-defined]
+                    key="audit.trend_chart")
+    with st.expander("Weekly estimates"):
+        downloads.show_table("weekly_estimates", trend)
+
+
+def _alerts_section(week: str, settings: object) -> None:
+    alerts = data.cached("weekly_alerts", week, settings.target, settings.confidence)  # type: ignore[attr-defined]
+    if not alerts:
+        st.success(f"No alerts for {week}.")
+        return
+    for alert in alerts:
+        st.warning(alert.message, icon=":material/notifications:")
+    downloads.show_table("alerts", views.alerts_frame(alerts))
+
+
+def _on_adjudicate(identity: auth.Identity, extraction_id: str) -> None:
+    verdict = st.session_state.get(state.AUDIT_ADJ_VERDICT, "correct")
+    fields: dict[str, object] = {}
+    if verdict == "incorrect":
+        value = (st.session_state.get(state.AUDIT_ADJ_VALUE) or "").strip()
+        absent = bool(st.session_state.get(state.AUDIT_ADJ_ABSENT))
+        fields = {
+            "corrected_value": value or None,
+            "corrected_status": "null" if absent and not value else None,
+            "error_type": st.session_state.get(state.AUDIT_ADJ_TYPE),
+        }
+    try:
+        data.write(adjudicate, identity.user, extraction_id, verdict, **fields)
+    except FieldtrustError as exc:
+        st.session_state[state.AUDIT_ADJ_FLASH] = ("error", str(exc))
+        return
+    st.session_state[state.AUDIT_ADJ_FLASH] = (
+        "success", f"Adjudicated {extraction_id}: {verdict}.")
+
+
+def _adjudication_section(identity: auth.Identity | None, scope: object) -> None:
+    queue = data.cached("adjudication_queue", scope)
+    layout.flash(state.AUDIT_ADJ_FLASH)
+    if not queue:
+        st.success("No disagreements waiting for adjudication.")
+        return
+    frame = views.adjudication_frame(queue)
+    downloads.show_table("adjudication_queue", frame)
+    if identity is None or not allowed(identity.role, "adjudicate"):
+        st.caption("Adjudicating needs the qa_lead role.")
+        return
+    ids = [p.extraction_id for p in queue]
+    cols = st.columns([3, 2, 2, 2])
+    item = cols[0].selectbox("Item", ids, key=state.AUDIT_ADJ_ITEM)
+    cols[1].selectbox("Verdict", ["correct", "incorrect", "unclear"], key=state.AUDIT_ADJ_VERDICT)
+    cols[2].selectbox("Error type (if incorrect)", list(ERROR_TYPES), key=state.AUDIT_ADJ_TYPE)
+    cols[3].text_input("Corrected value (if incorrect)", key=state.AUDIT_ADJ_VALUE)
+    cols[3].checkbox("Field absent", key=state.AUDIT_ADJ_ABSENT)
+    st.button("Settle", key=state.AUDIT_ADJ_SUBMIT, on_click=_on_adjudicate,
+              args=(identity, item), type="primary")
+
+
+def _errors_section(scope: object) -> None:
+    report = views.frame_of(data.cached("error_report", scope))
+    if report.empty:
+        st.info("No incorrect labels in these weeks.")
+        return
+    counts = report.rename(columns={"n_errors": "count"})
+    st.plotly_chart(charts.error_breakdown(counts, by=("doc_type", "field", "form_version")),
+                    key="audit.errors_chart")
+    downloads.show_table("error_report", report)
+
+
+st.title("Weekly audit")
+settings = views.settings()
+scope = sidebar.current_scope()
+identity = auth.current_identity()
+weeks = data.cached("filter_options").weeks
+week = st.selectbox("Audit week", list(reversed(weeks)), key=state.AUDIT_WEEK)
+
+design_tab, progress_tab, trend_tab, adjudication_tab, errors_tab = st.tabs(
+    ["Design and draw", "Labelling progress", "Trend and alerts", "Adjudication", "Error types"]
+)
+with design_tab:
+    _design_section(identity, week)
+with progress_tab:
+    _progress_section(week)
+with trend_tab:
+    st.subheader(f"Alerts for {week}")
+    _alerts_section(week, settings)
+    st.subheader("Weekly trend")
+    _trend_section(scope, settings)
+with adjudication_tab:
+    _adjudication_section(identity, scope)
+with errors_tab:
+    _errors_section(scope)

@@ -1,7 +1,114 @@
-"""automation page (being written)."""
+"""Automation (manager): candidates with their evidence, decisions, policy, warnings.
+
+Approving, rejecting and revoking go through :func:`labels.decisions.decide`,
+which checks the role and freezes the evidence; the buttons only appear for
+roles the library's permission table allows to decide.
+"""
 
 from __future__ import annotations
 
 import streamlit as st
 
-st.title("automation")
+from dashboard import auth, data, downloads, layout, sidebar, state, views
+from calibration.candidates import REASONS
+from labels.decisions import decide
+from labels.policy import policy_json
+from labels.roles import allowed
+from store.errors import FieldtrustError
+
+
+def _decide(identity: auth.Identity, action: str, stratum: views.Stratum) -> None:
+    """Button callback: record the decision, then report how it went."""
+    comment = st.session_state.get(state.AUTO_COMMENT, "")
+    try:
+        decision = data.write(
+            decide, identity.user, action=action, doc_type=stratum.doc_type,
+            field=stratum.field, comment=comment, evidence=stratum.evidence,
+            # A revocation names the active threshold itself; the others the evidence's.
+            threshold=None if action == "revoke" else stratum.threshold,
+        )
+    except FieldtrustError as exc:
+        st.session_state[state.AUTO_FLASH] = ("error", str(exc))
+        return
+    st.session_state[state.AUTO_COMMENT] = ""
+    st.session_state[state.AUTO_FLASH] = (
+        "success",
+        f"{decision.action} of {decision.doc_type} · {decision.field} recorded"
+        f" (evidence `{(decision.evidence_id or '')[:12]}`).",
+    )
+
+
+def _decision_form(identity: auth.Identity | None, strata: list[views.Stratum]) -> None:
+    st.subheader("Decide")
+    if identity is None or not allowed(identity.role, "decide"):
+        who = "nobody" if identity is None else f"{identity.user} ({identity.role or 'no role'})"
+        st.info(f"Decisions need the manager or admin role; you are {who}.")
+        return
+    layout.flash(state.AUTO_FLASH)
+    if not strata:
+        st.caption("No stratum to decide on for these filters.")
+        return
+    labels = {s.key: s for s in strata}
+    chosen = st.selectbox("Stratum", list(labels), key=state.AUTO_STRATUM,
+                          format_func=lambda key: labels[key].label)
+    stratum = labels[chosen]
+    st.markdown(stratum.summary)
+    st.text_area("Comment", key=state.AUTO_COMMENT,
+                 placeholder="Why: what you checked, who agreed, any conditions.")
+    approve, reject, revoke, _ = st.columns([1, 1, 1, 3])
+    approve.button("Approve", key=state.AUTO_APPROVE, type="primary",
+                   disabled=not stratum.candidate, on_click=_decide,
+                   args=(identity, "approve", stratum), width="stretch")
+    reject.button("Reject", key=state.AUTO_REJECT, on_click=_decide,
+                  args=(identity, "reject", stratum), width="stretch")
+    revoke.button("Revoke", key=state.AUTO_REVOKE, disabled=not stratum.active,
+                  on_click=_decide, args=(identity, "revoke", stratum), width="stretch")
+
+
+def _policy_export() -> None:
+    payload = data.cached("policy_export")
+    st.download_button(
+        "Download policy (JSON)", data=policy_json(payload),
+        file_name="fieldtrust-policy.json", mime="application/json",
+        icon=":material/download:", on_click="ignore", key="automation.policy_download",
+    )
+
+
+st.title("Automation")
+settings = views.settings()
+scope = sidebar.current_scope()
+identity = auth.current_identity()
+assessments = data.cached("candidates", scope, settings.target, settings.confidence,
+                          settings.n_min, settings.stability_weeks)
+policy = data.cached("current_policy")
+warnings = data.cached("revocations", settings.target, settings.confidence)
+strata = views.decision_strata(assessments, policy)
+
+for warning in warnings:
+    st.warning(views.revocation_text(warning), icon=":material/warning:")
+
+st.subheader("Candidates")
+candidates = views.candidates_frame(assessments)
+if candidates.empty:
+    st.info("No stratum is an automation candidate for these filters; see why below.")
+else:
+    downloads.show_table("candidates", candidates)
+
+st.subheader("Why the others are not candidates")
+downloads.show_table("non_candidates", views.non_candidates_frame(assessments, REASONS))
+
+_decision_form(identity, strata)
+
+st.subheader("Current policy")
+if policy:
+    downloads.show_table("policy", views.policy_frame(policy))
+else:
+    st.caption("No decisions yet: nothing is automated.")
+_policy_export()
+
+st.subheader("Decision history")
+history = data.cached("decision_history")
+if history:
+    downloads.show_table("decision_history", views.history_frame(history))
+else:
+    st.caption("No decisions yet.")

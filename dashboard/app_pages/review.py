@@ -1,7 +1,150 @@
-"""review page (being written)."""
+"""Review (reviewer): label the week's sample one item at a time, by keyboard.
+
+Keys: 1 correct, 2 incorrect, 3 unclear, N next (skip, the item goes back to
+the pool for someone else). Streamlit reserves C and R, hence digits. The
+verdict is written by :func:`labels.verdicts.record_verdict`, which checks the
+role; the page only hides what a role cannot use.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
-st.title("review")
+from dashboard import auth, data, downloads, layout, sidebar, state
+from labels.assignment import ReviewItem, next_items, skip
+from labels.errors import LabelConflict, LabelError, PermissionDenied
+from labels.roles import allowed
+from labels.taxonomy import ERROR_TYPES
+from labels.verdicts import record_verdict
+from store.errors import FieldtrustError
+
+SKIP_REASON = "skipped by reviewer (next)"
+
+
+def _verdict(identity: auth.Identity, item: ReviewItem, verdict: str) -> None:
+    """Button callback: record the verdict; the rerun then shows the next item."""
+    fields: dict[str, Any] = {}
+    if verdict == "incorrect":
+        absent = st.session_state.get(state.REVIEW_ABSENT, False)
+        value = (st.session_state.get(state.REVIEW_CORRECTED) or "").strip()
+        fields = {
+            "corrected_value": None if absent or not value else value,
+            "corrected_status": "null" if absent else None,
+            "error_type": st.session_state.get(state.REVIEW_ERROR_TYPE),
+            "error_detail": st.session_state.get(state.REVIEW_ERROR_DETAIL) or None,
+        }
+    try:
+        data.write(
+            record_verdict, actor=identity.user, extraction_id=item.extraction_id,
+            verdict=verdict, sample_id=item.sample_id, review_round=item.review_round, **fields,
+        )
+    except (LabelError, LabelConflict, PermissionDenied) as exc:
+        st.session_state[state.REVIEW_FLASH] = ("error", str(exc))
+        return
+    for key in (state.REVIEW_CORRECTED, state.REVIEW_ERROR_DETAIL):
+        st.session_state[key] = ""
+    st.session_state[state.REVIEW_ABSENT] = False
+    st.session_state[state.REVIEW_FLASH] = (
+        "success", f"Recorded **{verdict}** for {item.doc_id} · {item.field}."
+    )
+
+
+def _skip(identity: auth.Identity, item: ReviewItem) -> None:
+    try:
+        data.write(skip, identity.user, item.sample_id, item.extraction_id, SKIP_REASON)
+    except FieldtrustError as exc:
+        st.session_state[state.REVIEW_FLASH] = ("error", str(exc))
+        return
+    st.session_state[state.REVIEW_FLASH] = ("info", f"Skipped {item.doc_id} · {item.field}.")
+
+
+def _show_item(item: ReviewItem, context: data.ItemContext) -> None:
+    st.subheader(f"{item.doc_type} · {item.field}")
+    left, right = st.columns([3, 2])
+    with left:
+        value = item.value if item.value is not None else f"({item.value_status})"
+        st.markdown("**Extracted value**")
+        st.code(value, language=None)
+        if item.source_excerpt:
+            st.markdown("**Source excerpt**")
+            st.text(item.source_excerpt)
+        else:
+            st.caption("No source excerpt stored for this extraction: open the document.")
+        if context.conflict:
+            st.warning(f"Another source says: `{context.conflict_value}`")
+    with right:
+        st.markdown(
+            f"Document `{item.doc_id}`  \nType **{item.doc_type}** · form version"
+            f" **{item.form_version}**  \nField **{item.field}**  \nRound {item.review_round}"
+            f" · cell `{item.cell}`"
+        )
+        with st.expander("Model's stated confidence (judge first: numbers anchor)"):
+            st.metric("stated confidence", f"{context.confidence:.3f}")
+
+
+def _verdict_controls(identity: auth.Identity, item: ReviewItem) -> None:
+    with st.expander("If incorrect: corrected value and error type", expanded=True):
+        col_value, col_type = st.columns(2)
+        col_value.text_input("Corrected value", key=state.REVIEW_CORRECTED)
+        col_value.checkbox("Field absent from the document", key=state.REVIEW_ABSENT)
+        col_type.selectbox("Error type", list(ERROR_TYPES), key=state.REVIEW_ERROR_TYPE,
+                           help="\n\n".join(f"**{k}**: {v}" for k, v in ERROR_TYPES.items()))
+        col_type.text_input("Detail (needed for 'other')", key=state.REVIEW_ERROR_DETAIL)
+    buttons = st.columns(4)
+    buttons[0].button("Correct", key=state.REVIEW_CORRECT, shortcut="1", type="primary",
+                      on_click=_verdict, args=(identity, item, "correct"), width="stretch")
+    buttons[1].button("Incorrect", key=state.REVIEW_INCORRECT, shortcut="2",
+                      on_click=_verdict, args=(identity, item, "incorrect"), width="stretch")
+    buttons[2].button("Unclear", key=state.REVIEW_UNCLEAR, shortcut="3",
+                      on_click=_verdict, args=(identity, item, "unclear"), width="stretch")
+    buttons[3].button("Next (skip)", key=state.REVIEW_SKIP, shortcut="N",
+                      on_click=_skip, args=(identity, item), width="stretch")
+    st.caption("Keys: **1** correct · **2** incorrect · **3** unclear · **N** next (skip)."
+               " Unclear means the source cannot be read.")
+
+
+def _audit_tab(identity: auth.Identity | None) -> None:
+    sample_id = data.cached("current_sample")
+    if sample_id is None:
+        st.info("No audit sample drawn yet: a QA lead draws one on the Weekly audit page"
+                " (or `fieldtrust sample --week ...`).")
+        return
+    progress = data.cached("sample_progress", sample_id)
+    share = progress.labelled / progress.items if progress.items else 0.0
+    st.progress(share, text=f"Sample {sample_id}: {progress.labelled:,} of {progress.items:,}"
+                            f" items labelled ({progress.skips:,} skips)")
+    if identity is None or not allowed(identity.role, "label"):
+        who = "nobody" if identity is None else f"{identity.user} ({identity.role or 'no role'})"
+        st.info(f"Labelling needs the reviewer or qa_lead role; you are {who}.")
+        return
+    layout.flash(state.REVIEW_FLASH)
+    items = data.write(next_items, identity.user, sample_id, count=1)
+    if not items:
+        st.success("Nothing left for you in this sample. Thank you!")
+        return
+    item = items[0]
+    context = data.cached("item_context", item.extraction_id, identity.user, sample_id)
+    st.caption(f"You have labelled {context.reviewer_labelled:,} items of this sample.")
+    _show_item(item, context)
+    _verdict_controls(identity, item)
+
+
+def _priority_tab() -> None:
+    queue = data.cached("priority_queue", sidebar.current_scope(), 200)
+    st.caption("Outside the audit: extractions not covered by an approved threshold, conflicts"
+               " and unclear values first, then the lowest calibrated confidence.")
+    if len(queue) == 0:
+        st.info("The priority queue is empty for these filters.")
+        return
+    downloads.show_table("priority_queue", queue)
+
+
+st.title("Review")
+identity = auth.current_identity()
+audit_tab, priority_tab = st.tabs(["Assigned audit items", "Priority queue"])
+with audit_tab:
+    _audit_tab(identity)
+with priority_tab:
+    _priority_tab()

@@ -1,0 +1,219 @@
+"""Library results reshaped for display: frames with readable columns, short texts.
+
+Nothing here computes a statistic. Functions pick fields from the library's
+result objects, rename them for people, and format numbers with their n and
+interval, so the pages stay a few lines each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from dashboard import layout
+from fieldtrust.settings import Settings, load_settings
+
+
+def settings() -> Settings:
+    """fieldtrust settings (target, confidence, weeks...) as the CLI resolves them."""
+    return load_settings()
+
+
+def frame_of(rows: Iterable[Any] | pa.Table | pd.DataFrame | None) -> pd.DataFrame:
+    """A frame of dataclass rows, an Arrow table or a frame (small results only)."""
+    if rows is None:
+        return pd.DataFrame()
+    if isinstance(rows, pd.DataFrame):
+        return rows
+    if isinstance(rows, pa.Table):
+        return rows.to_pandas()
+    records = [
+        dataclasses.asdict(r) if dataclasses.is_dataclass(r) and not isinstance(r, type) else r
+        for r in rows
+    ]
+    return pd.DataFrame.from_records(records)
+
+
+def history_frame(history: Sequence[Any]) -> pd.DataFrame:
+    """Decision history, newest first, with who, what, when and the evidence id."""
+    frame = frame_of(history)
+    if frame.empty:
+        return frame
+    frame = frame.sort_values("decided_at", ascending=False)
+    return frame[["decided_at", "doc_type", "field", "action", "threshold", "decided_by",
+                  "role", "comment", "evidence_id", "decision_id"]]
+
+
+def policy_frame(policy: Sequence[Any]) -> pd.DataFrame:
+    """Current policy: one row per decided stratum, active or not."""
+    rows = [
+        {
+            "doc_type": entry.doc_type, "field": entry.field, "status": entry.status,
+            "threshold": entry.threshold, "decided_by": entry.decision.decided_by,
+            "decided_at": entry.decision.decided_at, "last_action": entry.decision.action,
+            "evidence_id": entry.decision.evidence_id,
+        }
+        for entry in policy
+    ]
+    return pd.DataFrame(rows)
+
+
+def revocation_text(recommendation: Any) -> str:
+    """One warning line for an approved stratum failing its later audits."""
+    return (
+        f"**{recommendation.doc_type} · {recommendation.field}** (approved at"
+        f" {recommendation.threshold:.3f} by {recommendation.approved_by}): "
+        f"{recommendation.reason}"
+    )
+
+
+@dataclass(frozen=True)
+class Stratum:
+    """A stratum a manager can decide on, with what the decision would rest on."""
+
+    doc_type: str
+    field: str
+    threshold: float | None
+    evidence: dict[str, Any]
+    candidate: bool
+    active: bool
+    summary: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.doc_type}|{self.field}"
+
+    @property
+    def label(self) -> str:
+        tags = [t for t, on in (("candidate", self.candidate), ("automated", self.active)) if on]
+        return f"{self.doc_type} · {self.field}" + (f"  ({', '.join(tags)})" if tags else "")
+
+
+def accuracy_text(acc: Any, low: Any, high: Any, n: Any) -> str:
+    """``97.1% [96.5, 97.6] (n = 1,204)``."""
+    return layout.with_interval(acc, low, high, n)
+
+
+def plan_summary(plan: pd.DataFrame, design: Any) -> str:
+    """One line on a previewed design: cells, items, boosted cells, budget."""
+    if plan.empty:
+        return "No extractions in this week."
+    boosted = int(plan["boosted"].sum()) if "boosted" in plan else 0
+    budget = f"label budget {design.budget:,}" if design.budget else "no label budget"
+    if plan.attrs.get("over_budget"):
+        budget += " (**the minimums alone exceed it**)"
+    return (
+        f"**{len(plan):,} cells**, **{int(plan['n_sample'].sum()):,} items** to label from"
+        f" {int(plan['n_population'].sum()):,} extractions; {boosted} cells of new form"
+        f" versions boosted x{design.boost:g}; {budget}; minimum {design.minimum} per cell."
+    )
+
+
+def progress_by_stratum(cells: pd.DataFrame) -> pd.DataFrame:
+    """Drawn and labelled items per (doc_type, field): the progress chart's bars."""
+    if cells.empty:
+        return pd.DataFrame(columns=["group", "n_sample", "n_labelled"])
+    grouped = cells.groupby(["doc_type", "field"], as_index=False)[["n_sample", "n_labelled"]].sum()
+    grouped["group"] = grouped["doc_type"] + " · " + grouped["field"]
+    return grouped
+
+
+def trend_series(trend: pd.DataFrame) -> pd.DataFrame:
+    """Weekly estimates in the trend chart's columns (week, series, accuracy, low, high, n)."""
+    return pd.DataFrame({
+        "week": trend["week"],
+        "series": trend["doc_type"] + " · " + trend["field"],
+        "accuracy": trend["estimate"],
+        "low": trend["lower"],
+        "high": trend["upper"],
+        "n": trend["n"],
+    })
+
+
+def worst_series(series: pd.DataFrame, *, count: int) -> list[str]:
+    """The ``count`` series with the lowest estimate in their latest week (chart default)."""
+    latest = series.sort_values("week").groupby("series").tail(1)
+    return latest.sort_values("accuracy")["series"].head(count).tolist()
+
+
+def alerts_frame(alerts: Sequence[Any]) -> pd.DataFrame:
+    """Alerts as a table (interval split into two columns)."""
+    rows = []
+    for alert in alerts:
+        record = dataclasses.asdict(alert)
+        low, high = record.pop("interval")
+        rows.append({**record, "lower": low, "upper": high})
+    return pd.DataFrame(rows)
+
+
+def adjudication_frame(queue: Sequence[Any]) -> pd.DataFrame:
+    """Disagreements waiting for a QA lead: the item and both verdicts."""
+    frame = frame_of(queue)
+    keep = ["extraction_id", "doc_type", "field", "form_version", "value",
+            "primary_reviewer", "primary_verdict", "primary_corrected_value",
+            "second_reviewer", "second_verdict", "second_corrected_value", "sample_id"]
+    return frame[[c for c in keep if c in frame.columns]]
+
+
+def candidates_frame(assessments: Sequence[Any]) -> pd.DataFrame:
+    """Automation candidates with the evidence a manager approves on."""
+    rows = []
+    for a in assessments:
+        if not a.candidate:
+            continue
+        e = a.evidence
+        rows.append({
+            "doc_type": a.doc_type, "field": a.field, "certified_threshold": a.threshold,
+            "coverage": e.get("coverage"), "labels_above": e.get("labels_above"),
+            "accuracy_above": e.get("accuracy"), "accuracy_low": e.get("accuracy_low"),
+            "weeks_checked": len(a.weeks_checked), "form_versions": len(a.form_versions),
+            "n_labeled": e.get("n_labeled"), "n_population": e.get("n_population"),
+        })
+    return pd.DataFrame(rows)
+
+
+def non_candidates_frame(assessments: Sequence[Any], reasons: dict[str, str]) -> pd.DataFrame:
+    """Strata that are not candidates, each with why (every failing condition)."""
+    rows = [
+        {
+            "doc_type": a.doc_type, "field": a.field, "reason": a.reason,
+            "why": reasons.get(a.reason or "", a.reason),
+            "all_reasons": ", ".join(a.reasons), "certified_threshold": a.threshold,
+        }
+        for a in assessments
+        if not a.candidate
+    ]
+    return pd.DataFrame(rows)
+
+
+def decision_strata(assessments: Sequence[Any], policy: Sequence[Any]) -> list[Stratum]:
+    """Every assessed stratum as something a manager can decide on, candidates first."""
+    active = {(p.doc_type, p.field): p.threshold for p in policy if p.status == "active"}
+    strata = []
+    for a in assessments:
+        e = a.evidence
+        if a.candidate:
+            summary = (
+                f"Certified threshold **{a.threshold:.3f}**: accuracy above it"
+                f" {layout.pct(e.get('accuracy'))}, lower bound {layout.pct(e.get('accuracy_low'))}"
+                f" (one-sided {e.get('confidence', 0.95):.0%}; n = {e.get('labels_above', 0):,}"
+                " labels above), coverage"
+                f" {layout.pct(e.get('coverage'))} of {e.get('n_population', 0):,} extractions;"
+                f" {len(a.weeks_checked)} recent weeks and {len(a.form_versions)} form versions"
+                " checked."
+            )
+        else:
+            summary = f"Not a candidate: {a.reason}."
+        key = (a.doc_type, a.field)
+        if key in active:
+            summary += f" Automated now above **{active[key]:.3f}**."
+        strata.append(Stratum(
+            doc_type=a.doc_type, field=a.field, threshold=a.threshold, evidence=dict(e),
+            candidate=bool(a.candidate), active=key in active, summary=summary,
+        ))
+    return strata
