@@ -1,9 +1,142 @@
-"""Commands of this area (being written; registers nothing yet)."""
+"""`fieldtrust extract`: read invoices and receipts with Claude into the store.
+
+The anthropic SDK and the extraction loop are imported inside the command:
+they take seconds to import, and every other `fieldtrust` command would pay
+for them at start-up.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import click
+
+from extraction.schemas import DOC_TYPE_CHOICES
+from fieldtrust.cli.common import echo_json, echo_table, settings
+from store.connection import open_store
+
+if TYPE_CHECKING:
+    import anthropic
+
+    from extraction.results import DocumentResult, RunSummary
+
+DEFAULT_MANIFEST = "extract-batches.json"
+
+
+def make_client(api_key: str) -> anthropic.Anthropic:
+    """The Anthropic client the command uses (tests swap in one over a mock transport)."""
+    from extraction.client import make_client as build
+
+    return build(api_key)
+
+
+def _progress(position: int, count: int, result: DocumentResult) -> None:
+    attempts = len(result.attempts)
+    noun = "attempt" if attempts == 1 else "attempts"
+    name = Path(result.source_path).name
+    click.echo(f"[{position}/{count}] {name}: {result.status} ({attempts} {noun})", err=True)
+
+
+def _say(line: str) -> None:
+    click.echo(line, err=True)
+
+
+@click.command(
+    "extract",
+    epilog="Example: ANTHROPIC_API_KEY=... fieldtrust --db audit.duckdb extract"
+    " inbox/ --doc-type auto --form-version 2026-03",
+)
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option(
+    "--doc-type",
+    type=click.Choice(DOC_TYPE_CHOICES),
+    required=True,
+    help="Document type, or auto to let the model choose per document.",
+)
+@click.option("--model", default=None, help="Claude model id [setting model].")
+@click.option("--form-version", default=None, help="Form version of these documents, if known.")
+@click.option("--batch", is_flag=True, help="Use the Message Batches API (cheaper, asynchronous).")
+@click.option(
+    "--manifest",
+    type=click.Path(dir_okay=False),
+    default=DEFAULT_MANIFEST,
+    show_default=True,
+    help="With --batch: the run's manifest; run again with it to resume.",
+)
+@click.option(
+    "--wait", type=float, default=None, help="With --batch: stop waiting after N seconds."
+)
+@click.option("--poll-interval", type=float, default=60.0, show_default=True,
+              help="With --batch: seconds between checks of a running batch.")
+@click.option("--redo", is_flag=True, help="Extract documents the store already holds, again.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.pass_context
+def extract(
+    ctx: click.Context,
+    paths: tuple[str, ...],
+    doc_type: str,
+    model: str | None,
+    form_version: str | None,
+    batch: bool,
+    manifest: str,
+    wait: float | None,
+    poll_interval: float,
+    redo: bool,
+    as_json: bool,
+) -> None:
+    """Extract fields from invoices and receipts (PDF, image, text) into the store.
+
+    Reads ANTHROPIC_API_KEY from the environment. Progress goes to stderr;
+    the summary, with every document that failed or was flagged, to stdout.
+    Exits 1 when a document failed.
+    """
+    from extraction.batch import run_batch
+    from extraction.client import api_key_from_env
+    from extraction.loop import extract_paths
+    from extraction.sink import StoreSink
+
+    api_key = api_key_from_env()
+    resolved = settings(ctx)
+    with open_store(resolved.db):
+        pass  # creates and migrates the store now, so a bad --db fails before any API call
+    client = make_client(api_key)
+    sink = StoreSink(resolved.db, form_version=form_version)
+    chosen_model = model or resolved.model
+    if batch:
+        _say(f"manifest: {manifest}")
+        summary = run_batch(
+            client, paths, manifest_path=manifest, doc_type=doc_type, model=chosen_model,
+            sink=sink, redo=redo, poll_interval=poll_interval, wait=wait,
+            progress=_say,
+        )
+    else:
+        summary = extract_paths(
+            client, paths, doc_type=doc_type, model=chosen_model, sink=sink, redo=redo,
+            progress=_progress,
+        )
+    _print(summary, as_json)
+    if summary.failed:
+        ctx.exit(1)
+
+
+def _print(summary: RunSummary, as_json: bool) -> None:
+    counts = {k: v for k, v in dataclasses.asdict(summary).items() if k not in ("gaps", "results")}
+    gaps = [dataclasses.asdict(g) for g in summary.gaps]
+    if as_json:
+        echo_json({**counts, "gaps": gaps})
+        return
+    click.echo(
+        f"run {summary.run_id}: {summary.documents} documents, {summary.ok} stored"
+        f" ({summary.flagged} flagged), {summary.failed} failed, {summary.pending} pending,"
+        f" {summary.skipped} already stored; {summary.attempts} model calls,"
+        f" {summary.input_tokens} input / {summary.output_tokens} output tokens"
+    )
+    if gaps:
+        echo_table(gaps, ["source_path", "kind", "message", "hint"])
 
 
 def register(group: click.Group) -> None:
     """Add this module's commands to ``group``."""
+    group.add_command(extract)

@@ -1,0 +1,83 @@
+"""Keeping results in the store: rows through the validated ingest path, attempts in the log.
+
+:func:`store_result` writes one document's result: its attempts to
+``extraction_log`` and, when it was accepted, its rows through
+:func:`store.ingest.ingest_table` (the same checks as an ingested file).
+:class:`StoreSink` opens the store only for each write, because DuckDB locks
+the file per process and an extraction run (a batch can take hours) must not
+lock reviewers out of the dashboard.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Collection
+
+import duckdb
+
+from extraction.log import write_attempts
+from extraction.results import DocumentResult
+from extraction.to_rows import extraction_rows
+from store.connection import open_store, utc_now
+from store.ingest import ingest_table
+
+
+def store_result(
+    con: duckdb.DuckDBPyConnection,
+    result: DocumentResult,
+    *,
+    run_id: str,
+    form_version: str | None = None,
+    extracted_at: dt.datetime | None = None,
+) -> int:
+    """Log ``result``'s attempts and store its rows; return the rows added.
+
+    A failed document adds no rows (the failure is in the log and the run's
+    summary). Rows already stored (same extraction_id) are skipped, so
+    storing the same result twice adds nothing.
+    """
+    # Two steps, not one transaction: ingest_table opens its own, and both
+    # writes are idempotent (log ids and extraction ids are deterministic), so
+    # storing again after an interruption between them completes the job.
+    write_attempts(con, result, run_id=run_id)
+    if result.extraction is None:
+        return 0
+    table = extraction_rows(
+        result.extraction,
+        run_id=run_id,
+        doc_id=result.doc_id,
+        extracted_at=extracted_at or utc_now(),
+        form_version=form_version,
+    )
+    source = f"extract {run_id} {result.doc_id}"
+    return ingest_table(con, table, source=source, fmt="extract").rows_added
+
+
+def stored_doc_ids(con: duckdb.DuckDBPyConnection, doc_ids: Collection[str]) -> set[str]:
+    """Which of ``doc_ids`` already have rows in ``extractions``."""
+    if not doc_ids:
+        return set()
+    rows = con.sql(
+        "SELECT DISTINCT doc_id FROM extractions WHERE doc_id IN (SELECT unnest(?::VARCHAR[]))",
+        params=[list(doc_ids)],
+    ).fetchall()
+    return {str(doc_id) for (doc_id,) in rows}
+
+
+class StoreSink:
+    """Writes each result to the store file at ``path``, holding it only while writing."""
+
+    def __init__(self, path: str | os.PathLike[str], *, form_version: str | None = None) -> None:
+        self.path = path
+        self.form_version = form_version
+
+    def stored(self, doc_ids: Collection[str]) -> set[str]:
+        """Which of ``doc_ids`` already have rows in the store."""
+        with open_store(self.path) as con:
+            return stored_doc_ids(con, doc_ids)
+
+    def put(self, result: DocumentResult, run_id: str) -> None:
+        """Store one document's result (see :func:`store_result`)."""
+        with open_store(self.path) as con:
+            store_result(con, result, run_id=run_id, form_version=self.form_version)
