@@ -78,9 +78,11 @@ def accuracy_heatmap(strata: pd.DataFrame, *, target: float) -> go.Figure:
         )
     )
     figure.update_layout(
-        title=f"Design-weighted accuracy per stratum (target {target:.0%})",
-        margin=_MARGIN, height=120 + 48 * len(doc_types),
-        xaxis={"side": "top", "title": None}, yaxis={"autorange": "reversed", "title": None},
+        title=f"Design-weighted accuracy per stratum (target {target:.0%}); hover for n,"
+              " interval and ECE",
+        margin={"l": 10, "r": 10, "t": 50, "b": 10}, height=160 + 56 * len(doc_types),
+        xaxis={"side": "bottom", "title": None, "tickangle": -30},
+        yaxis={"autorange": "reversed", "title": None},
     )
     return figure
 

@@ -426,3 +426,83 @@ def candidates(
         con, scope, target=target, confidence=confidence, n_min=n_min,
         stability_weeks=stability_weeks,
     )
+
+
+@query("calibration_report")
+def calibration_report(
+    con: duckdb.DuckDBPyConnection, scope: Scope, target: float, confidence: float,
+    n_min: int, stability_weeks: int, n_bins: int = 10, strategy: str = "quantile",
+) -> Any:
+    """Tables, bins, thresholds and candidacy of every stratum (calibration.report)."""
+    from calibration.report import calibration_report as report
+
+    return report(
+        con, scope, target=target, confidence=confidence, n_bins=n_bins, strategy=strategy,
+        n_min=n_min, stability_weeks=stability_weeks,
+    )
+
+
+@query("threshold_curve")
+def threshold_curve(
+    con: duckdb.DuckDBPyConnection, doc_type: str, field: str, scope: Scope, target: float,
+    confidence: float, n_min: int,
+) -> Any:
+    """Accuracy, lower bound and coverage at every candidate threshold (calibration.thresholds)."""
+    from calibration.thresholds import threshold_curve as curve
+
+    return curve(con, doc_type, field, scope, target=target, confidence=confidence, n_min=n_min)
+
+
+@query("confidence_histogram")
+def confidence_histogram(
+    con: duckdb.DuckDBPyConnection, doc_type: str, field: str, scope: Scope, bins: int = 40
+) -> pa.Table:
+    """Counts of stated confidence in ``bins`` equal-width bins, for one stratum in scope.
+
+    TO MOVE: belongs in ``calibration`` (the population histogram it already builds).
+    """
+    where, params = scope.where("e")  # bound parameters only
+    return con.sql(
+        "SELECT least(floor(e.confidence * ?), ? - 1)::INTEGER AS b, count(*) AS count"
+        f" FROM extractions e WHERE e.doc_type = ? AND e.field = ? AND {where}"
+        " GROUP BY b ORDER BY b",
+        params=[bins, bins, doc_type, field, *params],
+    ).to_arrow_table()
+
+
+@dataclass(frozen=True)
+class RecalibrationInfo:
+    """A stratum's current recalibration map and how much it helped."""
+
+    method: str
+    n_labels: int
+    ece_before: float | None
+    ece_after: float | None
+    fitted_at: Any
+    x: tuple[float, ...]
+    y: tuple[float, ...]
+
+
+@query("recalibration_info")
+def recalibration_info(
+    con: duckdb.DuckDBPyConnection, doc_type: str, field: str
+) -> RecalibrationInfo | None:
+    """The current map of a stratum with its ECE before/after (None: no map fitted).
+
+    TO MOVE: ``calibration.recalibrate.current_map`` returns the knots only; the
+    map's metadata (ECE before and after, method, labels) belongs beside it.
+    """
+    from calibration.recalibrate import current_map
+
+    fitted = current_map(con, doc_type, field)
+    if fitted is None:
+        return None
+    row = con.execute(
+        "SELECT method, n_labels, ece_before, ece_after, fitted_at"
+        " FROM current_recalibration_maps WHERE doc_type = ? AND field = ?",
+        [doc_type, field],
+    ).fetchall()[0]
+    return RecalibrationInfo(
+        row[0], int(row[1]), row[2], row[3], row[4],
+        tuple(float(v) for v in fitted.x), tuple(float(v) for v in fitted.y),
+    )

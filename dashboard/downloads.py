@@ -77,9 +77,24 @@ def show_table(
 ) -> pd.DataFrame:
     """``st.dataframe`` of a small result, with its downloads underneath; returns the frame."""
     frame = as_frame(table)
+    config = {**_percent_columns(frame), **(column_config or {})}
     st.dataframe(
-        frame, width="stretch", hide_index=True, column_config=column_config,
+        frame, width="stretch", hide_index=True, column_config=config,
         height=height,
     )
     download_buttons(name, frame)
     return frame
+
+
+#: Columns holding shares in [0, 1], shown as percentages (the files keep the numbers).
+_PERCENT_WORDS = ("accuracy", "coverage", "share", "estimate", "lower", "upper", "unweighted",
+                  "inclusion_prob", "percent_agreement")
+
+
+def _percent_columns(frame: pd.DataFrame) -> dict[str, Any]:
+    return {
+        column: st.column_config.NumberColumn(format="percent")
+        for column in frame.columns
+        if any(word in str(column) for word in _PERCENT_WORDS)
+        and pd.api.types.is_float_dtype(frame[column])
+    }

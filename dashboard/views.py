@@ -177,16 +177,18 @@ def candidates_frame(assessments: Sequence[Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def non_candidates_frame(assessments: Sequence[Any], reasons: dict[str, str]) -> pd.DataFrame:
-    """Strata that are not candidates, each with why (every failing condition)."""
+def non_candidates_frame(report: Any) -> pd.DataFrame:
+    """Strata that are not candidates: why (every failing condition) and labels needed."""
     rows = [
         {
-            "doc_type": a.doc_type, "field": a.field, "reason": a.reason,
-            "why": reasons.get(a.reason or "", a.reason),
-            "all_reasons": ", ".join(a.reasons), "certified_threshold": a.threshold,
+            "doc_type": row["doc_type"], "field": row["field"], "why": row["reason_text"],
+            "reasons": ", ".join(row["reasons"]), "accuracy": row["accuracy"],
+            "n_labeled": row["n_labeled"], "certified_threshold": row["certified_threshold"],
+            "labels_needed": row["labels_needed"],
+            "labels_needed_above": row["labels_needed_threshold"],
         }
-        for a in assessments
-        if not a.candidate
+        for row in (s.to_dict() for s in report.strata)
+        if not row["candidate"]
     ]
     return pd.DataFrame(rows)
 
@@ -217,3 +219,89 @@ def decision_strata(assessments: Sequence[Any], policy: Sequence[Any]) -> list[S
             candidate=bool(a.candidate), active=key in active, summary=summary,
         ))
     return strata
+
+
+def report_args(scope: Any, config: Settings, *, n_bins: int = 10,
+                strategy: str = "quantile") -> tuple[Any, ...]:
+    """Arguments of the cached ``calibration_report`` read; equal on every page, so shared."""
+    return (scope, config.target, config.confidence, config.n_min, config.stability_weeks,
+            n_bins, strategy)
+
+
+def strata_frame(report: Any) -> pd.DataFrame:
+    """One row per stratum, the calibration report's ``--json`` columns."""
+    return pd.DataFrame([s.to_dict() for s in report.strata])
+
+
+def headline(report: Any) -> str:
+    """``97.1% overall [96.5, 97.6] (n = 1,204 labels); 3 strata below 95%``."""
+    overall = report.overall
+    below = len(overall.strata_below_target)
+    noun = "stratum" if below == 1 else "strata"
+    return (
+        f"{layout.with_interval(overall.accuracy, overall.accuracy_low, overall.accuracy_high)}"
+        f" overall (n = {overall.n_labeled:,} labels of {overall.n_population:,} extractions);"
+        f" **{below} {noun} below {report.target:.0%}**"
+    )
+
+
+def below_target_frame(report: Any) -> pd.DataFrame:
+    """The strata whose estimate is below target, worst first."""
+    return pd.DataFrame(list(report.overall.strata_below_target))
+
+
+def bins_frame(bins: pd.DataFrame) -> pd.DataFrame:
+    """Reliability bins in the chart's columns (confidence, accuracy, low, high, n)."""
+    shown = bins[bins["n"] > 0]
+    return pd.DataFrame({
+        "confidence": shown["mean_confidence"], "accuracy": shown["accuracy"],
+        "low": shown["accuracy_low"], "high": shown["accuracy_high"], "n": shown["n"],
+    })
+
+
+def histogram_frame(hist: pa.Table | pd.DataFrame, bins: int) -> pd.DataFrame:
+    """Histogram counts with their bin edges on [0, 1]."""
+    frame = frame_of(hist)
+    if frame.empty:
+        return pd.DataFrame(columns=["bin_start", "bin_end", "count"])
+    return pd.DataFrame({
+        "bin_start": frame["b"] / bins, "bin_end": (frame["b"] + 1) / bins,
+        "count": frame["count"],
+    })
+
+
+def map_frame(info: Any) -> pd.DataFrame | None:
+    """The recalibration map's knots (x, y), or None without a map."""
+    if info is None:
+        return None
+    return pd.DataFrame({"x": list(info.x), "y": list(info.y)})
+
+
+def threshold_text(stratum: Any) -> str:
+    """What the thresholds of a stratum say, in one or two sentences."""
+    th = stratum.thresholds
+    parts = []
+    if th.point is not None:
+        parts.append(f"Point threshold **{th.point.threshold:.3f}** (estimate, no guarantee):"
+                     f" accuracy above {layout.pct(th.point.accuracy)},"
+                     f" coverage {layout.pct(th.point.coverage)}.")
+    if th.certified is not None:
+        c = th.certified
+        parts.append(f"Certified threshold **{c.threshold:.3f}**: accuracy above"
+                     f" {layout.pct(c.accuracy)}, lower bound {layout.pct(c.accuracy_low)}"
+                     f" (n = {c.labels_above:,} labels above), coverage {layout.pct(c.coverage)}.")
+    elif th.labels_needed is not None:
+        at = th.labels_needed_threshold
+        where = f" above {at:.3f}" if at is not None else ""
+        parts.append(f"Nothing certifies yet: about **{th.labels_needed:,} more labels**{where}"
+                     " would certify the target at the current error rate.")
+    else:
+        parts.append("Nothing certifies, and more labels would not help at the current error"
+                     " rate.")
+    return " ".join(parts)
+
+
+def assessments(report: Any) -> list[Any]:
+    """Every stratum's candidacy assessment, candidates first (as automation_candidates)."""
+    found = [s.assessment for s in report.strata]
+    return sorted(found, key=lambda a: (not a.candidate, a.doc_type, a.field))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import auth, data, downloads, layout, sidebar, state, views
-from calibration.candidates import REASONS
 from labels.decisions import decide
 from labels.policy import policy_json
 from labels.roles import allowed
@@ -78,8 +77,8 @@ st.title("Automation")
 settings = views.settings()
 scope = sidebar.current_scope()
 identity = auth.current_identity()
-assessments = data.cached("candidates", scope, settings.target, settings.confidence,
-                          settings.n_min, settings.stability_weeks)
+report = data.cached("calibration_report", *views.report_args(scope, settings))
+assessments = views.assessments(report)
 policy = data.cached("current_policy")
 warnings = data.cached("revocations", settings.target, settings.confidence)
 strata = views.decision_strata(assessments, policy)
@@ -94,8 +93,8 @@ if candidates.empty:
 else:
     downloads.show_table("candidates", candidates)
 
-st.subheader("Why the others are not candidates")
-downloads.show_table("non_candidates", views.non_candidates_frame(assessments, REASONS))
+with st.expander("Why the others are not candidates, and the labels that would settle it"):
+    downloads.show_table("non_candidates", views.non_candidates_frame(report))
 
 _decision_form(identity, strata)
 

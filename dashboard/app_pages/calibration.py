@@ -1,7 +1,94 @@
-"""calibration page (being written)."""
+"""Calibration (QA lead): per stratum, stated confidence against accuracy, and thresholds.
+
+Reliability bins, ECE, thresholds and labels needed come from
+:mod:`calibration`; the recalibration map from the store. The page only picks
+a stratum and draws.
+"""
 
 from __future__ import annotations
 
 import streamlit as st
 
-st.title("calibration")
+from dashboard import charts, data, downloads, layout, sidebar, state, views
+
+HISTOGRAM_BINS = 40
+
+st.title("Calibration")
+settings = views.settings()
+scope = sidebar.current_scope()
+
+controls = st.columns([3, 1, 1])
+strategy = controls[1].selectbox("Bins", ["quantile", "uniform"], key=state.CAL_STRATEGY,
+                                 help="Equal-mass (quantile) or equal-width bins.")
+n_bins = controls[2].number_input("Number of bins", 3, 30, 10, key=state.CAL_BINS)
+report = data.cached(
+    "calibration_report",
+    *views.report_args(scope, settings, n_bins=int(n_bins), strategy=strategy),
+)
+names = {f"{s.doc_type} · {s.field}": s for s in report.strata}
+chosen = controls[0].selectbox("Stratum (worst accuracy first)", list(names),
+                               key=state.CAL_STRATUM)
+stratum = names[chosen]
+table = stratum.table
+recal = data.cached("recalibration_info", stratum.doc_type, stratum.field)
+
+metrics = st.columns(4)
+metrics[0].metric("Accuracy (design-weighted)", layout.pct(table.accuracy),
+                  help=views.accuracy_text(table.accuracy, table.accuracy_low,
+                                           table.accuracy_high, table.n_labeled))
+metrics[0].caption(views.accuracy_text(None, table.accuracy_low, table.accuracy_high,
+                                       table.n_labeled).lstrip("– "))
+metrics[1].metric("ECE, stated confidence", layout.fmt(table.ece),
+                  help="Expected calibration error on the labels in scope; debiased squared"
+                       f" form {layout.fmt(table.ece_debiased, 4)}.")
+if recal is not None:
+    metrics[2].metric("ECE after recalibration", layout.fmt(recal.ece_after),
+                      delta=None if recal.ece_before is None or recal.ece_after is None
+                      else f"{recal.ece_after - recal.ece_before:+.3f}",
+                      delta_color="inverse",
+                      help=f"{recal.method} map fitted on {recal.n_labels:,} labels;"
+                           " held-out folds, before vs after.")
+else:
+    metrics[2].metric("ECE after recalibration", "–",
+                      help="No map fitted: run `fieldtrust recalibrate`.")
+metrics[3].metric("Brier score", layout.fmt(table.brier))
+
+left, right = st.columns(2)
+with left:
+    hist = data.cached("confidence_histogram", stratum.doc_type, stratum.field, scope,
+                       HISTOGRAM_BINS)
+    st.plotly_chart(
+        charts.reliability_diagram(
+            views.bins_frame(stratum.bins),
+            confidences=views.histogram_frame(hist, HISTOGRAM_BINS),
+            recalibrated=views.map_frame(recal),
+            title=f"Reliability: {chosen}",
+        ),
+        key="calibration.reliability",
+    )
+    if recal is None:
+        st.caption("No recalibration map for this stratum yet: `fieldtrust recalibrate` fits one.")
+with right:
+    curve = views.frame_of(data.cached(
+        "threshold_curve", stratum.doc_type, stratum.field, scope, settings.target,
+        settings.confidence, settings.n_min,
+    ))
+    th = stratum.thresholds
+    st.plotly_chart(
+        charts.threshold_curve(
+            curve, target=settings.target,
+            point_threshold=th.point.threshold if th.point else None,
+            certified_threshold=th.certified.threshold if th.certified else None,
+        ),
+        key="calibration.thresholds",
+    )
+st.markdown(views.threshold_text(stratum))
+st.caption("The guarantee is for the average above the threshold: items just above it can be"
+           " worse. With many strata each certified at 5%, about 5% may be wrongly certified.")
+
+with st.expander("Reliability bins"):
+    downloads.show_table("reliability_bins", stratum.bins)
+with st.expander("Threshold table"):
+    downloads.show_table("threshold_curve", curve)
+with st.expander("Every stratum"):
+    downloads.show_table("calibration_strata", views.strata_frame(report))

@@ -1,7 +1,39 @@
-"""overview page (being written)."""
+"""Overview (QA lead): where the model can and cannot be trusted, at a glance.
+
+The overall accuracy is never shown alone (STATS.md section 1): beside it stand
+the strata below target, and the heatmap shows every (doc_type, field).
+"""
 
 from __future__ import annotations
 
 import streamlit as st
 
-st.title("overview")
+from dashboard import charts, data, downloads, sidebar, views
+
+st.title("Overview")
+settings = views.settings()
+report = data.cached("calibration_report", *views.report_args(sidebar.current_scope(), settings))
+strata = views.strata_frame(report)
+
+if report.overall.n_labeled == 0:
+    st.info("No labels in these weeks yet: draw an audit sample (Weekly audit) and label it"
+            " (Review) to see accuracy.")
+    st.stop()
+
+left, right = st.columns([1, 1])
+with left:
+    st.markdown(f"### {views.headline(report)}")
+    st.caption(report.overall.summary + ". Intervals are 95% (Korn-Graubard, approximate);"
+               " accuracy is design-weighted.")
+with right:
+    st.markdown(f"**Strata below {report.target:.0%}**, worst first")
+    below = views.below_target_frame(report)
+    if below.empty:
+        st.success("Every labelled stratum meets the target.")
+    else:
+        downloads.show_table("strata_below_target", below)
+
+st.plotly_chart(charts.accuracy_heatmap(strata, target=report.target), key="overview.heatmap")
+
+st.subheader("Every stratum")
+downloads.show_table("strata", strata)

@@ -67,10 +67,11 @@ def register(group: click.Group) -> None:
         db = str(Path(resolved.db).resolve())
         built = _ensure_store(db, demo=demo, default_db=resolved.db == Settings().db)
         if demo or built:
-            from dashboard.demo_users import ensure_demo_users
+            from dashboard.demo_setup import ensure_demo_ready
 
-            # Only a demo store (one with simulated truth) gets demo users.
-            ensure_demo_users(db)
+            # Only a demo store (one with simulated truth) gets demo users and maps.
+            for added in ensure_demo_ready(db):
+                click.echo(f"demo: added {added}", err=True)
         command = streamlit_command(db, port or resolved.port, address=address)
         click.echo(f"serving {db} on http://localhost:{port or resolved.port}", err=True)
         sys.stdout.flush()
