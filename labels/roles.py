@@ -104,7 +104,7 @@ def require(con: duckdb.DuckDBPyConnection, actor: str, action: str) -> str:
     if allowed(role, action):
         assert role is not None
         return role
-    needed = sorted(PERMISSIONS[action])
+    needed = [r for r in ROLES if r in PERMISSIONS[action]]  # least privilege first
     held = f"role {role}" if role else "no role"
     raise PermissionDenied(
         f"{actor} ({held}) may not {ACTIONS[action]}: that needs the role"

@@ -111,15 +111,20 @@ def record_verdict(
     fields = verdict_fields(verdict, corrected_value, corrected_status, error_type, error_detail)
     actor = user_name(actor, what="acting user")
 
+    if review_round is not None and review_round not in REVIEW_ROUNDS:
+        raise LabelError(
+            f"review_round {review_round!r} is not one of {', '.join(REVIEW_ROUNDS)}"
+            " (adjudications go through labels.agreement.adjudicate)"
+        )
+
     def work(tx: duckdb.DuckDBPyConnection) -> Label:
         require(tx, actor, "label")
-        _check_extraction(tx, extraction_id)
-        sample = _resolve_sample(tx, extraction_id, sample_id)
-        rnd = _resolve_round(tx, actor, extraction_id, review_round)
-        _refuse_existing_chain(tx, extraction_id, rnd)
-        if rnd in REVIEW_ROUNDS:
-            _refuse_same_person_both_rounds(tx, actor, extraction_id, rnd)
-        return insert_label(tx, extraction_id, sample, rnd, actor, fields, supersedes=None)
+        context = _context(tx, extraction_id, actor, sample_id)
+        rnd = review_round or context.assigned_round or "primary"
+        _check_context(context, extraction_id, actor, sample_id, rnd)
+        return insert_label(
+            tx, extraction_id, context.sample_id, rnd, actor, fields, supersedes=None
+        )
 
     return write_with_retry(con, work, what=f"labelling {extraction_id}")
 
@@ -276,81 +281,69 @@ def live_label(
     return Label(*row) if row else None
 
 
-def _check_extraction(con: duckdb.DuckDBPyConnection, extraction_id: str) -> None:
+# Everything record_verdict checks, read in one statement: each round trip
+# costs milliseconds, and reviewers label thousands of items a week.
+_CONTEXT_SQL = """
+SELECT
+    EXISTS (SELECT 1 FROM extractions WHERE extraction_id = $extraction) AS known,
+    (SELECT i.sample_id FROM audit_items i JOIN audit_samples s USING (sample_id)
+     WHERE i.extraction_id = $extraction AND ($sample IS NULL OR i.sample_id = $sample)
+     ORDER BY s.week DESC, s.version DESC LIMIT 1) AS sample_id,
+    (SELECT review_round FROM assignments WHERE extraction_id = $extraction
+     AND reviewer = $actor ORDER BY assigned_at DESC LIMIT 1) AS assigned_round,
+    (SELECT list({'round': review_round, 'reviewer': reviewer, 'label_id': label_id}
+                 ORDER BY labeled_at DESC)
+     FROM labels l WHERE extraction_id = $extraction
+       AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)) AS live,
+    (SELECT list(review_round) FROM assignments
+     WHERE extraction_id = $extraction AND reviewer = $actor) AS my_assignments
+"""
+
+
+@dataclass(frozen=True)
+class _Context:
+    known: bool
+    sample_id: str | None
+    assigned_round: str | None
+    live: list[dict[str, str]]
+    my_assignments: list[str]
+
+
+def _context(
+    con: duckdb.DuckDBPyConnection, extraction_id: str, actor: str, sample_id: str | None
+) -> _Context:
     row = con.execute(
-        "SELECT 1 FROM extractions WHERE extraction_id = ? LIMIT 1", [extraction_id]
+        _CONTEXT_SQL, {"extraction": extraction_id, "actor": actor, "sample": sample_id}
     ).fetchone()
-    if row is None:
-        raise LabelError(f"no extraction {extraction_id!r} in the store; check the id")
+    assert row is not None
+    return _Context(bool(row[0]), row[1], row[2], row[3] or [], row[4] or [])
 
 
-def _resolve_sample(
-    con: duckdb.DuckDBPyConnection, extraction_id: str, sample_id: str | None
-) -> str | None:
-    if sample_id is not None:
-        row = con.execute(
-            "SELECT 1 FROM audit_items WHERE sample_id = ? AND extraction_id = ?",
-            [sample_id, extraction_id],
-        ).fetchone()
-        if row is None:
-            raise LabelError(
-                f"extraction {extraction_id!r} is not in audit sample {sample_id!r};"
-                " label it in the sample it was drawn into"
-            )
-        return sample_id
-    row = con.execute(
-        "SELECT i.sample_id FROM audit_items i JOIN audit_samples s USING (sample_id)"
-        " WHERE i.extraction_id = ? ORDER BY s.week DESC, s.version DESC LIMIT 1",
-        [extraction_id],
-    ).fetchone()
-    return str(row[0]) if row else None
-
-
-def _resolve_round(
-    con: duckdb.DuckDBPyConnection, actor: str, extraction_id: str, review_round: str | None
-) -> str:
-    if review_round is not None:
-        if review_round not in REVIEW_ROUNDS:
-            raise LabelError(
-                f"review_round {review_round!r} is not one of {', '.join(REVIEW_ROUNDS)}"
-                " (adjudications go through labels.agreement.adjudicate)"
-            )
-        return review_round
-    row = con.execute(
-        "SELECT review_round FROM assignments WHERE extraction_id = ? AND reviewer = ?"
-        " ORDER BY assigned_at DESC LIMIT 1",
-        [extraction_id, actor],
-    ).fetchone()
-    return str(row[0]) if row else "primary"
-
-
-def _refuse_existing_chain(
-    con: duckdb.DuckDBPyConnection, extraction_id: str, review_round: str
+def _check_context(
+    context: _Context, extraction_id: str, actor: str, sample_id: str | None, rnd: str
 ) -> None:
-    current = live_label(con, extraction_id, review_round)
+    if not context.known:
+        raise LabelError(f"no extraction {extraction_id!r} in the store; check the id")
+    if sample_id is not None and context.sample_id is None:
+        raise LabelError(
+            f"extraction {extraction_id!r} is not in audit sample {sample_id!r};"
+            " label it in the sample it was drawn into"
+        )
+    current = next((label for label in context.live if label["round"] == rnd), None)
     if current is not None:
         # Name the label and its reviewer, never its verdict: a second reviewer
         # hitting this must stay blind to the first verdict.
         raise LabelConflict(
-            f"extraction {extraction_id} already has a {review_round} label"
-            f" ({current.label_id}, by {current.reviewer}); to change it, supersede that label"
+            f"extraction {extraction_id} already has a {rnd} label"
+            f" ({current['label_id']}, by {current['reviewer']}); to change it, supersede"
+            " that label"
         )
-
-
-def _refuse_same_person_both_rounds(
-    con: duckdb.DuckDBPyConnection, actor: str, extraction_id: str, review_round: str
-) -> None:
-    other = "second" if review_round == "primary" else "primary"
-    row = con.execute(
-        "SELECT 1 FROM labels WHERE extraction_id = ? AND review_round = ? AND reviewer = ?"
-        " UNION ALL SELECT 1 FROM assignments"
-        " WHERE extraction_id = ? AND review_round = ? AND reviewer = ? LIMIT 1",
-        [extraction_id, other, actor, extraction_id, other, actor],
-    ).fetchone()
-    if row is not None:
+    other = "second" if rnd == "primary" else "primary"
+    mine = [label for label in context.live if label["reviewer"] == actor]
+    if any(label["round"] == other for label in mine) or other in context.my_assignments:
         raise LabelConflict(
             f"{actor} has the {other} review of extraction {extraction_id}: double review"
-            f" needs a different person for the {review_round} review"
+            f" needs a different person for the {rnd} review"
         )
 
 

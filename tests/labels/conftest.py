@@ -9,12 +9,12 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import uuid
 from collections.abc import Callable, Iterable
 
 import duckdb
+import pyarrow as pa
 import pytest
-
-from labels.roles import bootstrap_admin, grant_role
 
 SAMPLE = "2026-W10/v1"
 WEEK = "2026-W10"
@@ -64,6 +64,31 @@ class Builder:
         )
         return extraction_id
 
+    def extractions(self, rows: list[dict[str, object]]) -> None:
+        """Many extractions at once (dicts with extraction_id and any column to override)."""
+        defaults = {"doc_type": "invoice", "form_version": "v1", "field": "total",
+                    "value": "10.00", "value_status": "present", "confidence": 0.9,
+                    "extracted_at": MONDAY, "batch_id": "b1"}
+        table = pa.Table.from_pylist(
+            [{**defaults, "doc_id": f"doc-{r['extraction_id']}", **r} for r in rows]
+        )
+        self.con.register("new_extractions", table)
+        self.con.execute("INSERT INTO extractions BY NAME SELECT * FROM new_extractions")
+        self.con.unregister("new_extractions")
+
+    def labels(self, rows: list[dict[str, object]]) -> None:
+        """Label rows written directly (fixture data; the API is tested on its own)."""
+        base = dt.datetime(2026, 3, 9)
+        table = pa.Table.from_pylist([
+            {"label_id": str(uuid.uuid4()), "review_round": "primary", "corrected_value": None,
+             "corrected_status": None, "error_type": None,
+             "labeled_at": base + dt.timedelta(seconds=i), **r}
+            for i, r in enumerate(rows)
+        ])
+        self.con.register("new_labels", table)
+        self.con.execute("INSERT INTO labels BY NAME SELECT * FROM new_labels")
+        self.con.unregister("new_labels")
+
     def sample(
         self,
         sample_id: str,
@@ -99,14 +124,14 @@ class Builder:
             )
 
     def users(self, users: dict[str, str] = USERS) -> None:
-        admin = next(name for name, role in users.items() if role == "admin")
-        bootstrap_admin(self.con, admin)
-        for name, role in users.items():
-            if name == admin:
-                continue
-            if role == "none":
-                grant_role(self.con, admin, name, "reviewer")
-            grant_role(self.con, admin, name, role)
+        """Grant rows written directly, as an admin 'root' would have made them."""
+        base = dt.datetime(2026, 1, 5)
+        for i, (name, role) in enumerate(users.items()):
+            if role == "none":  # granted once, then revoked
+                self.con.execute("INSERT INTO user_roles VALUES (?, 'reviewer', 'root', ?)",
+                                 [name, base])
+            self.con.execute("INSERT INTO user_roles VALUES (?, ?, 'root', ?)",
+                             [name, role, base + dt.timedelta(minutes=i + 1)])
 
 
 @pytest.fixture
@@ -118,14 +143,16 @@ def builder(con: duckdb.DuckDBPyConnection) -> Builder:
 def review_store(con: duckdb.DuckDBPyConnection, builder: Builder) -> duckdb.DuckDBPyConnection:
     """Users of every role and sample 2026-W10/v1: 3 cells x 4 items, one double review each."""
     builder.users()
-    items = []
+    items, rows = [], []
     for c, cell in enumerate(CELLS):
         field = cell.split("|")[1]
         for k in range(4):
             extraction_id = f"e{c}{k}"
-            builder.extraction(extraction_id, field=field,
-                               confidence=0.97 if "high" in cell else 0.6)
+            rows.append({"extraction_id": extraction_id, "field": field,
+                         "confidence": 0.97 if "high" in cell else 0.6,
+                         "source_excerpt": "... 10.00 ..."})
             items.append((extraction_id, cell, 0.5, (k + 1) / 10 + c / 100, k == 0))
+    builder.extractions(rows)
     builder.sample(SAMPLE, WEEK, items)
     return con
 

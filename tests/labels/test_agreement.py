@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -51,37 +52,32 @@ def test_kappa_hand_computed_and_degenerate() -> None:
         cohen_kappa(["correct"], [])
 
 
-def _double_reviewed(con: duckdb.DuckDBPyConnection, seed: int = 3) -> list[tuple[str, ...]]:
+def _double_reviewed(builder: Any, seed: int = 3) -> list[tuple[str, ...]]:
     """Random double reviews over two fields and three reviewer pairs; returns the rows."""
     rng = np.random.default_rng(seed)
     pairs = [("alice", "bob"), ("bob", "alice"), ("alice", "dave"), ("dave", "bob")]
-    rows = []
+    rows, extractions, labels = [], [], []
     for i in range(80):
         field = "total" if i % 2 else "tax"
         extraction_id = f"d{i:03d}"
-        con.execute(
-            "INSERT INTO extractions (extraction_id, doc_id, doc_type, form_version, field,"
-            " value, value_status, confidence, extracted_at, batch_id)"
-            " VALUES (?, 'd', 'invoice', 'v1', ?, '1', 'present', 0.9, '2026-03-03', 'b')",
-            [extraction_id, field],
-        )
+        extractions.append({"extraction_id": extraction_id, "field": field})
         first, second = pairs[int(rng.integers(len(pairs)))]
         truth = rng.choice(["correct", "incorrect"], p=[0.7, 0.3])
         v1 = truth if rng.random() < 0.85 else str(rng.choice(VERDICTS))
         v2 = truth if rng.random() < 0.85 else str(rng.choice(VERDICTS))
         for reviewer, verdict, rnd in ((first, v1, "primary"), (second, v2, "second")):
-            extra = ({"corrected_status": "unclear", "error_type": "misread_characters"}
-                     if verdict == "incorrect" else {})
-            record_verdict(con, actor=reviewer, extraction_id=extraction_id, verdict=verdict,
-                           review_round=rnd, **extra)
-        rows.append((extraction_id, field, first, second, v1, v2))
+            labels.append({"extraction_id": extraction_id, "reviewer": reviewer,
+                           "verdict": str(verdict), "review_round": rnd})
+        rows.append((extraction_id, field, first, second, str(v1), str(v2)))
+    builder.extractions(extractions)
+    builder.labels(labels)
     return rows
 
 
 def test_agreement_per_field_and_pair_equals_sklearn(
-    review_store: duckdb.DuckDBPyConnection,
+    review_store: duckdb.DuckDBPyConnection, builder: Any
 ) -> None:
-    rows = _double_reviewed(review_store)
+    rows = _double_reviewed(builder)
     report = agreement(review_store)
     assert report.n_items == 80
     for result in report.per_field:

@@ -1,0 +1,133 @@
+"""Error report, policy export and labels export (history, formula escaping)."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+import fieldtrust
+from labels.agreement import adjudicate
+from labels.decisions import decide
+from labels.errors import LabelError
+from labels.errors_report import error_report
+from labels.export import export_labels
+from labels.policy import export_policy, policy_json
+from labels.verdicts import record_verdict, supersede
+from store.scope import Scope
+
+
+def test_error_report_counts_and_shares_per_form_version(
+    review_store: duckdb.DuckDBPyConnection, builder: Any
+) -> None:
+    builder.extractions([
+        {"extraction_id": f"t{i}", "field": "tax", "form_version": "v3"} for i in range(10)
+    ])
+    rows = [{"extraction_id": f"t{i}", "reviewer": "alice", "verdict": "incorrect",
+             "corrected_status": "null", "error_type": "total_copied_into_tax"}
+            for i in range(6)]
+    rows += [{"extraction_id": "t6", "reviewer": "alice", "verdict": "incorrect",
+              "corrected_value": "1", "corrected_status": "present",
+              "error_type": "misread_characters"},
+             {"extraction_id": "t7", "reviewer": "alice", "verdict": "correct"},
+             {"extraction_id": "t8", "reviewer": "alice", "verdict": "unclear"}]
+    builder.labels(rows)
+    # One error on form v1 of the total, later adjudicated as correct: it must not count.
+    record_verdict(review_store, actor="alice", extraction_id="e00", verdict="incorrect",
+                   corrected_value="2", error_type="normalisation")
+    record_verdict(review_store, actor="alice", extraction_id="e01", verdict="incorrect",
+                   corrected_value="2", error_type="normalisation")
+    adjudicate(review_store, "carol", "e00", "correct")
+    report = error_report(review_store).to_pylist()
+    assert report == [
+        {"doc_type": "invoice", "field": "tax", "form_version": "v3",
+         "error_type": "total_copied_into_tax", "n_errors": 6, "share_of_errors": 6 / 7,
+         "n_labelled": 8, "share_of_labelled": 6 / 8},
+        {"doc_type": "invoice", "field": "tax", "form_version": "v3",
+         "error_type": "misread_characters", "n_errors": 1, "share_of_errors": 1 / 7,
+         "n_labelled": 8, "share_of_labelled": 1 / 8},
+        {"doc_type": "invoice", "field": "total", "form_version": "v1",
+         "error_type": "normalisation", "n_errors": 1, "share_of_errors": 1.0,
+         "n_labelled": 2, "share_of_labelled": 0.5},
+    ]
+    assert error_report(review_store, Scope(form_versions=("v1",))).num_rows == 1
+
+
+def test_policy_export_lists_the_active_approvals(
+    review_store: duckdb.DuckDBPyConnection,
+) -> None:
+    approve = {"action": "approve", "doc_type": "invoice", "threshold": 0.95,
+               "comment": "ok", "evidence": {"threshold": 0.95, "labels": 300}}
+    total = decide(review_store, "mona", field="total", **approve)  # type: ignore[arg-type]
+    decide(review_store, "mona", field="tax", **approve)  # type: ignore[arg-type]
+    decide(review_store, "mona", action="revoke", doc_type="invoice", field="tax",
+           threshold=None, comment="v3 copies totals", evidence={})
+    policy = export_policy(review_store)
+    assert policy["thresholds"] == [{
+        "doc_type": "invoice", "field": "total", "threshold": 0.95, "approved_by": "mona",
+        "approved_at": total.decided_at.isoformat(), "evidence_id": total.evidence_id,
+        "decision_id": total.decision_id,
+    }]
+    assert policy["format"] == 1
+    assert policy["fieldtrust_version"] == fieldtrust.__version__
+    assert policy["schema_version"] == review_store.execute(
+        "SELECT max(name) FROM schema_migrations").fetchone()[0]  # type: ignore[index]
+    generated = dt.datetime.fromisoformat(policy["generated_at"].rstrip("Z"))
+    assert abs(generated - dt.datetime.now(dt.UTC).replace(tzinfo=None)) < dt.timedelta(minutes=5)
+    assert json.loads(policy_json(policy)) == policy
+
+
+def _history(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
+    first = record_verdict(con, actor="alice", extraction_id="e00", verdict="incorrect",
+                           corrected_value="=HYPERLINK(\"http://x\")", error_type="other",
+                           error_detail="@SUM(A1)")
+    second = supersede(con, actor="alice", label_id=first.label_id, verdict="incorrect",
+                       corrected_value="-12.50", error_type="normalisation")
+    record_verdict(con, actor="bob", extraction_id="e01", verdict="correct")
+    return first.label_id, second.label_id
+
+
+def test_labels_export_csv_keeps_history_and_escapes_formulas(
+    review_store: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    first, second = _history(review_store)
+    path = tmp_path / "labels.csv"
+    assert export_labels(review_store, path) == 3
+    with path.open(newline="") as handle:
+        rows = {r["label_id"]: r for r in csv.DictReader(handle)}
+    assert set(rows) >= {first, second}
+    old, new = rows[first], rows[second]
+    assert (old["superseded_by"], old["effective"]) == (second, "false")
+    assert (new["supersedes"], new["effective"], new["superseded_by"]) == (first, "true", "")
+    assert old["corrected_value"] == "'=HYPERLINK(\"http://x\")"
+    assert old["error_detail"] == "'@SUM(A1)"
+    assert new["corrected_value"] == "'-12.50"
+    assert (new["doc_type"], new["field"], new["form_version"]) == ("invoice", "total", "v1")
+    assert all(not v.startswith(("=", "+", "-", "@", "\t", "\r"))
+               for r in rows.values() for v in r.values())
+
+
+def test_labels_export_parquet_keeps_values_exact(
+    review_store: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    first, second = _history(review_store)
+    path = tmp_path / "labels.parquet"
+    assert export_labels(review_store, path) == 3
+    rows = {r["label_id"]: r for r in pq.read_table(path).to_pylist()}
+    assert rows[second]["corrected_value"] == "-12.50"
+    assert rows[first]["superseded_by"] == second
+    assert rows[first]["effective"] is False and rows[second]["effective"] is True
+    assert sum(r["effective"] for r in rows.values()) == 2
+
+
+def test_labels_export_needs_a_known_extension(
+    review_store: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    with pytest.raises(LabelError, match=r"use a \.csv or \.parquet file"):
+        export_labels(review_store, tmp_path / "labels.xlsx")
