@@ -43,7 +43,13 @@ from extraction.results import (
     FailureKind,
     Outcome,
 )
-from extraction.schemas import DocSchema, schema_for_tool, schemas_for
+from extraction.schemas import (
+    MAX_STRICT_UNIONS,
+    DocSchema,
+    schema_for_tool,
+    schemas_for,
+    union_count,
+)
 from extraction.validate import conflicts, format_problems, line_items_sum
 from store.connection import utc_now
 
@@ -147,11 +153,15 @@ class Conversation:
             choice = {"type": "tool", "name": self.schemas[0].tool_name}
         else:
             choice = {"type": "any"}
+        tools = [s.tool(strict=self.limits.strict) for s in self.schemas]
+        if self.limits.strict and union_count(tools) > MAX_STRICT_UNIONS:
+            # The API would refuse the request; the validator checks the shape instead.
+            tools = [s.tool(strict=False) for s in self.schemas]
         return {
             "model": self.model,
             "max_tokens": self.budget,
             "system": prompts.SYSTEM_PROMPT,
-            "tools": [s.tool(strict=self.limits.strict) for s in self.schemas],
+            "tools": tools,
             "tool_choice": {**choice, "disable_parallel_tool_use": True},
             "messages": [first, *self.history],
         }

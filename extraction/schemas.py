@@ -8,6 +8,15 @@ values are ``anyOf [..., null]``; numeric bounds and patterns are not
 supported there, so they are stated in the descriptions and checked by
 :mod:`extraction.validate`.
 
+Strict tool use also caps the parameters with union types (``anyOf``,
+nullable) at 16 per request, across all tools. So only the values a
+document can lack are nullable (one per field); ``source_text`` and the
+category ``detail`` are plain strings, empty when there is nothing; the
+category is never null (a spending always has one, "unclear" at worst); line
+items carry just description and amount, the two the total check needs.
+Even ``--doc-type auto`` (both tools) stays within the cap;
+:func:`union_count` lets the loop check it before asking for strict.
+
 Three states of a value stay distinct:
 
 * ``null``: the document does not have it (no tax line). Never a copied value.
@@ -59,9 +68,13 @@ _CONFIDENCE = {
     ),
 }
 _SOURCE_TEXT = {
-    "anyOf": [{"type": "string"}, {"type": "null"}],
-    "description": "The value exactly as printed (e.g. '令和6年4月1日', '¥1,000'), or null.",
+    "type": "string",
+    "description": "The value exactly as printed (e.g. '令和6年4月1日', '¥1,000');"
+    " empty when the value is null.",
 }
+
+#: Most parameters with union types strict tool use accepts in one request.
+MAX_STRICT_UNIONS = 16
 _VALUE_RULES: dict[FieldKind, str] = {
     "text": "As printed, trimmed.",
     "date": "ISO date yyyy-mm-dd (convert Japanese era and other calendars).",
@@ -112,13 +125,14 @@ def _field_object(description: str, properties: dict[str, Any]) -> dict[str, Any
 
 def _category_schema(description: str) -> dict[str, Any]:
     value = {
-        "anyOf": [{"type": "string", "enum": [*CATEGORIES, UNCLEAR]}, {"type": "null"}],
+        "type": "string",
+        "enum": [*CATEGORIES, UNCLEAR],
         "description": f"One category; 'other' with a detail when none fits; '{UNCLEAR}'"
         " if you cannot tell.",
     }
     detail = {
-        "anyOf": [{"type": "string"}, {"type": "null"}],
-        "description": "What the spending is, in a few words, when value is 'other'; else null.",
+        "type": "string",
+        "description": "What the spending is, in a few words, when value is 'other'; else empty.",
     }
     return _field_object(
         description,
@@ -127,22 +141,20 @@ def _category_schema(description: str) -> dict[str, Any]:
 
 
 def _line_items_schema(description: str) -> dict[str, Any]:
-    def nullable(text: str) -> dict[str, Any]:
-        return {"anyOf": [{"type": "string"}, {"type": "null"}], "description": text}
-
     item = {
         "type": "object",
         "properties": {
-            "description": {"type": "string", "description": "The line's text as printed."},
-            "quantity": nullable("Decimal string, null if not printed."),
-            "unit_price": nullable("Decimal string, null if not printed."),
+            "description": {
+                "type": "string",
+                "description": "The line's text as printed, quantity and unit price included.",
+            },
             "amount": {
                 "type": "string",
                 "description": "The line amount as printed, decimal string; negative for"
                 f" discounts; '{UNCLEAR}' if unreadable.",
             },
         },
-        "required": ["description", "quantity", "unit_price", "amount"],
+        "required": ["description", "amount"],
         "additionalProperties": False,
     }
     items = {
@@ -225,6 +237,20 @@ SCHEMAS: dict[str, DocSchema] = {schema.doc_type: schema for schema in (INVOICE,
 
 #: ``--doc-type`` choices: a known type, or ``auto`` to let the model pick the tool.
 DOC_TYPE_CHOICES: tuple[str, ...] = (*SCHEMAS, "auto")
+
+
+def union_count(tools: list[dict[str, Any]]) -> int:
+    """Parameters with union types (``anyOf`` or a list of types) across ``tools``."""
+
+    def count(node: Any) -> int:
+        if isinstance(node, dict):
+            here = int("anyOf" in node or isinstance(node.get("type"), list))
+            return here + sum(count(v) for v in node.values())
+        if isinstance(node, list):
+            return sum(count(v) for v in node)
+        return 0
+
+    return sum(count(tool["input_schema"]) for tool in tools)
 
 
 def schemas_for(doc_type: str) -> tuple[DocSchema, ...]:

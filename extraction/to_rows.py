@@ -108,7 +108,7 @@ def extraction_rows(
             "extracted_at": extracted_at,
             "conflict": spec.name in extraction.conflicts,
             "conflict_value": extraction.conflicts.get(spec.name),
-            "source_excerpt": source_text if isinstance(source_text, str) else None,
+            "source_excerpt": source_text if isinstance(source_text, str) and source_text else None,
         }
         for name, cell in row.items():
             rows[name].append(cell)

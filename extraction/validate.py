@@ -101,7 +101,9 @@ def _date_problems(where: str, value: str) -> list[str]:
 
 def _category_problems(entry: Mapping[str, Any]) -> list[str]:
     value, detail = entry.get("value"), entry.get("detail")
-    if value is not None and value != UNCLEAR and value not in CATEGORIES:
+    if value is None:
+        return [f"category.value: null; choose a category, 'other' or '{UNCLEAR}'"]
+    if value != UNCLEAR and value not in CATEGORIES:
         return [f"category.value: {value!r} is not one of {', '.join(CATEGORIES)}"]
     if value == "other" and not (isinstance(detail, str) and detail.strip()):
         return ["category.detail: 'other' needs a detail saying what the spending is"]
@@ -119,12 +121,9 @@ def _line_item_problems(items: object) -> list[str]:
         if not isinstance(item, Mapping):
             problems.append(f"{where}: not an object")
             continue
-        for key in ("amount", "quantity", "unit_price"):
-            value = item.get(key)
-            if key != "amount" and value is None:
-                continue
-            if value != UNCLEAR and not (isinstance(value, str) and _DECIMAL.fullmatch(value)):
-                problems.append(f"{where}.{key}: {value!r} is not a decimal string")
+        value = item.get("amount")
+        if value != UNCLEAR and not (isinstance(value, str) and _DECIMAL.fullmatch(value)):
+            problems.append(f"{where}.amount: {value!r} is not a decimal string")
     return problems
 
 

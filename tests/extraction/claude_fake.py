@@ -77,12 +77,12 @@ def api_error(status: int, error_type: str, text: str) -> httpx2.Response:
     )
 
 
-def entry(value: Any, confidence: float = 0.95, source_text: str | None = None) -> dict[str, Any]:
+def entry(value: Any, confidence: float = 0.95, source_text: str = "") -> dict[str, Any]:
     return {"value": value, "confidence": confidence, "source_text": source_text}
 
 
 def line(description: str, amount: str) -> dict[str, Any]:
-    return {"description": description, "quantity": None, "unit_price": None, "amount": amount}
+    return {"description": description, "amount": amount}
 
 
 def invoice_input(**overrides: Any) -> dict[str, Any]:
@@ -98,8 +98,8 @@ def invoice_input(**overrides: Any) -> dict[str, Any]:
         },
         "tax": entry("80.00", 0.92, "80.00"),
         "total": entry("880.00", 0.96, "EUR 880.00"),
-        "category": {"value": "office_supplies", "detail": None, "confidence": 0.8,
-                     "source_text": None},
+        "category": {"value": "office_supplies", "detail": "", "confidence": 0.8,
+                     "source_text": ""},
     }
     data.update(overrides)
     return copy.deepcopy(data)
@@ -117,7 +117,7 @@ def receipt_input(**overrides: Any) -> dict[str, Any]:
         },
         "tax": entry(None, 0.85),
         "total": entry("6.00", 0.97, "EUR  6.00"),
-        "category": {"value": "meals", "detail": None, "confidence": 0.9, "source_text": None},
+        "category": {"value": "meals", "detail": "", "confidence": 0.9, "source_text": ""},
         "payment_method": entry("card", 0.8, "Paid by card"),
     }
     data.update(overrides)

@@ -11,11 +11,13 @@ from extraction.errors import ExtractionConfigError
 from extraction.schemas import (
     CATEGORIES,
     INVOICE,
+    MAX_STRICT_UNIONS,
     RECEIPT,
     SCHEMAS,
     UNCLEAR,
     schema_for_tool,
     schemas_for,
+    union_count,
 )
 from extraction.validate import format_problems
 
@@ -47,18 +49,39 @@ def test_tools_follow_strict_mode_rules(schema) -> None:
 
 
 @pytest.mark.parametrize("schema", list(SCHEMAS.values()), ids=list(SCHEMAS))
-def test_every_field_has_its_own_confidence_and_a_nullable_value(schema) -> None:
+def test_every_field_has_its_own_confidence_and_all_but_category_are_nullable(schema) -> None:
     properties = schema.tool()["input_schema"]["properties"]
     assert list(properties) == list(schema.field_names)
     for name, node in properties.items():
         assert node["properties"]["confidence"]["type"] == "number", name
+        if name == "category":
+            continue
         key = "items" if name == "line_items" else "value"
         assert {"type": "null"} in node["properties"][key]["anyOf"], name
 
 
+@pytest.mark.parametrize(
+    ("doc_type", "unions"), [("invoice", 7), ("receipt", 8), ("auto", 15)]
+)
+def test_strict_requests_stay_within_the_union_type_cap(doc_type: str, unions: int) -> None:
+    tools = [s.tool() for s in schemas_for(doc_type)]
+
+    assert union_count(tools) == unions <= MAX_STRICT_UNIONS
+
+
+def test_union_count_sees_anyof_and_type_lists() -> None:
+    tool = {"input_schema": {"type": "object", "properties": {
+        "a": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "b": {"type": ["string", "null"]},
+        "c": {"type": "object", "properties": {"d": {"anyOf": [{"type": "number"}]}}},
+    }}}
+
+    assert union_count([tool]) == 3
+
+
 def test_category_is_an_enum_with_other_and_a_detail() -> None:
     node = INVOICE.tool()["input_schema"]["properties"]["category"]
-    enum = node["properties"]["value"]["anyOf"][0]["enum"]
+    enum = node["properties"]["value"]["enum"]
     assert enum == [*CATEGORIES, UNCLEAR]
     assert "other" in enum
     assert "detail" in node["required"]

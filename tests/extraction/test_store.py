@@ -46,7 +46,7 @@ def test_value_statuses_present_null_unclear_other_stay_distinct() -> None:
     tool_input = receipt_input(
         receipt_number=entry("unclear", 0.3, "7?81"),
         category={"value": "other", "detail": "parking fee", "confidence": 0.6,
-                  "source_text": None},
+                  "source_text": ""},
     )
     extraction = Extraction("receipt", MODEL, tool_input, "6.00")
 
@@ -63,8 +63,7 @@ def test_value_statuses_present_null_unclear_other_stay_distinct() -> None:
     assert rows["tax"]["confidence"] == 0.85
     assert json.loads(rows["line_items"]["value"]) == tool_input["line_items"]["items"]
     assert rows["line_items"]["value"] == (
-        '[{"amount":"3.20","description":"Espresso","quantity":null,"unit_price":null},'
-        '{"amount":"2.80","description":"Croissant","quantity":null,"unit_price":null}]'
+        '[{"amount":"3.20","description":"Espresso"},{"amount":"2.80","description":"Croissant"}]'
     )
     assert {r["form_version"] for r in rows.values()} == {"unknown"}
     assert len(rows) == 9

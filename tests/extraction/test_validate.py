@@ -29,10 +29,12 @@ from extraction.validate import conflicts, format_problems, line_items_sum
         ({"vendor": entry("ACME", True)}, "vendor.confidence: True is not a number"),
         ({"vendor": entry("ACME", "high")}, "vendor.confidence: 'high' is not a number"),
         ({"vendor": entry(42)}, "vendor.value: 42 is not a string"),
-        ({"category": {"value": "food", "detail": None, "confidence": 0.5}},
+        ({"category": {"value": "food", "detail": "", "confidence": 0.5}},
          "category.value: 'food' is not one of office_supplies"),
         ({"category": {"value": "other", "detail": " ", "confidence": 0.5}},
          "category.detail: 'other' needs a detail"),
+        ({"category": {"value": None, "detail": "", "confidence": 0.5}},
+         "category.value: null; choose a category"),
         ({"line_items": {"items": [line("x", "1.234,50")], "confidence": 0.9}},
          "line_items.items[1].amount: '1.234,50' is not a decimal string"),
         ({"line_items": {"items": "two lines", "confidence": 0.9}},
@@ -54,7 +56,7 @@ def test_format_problems_name_the_field_and_the_value(override: dict, problem: s
         {"tax": entry(None)},  # absent
         {"date": entry("unclear", 0.2)},  # unreadable
         {"category": {"value": "other", "detail": "parking", "confidence": 0.6,
-                      "source_text": None}},
+                      "source_text": ""}},
         {"line_items": {"items": None, "confidence": 0.7}},
         {"line_items": {"items": [line("x", "unclear")], "confidence": 0.4}},
         {"total": entry("-12.50")},  # a credit note
