@@ -1,9 +1,224 @@
-"""Commands of this area (being written; registers nothing yet)."""
+"""Audit commands: sample, plan, report, queue."""
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import click
+import pandas as pd
+
+from fieldtrust.cli.common import echo_json, echo_table, open_db, settings
+from sampling.design import Design, load_design
+from sampling.draw import draw_sample, sample_items
+from sampling.export import write_items_csv
+from sampling.planner import preview_design
+from sampling.queue import priority_queue
+from sampling.report import audit_report
+
+_CELL_COLUMNS = ["cell", "n_population", "n_sample", "inclusion_prob"]
+
+
+def _design(path: str | None) -> Design:
+    return load_design(path) if path else Design()
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return [
+        {k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
+        for row in frame.astype(object).to_dict(orient="records")
+    ]
+
+
+@click.command(
+    epilog="Example: fieldtrust sample --week 2026-W48 --design design.toml --out w48.csv\n\n"
+    "Fill the verdict and reviewer columns of w48.csv, then: fieldtrust labels import w48.csv",
+)
+@click.option("--week", required=True, help="ISO week to sample, e.g. 2026-W48 (UTC).")
+@click.option(
+    "--design",
+    "design_file",
+    type=click.Path(dir_okay=False),
+    help="Sampling design, .toml or .json (default: the built-in design).",
+)
+@click.option("--seed", type=int, default=None, help="PRN seed [default: setting seed].")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    help="Write the items to this CSV for offline labelling.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--preview", is_flag=True, help="Show what would be drawn; write nothing.")
+@click.option(
+    "--redraw",
+    is_flag=True,
+    help="Draw a new version even if this design and seed were drawn already.",
+)
+@click.option("--drawn-by", default=None, help="Name recorded as the drawer.")
+@click.pass_context
+def sample(
+    ctx: click.Context,
+    week: str,
+    design_file: str | None,
+    seed: int | None,
+    out: str | None,
+    as_json: bool,
+    preview: bool,
+    redraw: bool,
+    drawn_by: str | None,
+) -> None:
+    """Draw the week's audit sample (or return it if drawn already) and show its cells."""
+    design = _design(design_file)
+    if preview:
+        if out:
+            raise click.UsageError("--preview writes nothing; drop --out or --preview")
+        _print_preview(preview_design(open_db(ctx, read_only=True), week, design), as_json)
+        return
+    con = open_db(ctx)
+    result = draw_sample(
+        con,
+        week,
+        design,
+        seed=settings(ctx).seed if seed is None else seed,
+        drawn_by=drawn_by,
+        redraw=redraw,
+    )
+    written = write_items_csv(sample_items(con, result.sample_id), out) if out else None
+    if as_json:
+        echo_json(
+            {
+                "sample_id": result.sample_id,
+                "week": result.week,
+                "version": result.version,
+                "seed": result.seed,
+                "created": result.created,
+                "design_sha256": result.design_sha256,
+                "design": result.design.to_dict(),
+                "n_population": result.n_population,
+                "n_sample": result.n_sample,
+                "cells": result.cells.to_pylist(),
+                "out": out,
+                "rows_written": written,
+            }
+        )
+        return
+    state = "drew" if result.created else "already drawn:"
+    click.echo(
+        f"{state} {result.sample_id} (seed {result.seed}, design {result.design_sha256[:12]})"
+    )
+    echo_table(result.cells.to_pylist(), _CELL_COLUMNS)
+    click.echo(f"total: {result.n_sample} of {result.n_population} extractions")
+    if out:
+        click.echo(f"wrote {written} items to {out}")
+
+
+@click.command(epilog="Example: fieldtrust plan --week 2026-W48 --design design.toml")
+@click.option("--week", required=True, help="ISO week to plan, e.g. 2026-W48 (UTC).")
+@click.option(
+    "--design",
+    "design_file",
+    type=click.Path(dir_okay=False),
+    help="Sampling design, .toml or .json (default: the built-in design).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def plan(ctx: click.Context, week: str, design_file: str | None, as_json: bool) -> None:
+    """Preview a design on a week: cells, sizes, inclusion probabilities, expected margins."""
+    _print_preview(
+        preview_design(open_db(ctx, read_only=True), week, _design(design_file)), as_json
+    )
+
+
+def _print_preview(cells: pd.DataFrame, as_json: bool) -> None:
+    totals = dict(cells.attrs)
+    if as_json:
+        echo_json({**totals, "cells": _records(cells)})
+        return
+    echo_table(_records(cells), [*_CELL_COLUMNS, "boosted", "margin"])
+    budget = totals["budget"]
+    tail = (
+        ""
+        if budget is None
+        else f" (budget {budget}{', minimums exceed it' if totals['over_budget'] else ''})"
+    )
+    click.echo(f"total: {totals['n_sample']} of {totals['n_population']} extractions{tail}")
+
+
+@click.command(epilog="Example: fieldtrust report --weeks 8 --json")
+@click.option("--weeks", type=int, default=None, help="Weeks to show [default: setting weeks].")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def report(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
+    """Weekly design-weighted accuracy per (doc_type, field), and this week's alerts."""
+    resolved = settings(ctx)
+    result = audit_report(
+        open_db(ctx, read_only=True),
+        weeks=weeks or resolved.weeks,
+        target=resolved.target,
+        confidence=resolved.confidence,
+        lookback=resolved.stability_weeks,
+    )
+    if as_json:
+        echo_json(
+            {
+                "weeks": list(result.weeks),
+                "trend": _records(result.trend),
+                "overall": _records(result.overall),
+                "alerts": [dataclasses.asdict(a) for a in result.alerts],
+            }
+        )
+        return
+    if result.trend.empty:
+        click.echo("no audit labels yet: draw a sample (fieldtrust sample) and label it")
+        return
+    click.echo("accuracy by week (design-weighted; Korn-Graubard 95% interval of the last week):")
+    echo_table(_records(_trend_grid(result.trend, result.overall)))
+    click.echo("")
+    if not result.alerts:
+        click.echo(f"no alerts for {result.weeks[-1]}")
+    for alert in result.alerts:
+        click.echo(f"ALERT [{alert.kind}] {alert.message}")
+
+
+def _trend_grid(trend: pd.DataFrame, overall: pd.DataFrame) -> pd.DataFrame:
+    """Strata as rows, weeks as columns, with the last week's interval and label count."""
+    rows = pd.concat([trend, overall.assign(doc_type="(overall)", field="")], ignore_index=True)
+    grid = rows.pivot_table(
+        index=["doc_type", "field"], columns="week", values="estimate", aggfunc="first", sort=True
+    )
+    last = rows[rows["week"] == rows["week"].max()].set_index(["doc_type", "field"])
+    grid.columns = [str(c) for c in grid.columns]
+    grid["last_interval"] = last.apply(lambda r: f"[{r['lower']:.3f}, {r['upper']:.3f}]", axis=1)
+    grid["last_n"] = last["n"]
+    return grid.reset_index()
+
+
+@click.command(epilog="Example: fieldtrust queue --limit 20")
+@click.option("--limit", type=int, default=100, show_default=True, help="Rows to show.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def queue(ctx: click.Context, limit: int, as_json: bool) -> None:
+    """The priority review queue: unautomated extractions most likely wrong, first."""
+    rows = priority_queue(open_db(ctx, read_only=True), limit=limit).to_pylist()
+    if as_json:
+        echo_json({"queue": rows})
+        return
+    echo_table(
+        rows,
+        [
+            "position",
+            "extraction_id",
+            "doc_type",
+            "field",
+            "value",
+            "confidence",
+            "calibrated_confidence",
+            "reason",
+        ],
+    )
 
 
 def register(group: click.Group) -> None:
     """Add this module's commands to ``group``."""
+    for command in (sample, plan, report, queue):
+        group.add_command(command)

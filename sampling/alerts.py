@@ -1,0 +1,263 @@
+"""Weekly alerts: a stratum below target, a stratum slipping, a new form version worse.
+
+Three one-sided tests per (doc_type, field), each at level ``1 - confidence``,
+on the design-weighted estimates of :mod:`sampling.estimates`:
+
+``below_target``
+    The week's accuracy is significantly below the target: the one-sided
+    upper Korn-Graubard bound (Clopper-Pearson at the effective size) is
+    below it. Same evidence as STATS.md section 7's stability check.
+``drop``
+    The week's accuracy is significantly below the pooled previous
+    ``lookback`` weeks (their cells as separate strata).
+``new_version``
+    A new form version's accuracy this week is significantly below the
+    established versions' of the same (doc_type, field).
+
+The two comparisons are one-sided Fisher exact tests on effective counts:
+each side enters as its Korn-Graubard effective sample size with
+``(1 - p) n_eff`` errors, rounded to whole labels (dividing counts by the
+design effect, as Rao & Scott 1984, J. Roy. Statist. Soc. A, do for
+chi-squared tests). Exact, because errors are rare here: a pooled z test
+calls one error in 100 against none in 400 significant (p = 0.02), Fisher
+does not (p = 0.2). With K strata each tested at 5%, about 5% of stable
+strata alert in a given week by chance; treat a single alert as a reason to
+look, repeated ones as a finding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from scipy import stats
+
+from sampling.estimates import audit_labels, estimate_labels
+from store.scope import Scope
+from store.weeks import parse_week, shift_week
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One alert on one (doc_type, field), or one of its form versions.
+
+    ``interval`` is the two-sided interval of ``estimate`` at the alert's
+    confidence; ``baseline`` is what it was compared with (the target, the
+    previous weeks' accuracy or the established versions').
+    """
+
+    kind: str
+    doc_type: str
+    field: str
+    form_version: str | None
+    week: str
+    estimate: float
+    interval: tuple[float, float]
+    baseline: float
+    p_value: float
+    n: int
+    message: str
+
+
+KINDS = ("below_target", "drop", "new_version")
+
+
+def weekly_alerts(
+    con: duckdb.DuckDBPyConnection,
+    week: str | None = None,
+    *,
+    target: float = 0.95,
+    confidence: float = 0.95,
+    lookback: int = 4,
+) -> list[Alert]:
+    """Alerts for ISO ``week`` (default: the newest week with an audit sample).
+
+    Parameters
+    ----------
+    con
+        Store connection.
+    week
+        The week to check.
+    target
+        Accuracy a stratum should reach.
+    confidence
+        ``1 - alpha`` of each one-sided test.
+    lookback
+        Previous weeks pooled as the baseline of the ``drop`` test.
+
+    Returns
+    -------
+    list of Alert
+        Sorted by kind (as in :data:`KINDS`), then p-value.
+
+    References
+    ----------
+    Clopper & Pearson (1934); Korn & Graubard (1998); Rao & Scott (1984);
+    Fisher (1935), The Design of Experiments.
+    """
+    if not 0 < target < 1 or not 0 < confidence < 1:
+        raise ValueError(f"target {target} and confidence {confidence} must be in (0, 1)")
+    if lookback < 1:
+        raise ValueError(f"lookback must be at least 1 week, got {lookback}")
+    week = week or _latest_sampled_week(con)
+    if week is None:
+        return []
+    parse_week(week)
+    alpha = 1 - confidence
+    previous = tuple(shift_week(week, -k) for k in range(lookback, 0, -1))
+    labels = audit_labels(con, Scope(weeks=(*previous, week)))
+    stratum = ("doc_type", "field")
+    now = estimate_labels(con, labels, by=stratum, confidence=confidence, weeks=(week,))
+    before = estimate_labels(con, labels, by=stratum, confidence=confidence, weeks=previous)
+    alerts = _below_target(now, week, target, alpha)
+    alerts += _drops(now, before, week, previous, alpha)
+    alerts += _new_versions(con, labels, week, confidence)
+    order = {kind: i for i, kind in enumerate(KINDS)}
+    return sorted(alerts, key=lambda a: (order[a.kind], a.p_value, a.doc_type, a.field))
+
+
+def below_target_p_value(estimate: float, n_eff: float, target: float) -> float:
+    """Exact binomial p-value of "accuracy >= target" at the effective size.
+
+    ``P(X <= x)`` for ``X ~ Binomial(n_eff, target)``, ``x = estimate * n_eff``,
+    through the beta form ``I_{1 - target}(n - x, x + 1)`` so fractional
+    effective counts work; it is below ``alpha`` exactly when the one-sided
+    Clopper-Pearson upper bound is below the target.
+    """
+    x = estimate * n_eff
+    if not np.isfinite(x) or n_eff <= 0:
+        return float("nan")
+    if x >= n_eff:
+        return 1.0
+    return float(stats.beta.cdf(1 - target, n_eff - x, x + 1))
+
+
+def lower_rate_p_value(p1: float, n1: float, p0: float, n0: float) -> float:
+    """One-sided p-value that accuracy ``p1`` is below ``p0``: Fisher's exact test.
+
+    The 2x2 table holds, per side, ``round((1 - p) n)`` errors and the rest
+    correct, ``n`` being an effective sample size; the alternative is a larger
+    share of errors on side 1 (Fisher 1935; conditional on the margins, so
+    valid however rare the errors).
+    """
+    if min(n1, n0) <= 0 or not (np.isfinite(p1) and np.isfinite(p0)):
+        return float("nan")
+    size1, size0 = round(n1), round(n0)
+    wrong1, wrong0 = round((1 - p1) * size1), round((1 - p0) * size0)
+    table = [[wrong1, size1 - wrong1], [wrong0, size0 - wrong0]]
+    return float(stats.fisher_exact(table, alternative="greater").pvalue)
+
+
+def _latest_sampled_week(con: duckdb.DuckDBPyConnection) -> str | None:
+    rows = con.sql("SELECT max(week) FROM audit_samples").fetchall()
+    return rows[0][0] if rows else None
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _below_target(now: pd.DataFrame, week: str, target: float, alpha: float) -> list[Alert]:
+    alerts = []
+    for row in now.itertuples(index=False):
+        p_value = below_target_p_value(row.estimate, row.n_eff, target)
+        if p_value < alpha:
+            alerts.append(
+                Alert(
+                    "below_target",
+                    row.doc_type,
+                    row.field,
+                    None,
+                    week,
+                    row.estimate,
+                    (row.lower, row.upper),
+                    target,
+                    p_value,
+                    int(row.n),
+                    f"{row.doc_type}/{row.field}: accuracy {_pct(row.estimate)} "
+                    f"[{_pct(row.lower)}, {_pct(row.upper)}] in {week} is below the "
+                    f"{_pct(target)} target (p = {p_value:.3g}, {row.n} labels)",
+                )
+            )
+    return alerts
+
+
+def _drops(
+    now: pd.DataFrame, before: pd.DataFrame, week: str, previous: tuple[str, ...], alpha: float
+) -> list[Alert]:
+    if now.empty or before.empty:
+        return []
+    both = now.merge(before, on=["doc_type", "field"], suffixes=("", "_before"))
+    span = f"{previous[0]}..{previous[-1]}" if len(previous) > 1 else previous[0]
+    alerts = []
+    for row in both.itertuples(index=False):
+        p_value = lower_rate_p_value(row.estimate, row.n_eff, row.estimate_before, row.n_eff_before)
+        if p_value < alpha:
+            alerts.append(
+                Alert(
+                    "drop",
+                    row.doc_type,
+                    row.field,
+                    None,
+                    week,
+                    row.estimate,
+                    (row.lower, row.upper),
+                    row.estimate_before,
+                    p_value,
+                    int(row.n),
+                    f"{row.doc_type}/{row.field}: accuracy fell from {_pct(row.estimate_before)} "
+                    f"in {span} to {_pct(row.estimate)} [{_pct(row.lower)}, {_pct(row.upper)}] "
+                    f"in {week} (p = {p_value:.3g})",
+                )
+            )
+    return alerts
+
+
+def _new_versions(
+    con: duckdb.DuckDBPyConnection, labels: pa.Table, week: str, confidence: float
+) -> list[Alert]:
+    alpha = 1 - confidence
+    versions = estimate_labels(
+        con,
+        labels,
+        by=("doc_type", "field", "version_status", "form_version"),
+        confidence=confidence,
+        weeks=(week,),
+    )
+    status = estimate_labels(
+        con,
+        labels,
+        by=("doc_type", "field", "version_status"),
+        confidence=confidence,
+        weeks=(week,),
+    )
+    new = versions[versions["version_status"] == "new"]
+    established = status[status["version_status"] == "established"]
+    if new.empty or established.empty:
+        return []
+    both = new.merge(established, on=["doc_type", "field"], suffixes=("", "_old"))
+    alerts = []
+    for row in both.itertuples(index=False):
+        p_value = lower_rate_p_value(row.estimate, row.n_eff, row.estimate_old, row.n_eff_old)
+        if p_value < alpha:
+            alerts.append(
+                Alert(
+                    "new_version",
+                    row.doc_type,
+                    row.field,
+                    row.form_version,
+                    week,
+                    row.estimate,
+                    (row.lower, row.upper),
+                    row.estimate_old,
+                    p_value,
+                    int(row.n),
+                    f"{row.doc_type}/{row.field}: new form version {row.form_version} has accuracy "
+                    f"{_pct(row.estimate)} [{_pct(row.lower)}, {_pct(row.upper)}] in {week}, below "
+                    f"{_pct(row.estimate_old)} on established versions (p = {p_value:.3g})",
+                )
+            )
+    return alerts

@@ -1,0 +1,163 @@
+"""A week's sampling cells and their sizes (STATS.md section 8).
+
+The population of ISO week W is every extraction with ``extracted_at`` in
+[Monday 00:00, next Monday) UTC. Cells are doc_type x field x confidence band
+x form-version status; a form version is *new* when ``form_versions`` first saw
+it within ``new_version_weeks`` weeks before the end of W (a version missing
+from ``form_versions`` counts as new: nobody has seen it before).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from sampling.allocation import (
+    neyman_allocation,
+    neyman_weights,
+    rate_allocation,
+    smoothed_error_rate,
+)
+from sampling.design import Design
+from sampling.errors import SamplingError
+from store.labelled import labelled_items
+from store.scope import Scope, last_weeks
+from store.weeks import parse_week, shift_week, week_bounds
+
+#: Weeks of past labels that set a band's error rate for Neyman allocation.
+RATE_LOOKBACK_WEEKS = 8
+
+CELL_COLUMNS = ["cell", "doc_type", "field", "band", "version_status", "n_population"]
+
+
+def checked_week(week: str) -> str:
+    """``week`` normalised, or a :class:`SamplingError` saying what a week looks like."""
+    try:
+        parse_week(week)
+    except ValueError as exc:
+        raise SamplingError(str(exc)) from exc
+    return week.strip()
+
+
+def population_sql(week: str, design: Design) -> tuple[str, dict[str, Any]]:
+    """A SELECT of the week's extractions with their band, version status and cell.
+
+    Returns the SQL and its named parameters (every value bound, none formatted in).
+    """
+    start, end = week_bounds(week)
+    labels = design.band_labels
+    params: dict[str, Any] = {"start": start, "end": end}
+    cases = []
+    for index, upper in enumerate(design.bands[1:-1]):
+        cases.append(f"WHEN e.confidence < $edge_{index} THEN $band_{index}")
+        params[f"edge_{index}"] = upper
+        params[f"band_{index}"] = labels[index]
+    params["band_last"] = labels[-1]
+    band = f"CASE {' '.join(cases)} ELSE $band_last END" if cases else "$band_last"
+    if design.new_version_weeks > 0:
+        params["new_since"] = end - dt.timedelta(weeks=design.new_version_weeks)
+        status = (
+            "CASE WHEN f.first_seen_at IS NULL OR f.first_seen_at >= $new_since"
+            " THEN 'new' ELSE 'established' END"
+        )
+    else:
+        status = "'established'"
+    sql = f"""
+        SELECT extraction_id, doc_type, field, band, version_status,
+               doc_type || '|' || field || '|' || band || '|' || version_status AS cell
+        FROM (
+            SELECT e.extraction_id, e.doc_type, e.field, {band} AS band, {status} AS version_status
+            FROM extractions e
+            LEFT JOIN form_versions f USING (doc_type, form_version)
+            WHERE e.extracted_at >= $start AND e.extracted_at < $end
+        )
+    """
+    return sql, params
+
+
+def count_cells(con: duckdb.DuckDBPyConnection, week: str, design: Design) -> pd.DataFrame:
+    """Population size ``N_h`` of every non-empty cell of ``week``, in a stable order."""
+    sql, params = population_sql(week, design)
+    counts = (
+        con.sql(
+            f"SELECT cell, doc_type, field, band, version_status, count(*) AS n_population"
+            f" FROM ({sql}) GROUP BY ALL",
+            params=params,
+        )
+        .to_arrow_table()
+        .to_pandas()
+    )
+    band_order = {label: i for i, label in enumerate(design.band_labels)}
+    counts["band_index"] = counts["band"].map(band_order)
+    counts = counts.sort_values(["doc_type", "field", "band_index", "version_status"])
+    return counts.drop(columns="band_index").reset_index(drop=True)
+
+
+def plan_cells(con: duckdb.DuckDBPyConnection, week: str, design: Design) -> pd.DataFrame:
+    """Every cell of ``week`` with ``N_h``, ``n_h``, ``pi_h = n_h / N_h`` and whether it is boosted.
+
+    Without a budget ``n_h`` follows the rate rule
+    (:func:`sampling.allocation.rate_allocation`); with one, Neyman allocation
+    (:func:`sampling.allocation.neyman_allocation`) with each band's error
+    rate taken from the labels of the previous :data:`RATE_LOOKBACK_WEEKS`
+    weeks, shrunk towards ``design.prior_error``.
+
+    Raises
+    ------
+    SamplingError
+        The week holds no extractions.
+    """
+    week = checked_week(week)
+    cells = count_cells(con, week, design)
+    if cells.empty:
+        start, end = week_bounds(week)
+        raise SamplingError(
+            f"week {week} holds no extractions (extracted_at in [{start}, {end}) UTC);"
+            " pick a week with data (`fieldtrust info` shows the first and last week)"
+        )
+    population = cells["n_population"].to_numpy(dtype=np.int64)
+    new_version = (cells["version_status"] == "new").to_numpy()
+    if design.budget is None:
+        cells["error_rate"] = np.nan
+        size = rate_allocation(population, new_version, design)
+    else:
+        cells["error_rate"] = _band_error_rates(con, week, design, cells)
+        weights = neyman_weights(
+            population, cells["error_rate"].to_numpy(), new_version, design.boost
+        )
+        size = neyman_allocation(
+            population, weights, budget=design.budget, minimum=design.minimum, cap=design.cap
+        )
+    cells["n_sample"] = size
+    cells["inclusion_prob"] = size / population
+    cells["boosted"] = new_version & (design.boost > 1)
+    return cells
+
+
+def _band_error_rates(
+    con: duckdb.DuckDBPyConnection, week: str, design: Design, cells: pd.DataFrame
+) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """Error rate of each cell's (doc_type, field, band) in the weeks before ``week``."""
+    weeks = last_weeks(con, RATE_LOOKBACK_WEEKS, until=shift_week(week, -1))
+    labels = labelled_items(con, Scope(weeks=weeks)).to_pandas() if weeks else pd.DataFrame()
+    if labels.empty:
+        return np.full(len(cells), design.prior_error)
+    # Counts, not design weights: within one band the error rate is what matters,
+    # and a band's labels are drawn at one rate per week.
+    inner_edges = np.asarray(design.bands[1:-1])
+    band_index = np.searchsorted(inner_edges, labels["confidence"].to_numpy(), side="right")
+    labels["band"] = np.asarray(design.band_labels)[band_index]
+    labels["error"] = 1 - labels["correct"]
+    past = labels.groupby(["doc_type", "field", "band"], as_index=False).agg(
+        errors=("error", "sum"), labels=("error", "size")
+    )
+    merged = cells[["doc_type", "field", "band"]].merge(
+        past, how="left", on=["doc_type", "field", "band"]
+    )
+    errors = merged["errors"].fillna(0).to_numpy(dtype=np.float64)
+    counts = merged["labels"].fillna(0).to_numpy(dtype=np.float64)
+    return smoothed_error_rate(errors, counts, design.prior_error)

@@ -1,0 +1,306 @@
+"""Draw (or find) the audit sample of an ISO week (STATS.md section 8).
+
+A week's samples are versions ``'2026-W48/v1'``, ``'/v2'``...; the newest is
+the week's *current* sample. Drawing with the design and seed of the current
+sample returns it unchanged; any other design or seed draws a new version
+that becomes current. Nothing is deleted: labels point at extraction ids, so
+a new version simply holds the labelled items again wherever it picks them.
+
+Each cell's sample is its ``n_h`` items with the smallest permanent random
+number (:mod:`sampling.prn`). Selection runs in two SQL statements over the
+week's rows: one counts the cells, one ranks and inserts the picks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from scipy import stats
+
+from sampling.cells import checked_week, plan_cells, population_sql
+from sampling.design import Design
+from sampling.errors import SamplingError
+from sampling.prn import prn_hash_sql, prn_sql
+from store.connection import transaction, utc_now
+
+#: Chance that a cell's candidate cutoff holds fewer than ``n_h`` items; then the
+#: draw falls back to ranking every row, so the cutoff only saves time.
+_CUTOFF_MISS = 1e-12
+
+_CELLS_SQL = """
+SELECT cell, doc_type, field, band, version_status, n_population, n_sample, inclusion_prob
+FROM audit_cells WHERE sample_id = ?
+ORDER BY doc_type, field, band, version_status
+"""
+
+_ITEMS_SQL = """
+SELECT i.extraction_id, e.doc_id, e.doc_type, e.form_version, e.field, e.value,
+       e.confidence, i.cell, i.inclusion_prob, i.double_review, i.sample_id
+FROM audit_items i JOIN extractions e USING (extraction_id)
+WHERE i.sample_id = ?
+ORDER BY i.cell, i.prn, i.extraction_id
+"""
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    """A week's sample: its id, how it was drawn and its cells.
+
+    ``cells`` has one row per cell: cell, doc_type, field, band,
+    version_status, n_population, n_sample, inclusion_prob.
+    """
+
+    sample_id: str
+    week: str
+    version: int
+    seed: int
+    design: Design
+    design_sha256: str
+    created: bool
+    cells: pa.Table
+
+    @property
+    def n_population(self) -> int:
+        """Extractions in the week."""
+        return int(pa.compute.sum(self.cells["n_population"]).as_py() or 0)
+
+    @property
+    def n_sample(self) -> int:
+        """Items drawn."""
+        return int(pa.compute.sum(self.cells["n_sample"]).as_py() or 0)
+
+
+def draw_sample(
+    con: duckdb.DuckDBPyConnection,
+    week: str,
+    design: Design | None = None,
+    *,
+    seed: int,
+    drawn_by: str | None = None,
+    redraw: bool = False,
+) -> SampleResult:
+    """Draw the audit sample of ISO ``week``, or return it if already drawn so.
+
+    Parameters
+    ----------
+    con
+        A read-write store connection.
+    week
+        ISO week, ``'2026-W48'`` (UTC).
+    design
+        The sampling design; ``Design()`` defaults when None.
+    seed
+        Seed of the permanent random numbers (``fieldtrust.settings`` ``seed``).
+    drawn_by
+        Who drew it, recorded with the sample.
+    redraw
+        Draw a new version even when the current one has this design and seed
+        (after late rows arrived, say). PRN keeps it close to the old one.
+
+    Returns
+    -------
+    SampleResult
+        ``created`` is False when the current sample was returned.
+
+    Raises
+    ------
+    SamplingError
+        The week is malformed or holds no extractions.
+
+    Notes
+    -----
+    Each cell takes its ``n_h`` smallest permanent random numbers: a simple
+    random sample without replacement, so ``pi_i = n_h / N_h`` (Ohlsson,
+    "Coordination of samples using permanent random numbers", 1995).
+    """
+    week = checked_week(week)
+    design = design or Design()
+    digest = design.sha256()
+    current = _current(con, week)
+    if current is not None and not redraw and current[2] == digest and current[1] == seed:
+        return load_sample(con, current[0])
+    with transaction(con):
+        cells = plan_cells(con, week, design)
+        version = _next_version(con, week)
+        sample_id = f"{week}/v{version}"
+        con.execute(
+            "INSERT INTO audit_samples VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [sample_id, week, version, seed, design.canonical_json(), digest, utc_now(), drawn_by],
+        )
+        _insert_cells(con, sample_id, cells)
+        _insert_items(con, sample_id, week, seed, design, cells)
+    return SampleResult(
+        sample_id,
+        week,
+        version,
+        seed,
+        design,
+        digest,
+        True,
+        con.sql(_CELLS_SQL, params=[sample_id]).to_arrow_table(),
+    )
+
+
+def load_sample(con: duckdb.DuckDBPyConnection, sample_id: str) -> SampleResult:
+    """The stored sample ``sample_id`` (``created`` is False)."""
+    rows = con.sql(
+        "SELECT week, version, seed, design_json, design_sha256 FROM audit_samples"
+        " WHERE sample_id = ?",
+        params=[sample_id],
+    ).fetchall()
+    if not rows:
+        raise SamplingError(f"no audit sample {sample_id!r}; draw one with `fieldtrust sample`")
+    week, version, seed, design_json, digest = rows[0]
+    design = Design.from_json(design_json, source=f"sample {sample_id}")
+    cells = con.sql(_CELLS_SQL, params=[sample_id]).to_arrow_table()
+    return SampleResult(sample_id, week, version, seed, design, digest, False, cells)
+
+
+def current_sample_id(con: duckdb.DuckDBPyConnection, week: str) -> str | None:
+    """The newest sample version of ``week``, or None when none was drawn."""
+    current = _current(con, checked_week(week))
+    return None if current is None else current[0]
+
+
+def sample_items(con: duckdb.DuckDBPyConnection, sample_id: str) -> pa.Table:
+    """The items of a sample, in review order (by cell, then permanent random number).
+
+    Columns: extraction_id, doc_id, doc_type, form_version, field, value,
+    confidence, cell, inclusion_prob, double_review, sample_id. Labelling a
+    cell in this order keeps any finished prefix a simple random sample of it.
+    """
+    if not con.sql(
+        "SELECT 1 FROM audit_samples WHERE sample_id = ?", params=[sample_id]
+    ).fetchall():
+        raise SamplingError(f"no audit sample {sample_id!r}; draw one with `fieldtrust sample`")
+    return con.sql(_ITEMS_SQL, params=[sample_id]).to_arrow_table()
+
+
+def _current(con: duckdb.DuckDBPyConnection, week: str) -> tuple[str, int, str] | None:
+    rows = con.sql(
+        "SELECT sample_id, seed, design_sha256 FROM audit_samples WHERE week = ?"
+        " ORDER BY version DESC LIMIT 1",
+        params=[week],
+    ).fetchall()
+    return None if not rows else (rows[0][0], int(rows[0][1]), rows[0][2])
+
+
+def _next_version(con: duckdb.DuckDBPyConnection, week: str) -> int:
+    rows = con.sql(
+        "SELECT coalesce(max(version), 0) + 1 FROM audit_samples WHERE week = ?", params=[week]
+    ).fetchall()
+    return int(rows[0][0])
+
+
+def _insert_cells(con: duckdb.DuckDBPyConnection, sample_id: str, cells: pd.DataFrame) -> None:
+    columns = [
+        "cell",
+        "doc_type",
+        "field",
+        "band",
+        "version_status",
+        "n_population",
+        "n_sample",
+        "inclusion_prob",
+    ]
+    con.execute(
+        f"INSERT INTO audit_cells SELECT ?, {', '.join(f'unnest(?) AS {c}' for c in columns)}",
+        [sample_id, *(cells[c].tolist() for c in columns)],
+    )
+
+
+def candidate_cutoffs(n_population: np.ndarray, n_sample: np.ndarray) -> np.ndarray:
+    """Per cell, a PRN value that the ``n_h``-th smallest PRN exceeds with chance 1e-12.
+
+    The ``n``-th smallest of ``N`` uniform numbers is Beta(n, N - n + 1)
+    (David & Nagaraja, Order Statistics, 2.2); rows above the cutoff need not
+    be ranked. Full cells get 2, i.e. no cutoff.
+    """
+    population = np.asarray(n_population, dtype=np.float64)
+    size = np.asarray(n_sample, dtype=np.float64)
+    partial = size < population
+    cutoff = np.full(population.shape, 2.0)
+    cutoff[partial] = stats.beta.isf(
+        _CUTOFF_MISS, size[partial], population[partial] - size[partial] + 1
+    )
+    return cutoff
+
+
+def _insert_items(
+    con: duckdb.DuckDBPyConnection,
+    sample_id: str,
+    week: str,
+    seed: int,
+    design: Design,
+    cells: pd.DataFrame,
+    cutoffs: np.ndarray | None = None,
+) -> None:
+    """Rank and insert the picks of every cell; rank every row if a cutoff fell short."""
+    if cutoffs is None:
+        cutoffs = candidate_cutoffs(cells["n_population"].to_numpy(), cells["n_sample"].to_numpy())
+    _select(con, sample_id, week, seed, design, cells, cutoffs)
+    drawn = dict(
+        con.sql(
+            "SELECT cell, count(*) FROM audit_items WHERE sample_id = ? GROUP BY cell",
+            params=[sample_id],
+        ).fetchall()
+    )
+    if any(drawn.get(c, 0) != n for c, n in zip(cells["cell"], cells["n_sample"], strict=True)):
+        con.execute("DELETE FROM audit_items WHERE sample_id = ?", [sample_id])
+        _select(con, sample_id, week, seed, design, cells, np.full(len(cells), 2.0))
+
+
+def _select(
+    con: duckdb.DuckDBPyConnection,
+    sample_id: str,
+    week: str,
+    seed: int,
+    design: Design,
+    cells: pd.DataFrame,
+    cutoffs: np.ndarray,
+) -> None:
+    population, params = population_sql(week, design)
+    # Double review: the first share of each cell in PRN order, itself a simple
+    # random sample of the cell (round half up, so a cell of 5 gets one at 10%).
+    double = np.floor(cells["n_sample"].to_numpy() * design.double_review_share + 0.5)
+    params |= {
+        "sample_id": sample_id,
+        "seed": seed,
+        "week": week,
+        "cells": cells["cell"].tolist(),
+        "n_sample": cells["n_sample"].tolist(),
+        "prob": cells["inclusion_prob"].tolist(),
+        "cutoff": cutoffs.tolist(),
+        "n_double": double.astype(np.int64).tolist(),
+    }
+    hash_sql = prn_hash_sql("p.extraction_id")
+    con.execute(
+        f"""
+        INSERT INTO audit_items (sample_id, extraction_id, cell, inclusion_prob, prn, double_review)
+        WITH alloc AS (
+            SELECT unnest($cells::VARCHAR[]) AS cell, unnest($n_sample::BIGINT[]) AS n_sample,
+                   unnest($prob::DOUBLE[]) AS inclusion_prob, unnest($cutoff::DOUBLE[]) AS cutoff,
+                   unnest($n_double::BIGINT[]) AS n_double
+        ),
+        hashed AS (
+            SELECT p.extraction_id, p.cell, {hash_sql} AS h FROM ({population}) p
+        ),
+        candidates AS (
+            SELECT h.extraction_id, h.cell, h.h, {prn_sql("h.h")} AS prn,
+                   a.n_sample, a.inclusion_prob, a.n_double
+            FROM hashed h JOIN alloc a USING (cell)
+            WHERE {prn_sql("h.h")} < a.cutoff
+        )
+        SELECT $sample_id, extraction_id, cell, inclusion_prob, prn, rank_ <= n_double
+        FROM (
+            SELECT *, row_number() OVER (PARTITION BY cell ORDER BY h, extraction_id) AS rank_
+            FROM candidates
+        )
+        WHERE rank_ <= n_sample
+        """,
+        params,
+    )

@@ -1,0 +1,49 @@
+"""The weekly audit report: trend per stratum, overall per week, alerts of the last week."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import pandas as pd
+
+from sampling.alerts import Alert, weekly_alerts
+from sampling.estimates import ESTIMATE_COLUMNS, weekly_estimates
+from store.scope import Scope, last_weeks
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """What `fieldtrust report` shows.
+
+    ``trend`` has one row per (week, doc_type, field) with labels; ``overall``
+    one row per week (shown beside the strata, never alone: STATS.md
+    section 1); ``alerts`` are those of the last week.
+    """
+
+    weeks: tuple[str, ...]
+    trend: pd.DataFrame
+    overall: pd.DataFrame
+    alerts: list[Alert]
+
+
+def audit_report(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    weeks: int = 8,
+    target: float = 0.95,
+    confidence: float = 0.95,
+    lookback: int = 4,
+) -> AuditReport:
+    """Trends over the last ``weeks`` sampled weeks and the alerts of the newest one."""
+    rows = con.sql("SELECT max(week) FROM audit_samples").fetchall()
+    latest = rows[0][0] if rows else None
+    if latest is None:
+        trend = pd.DataFrame(columns=["week", "doc_type", "field", *ESTIMATE_COLUMNS])
+        return AuditReport((), trend, trend.drop(columns=["doc_type", "field"]), [])
+    window = last_weeks(con, weeks, until=latest)
+    scope = Scope(weeks=window)
+    trend = weekly_estimates(con, scope, by=("doc_type", "field"), confidence=confidence)
+    overall = weekly_estimates(con, scope, by=(), confidence=confidence)
+    alerts = weekly_alerts(con, latest, target=target, confidence=confidence, lookback=lookback)
+    return AuditReport(window, trend, overall, alerts)

@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pytest
+from scipy import stats
+
+from sampling.alerts import below_target_p_value, lower_rate_p_value, weekly_alerts
+from sampling.design import Design
+from sampling.draw import draw_sample
+from sampling.stratified import clopper_pearson
+
+WEEKS = ("2026-W44", "2026-W45", "2026-W46", "2026-W47", "2026-W48")
+DESIGN = Design(base_rate=0.06, minimum=10)
+
+
+def build(
+    con: duckdb.DuckDBPyConnection,
+    world,
+    *,
+    last_week_accuracy: float | None = None,
+    new_share: float = 0.0,
+    accuracy: float = 0.985,
+) -> None:
+    """Five audited weeks; optionally invoice/total falls to ``last_week_accuracy`` in the last."""
+    for seed, week in enumerate(WEEKS):
+        frame = world.frame(
+            week,
+            4000,
+            seed=seed,
+            accuracy_old=accuracy,
+            accuracy_new=0.7,
+            new_share=new_share if week == WEEKS[-1] else 0.0,
+        )
+        if last_week_accuracy is not None and week == WEEKS[-1]:
+            hit = (frame["doc_type"] == "invoice") & (frame["field"] == "total")
+            rng = np.random.default_rng(99)
+            frame.loc[hit, "correct"] = rng.random(hit.sum()) < last_week_accuracy
+        world.insert(con, frame)
+        world.label(con, draw_sample(con, week, DESIGN, seed=3).sample_id)
+
+
+def test_stable_series_stays_quiet(con: duckdb.DuckDBPyConnection, world) -> None:
+    build(con, world)
+    assert weekly_alerts(con, target=0.95) == []
+
+
+def test_injected_drop_fires(con: duckdb.DuckDBPyConnection, world) -> None:
+    build(con, world, last_week_accuracy=0.75)
+    alerts = weekly_alerts(con, target=0.95)
+    kinds = {(a.kind, a.doc_type, a.field) for a in alerts}
+    assert kinds == {("below_target", "invoice", "total"), ("drop", "invoice", "total")}
+    drop = next(a for a in alerts if a.kind == "drop")
+    assert drop.week == WEEKS[-1]
+    assert drop.estimate < 0.85 < drop.baseline
+    assert drop.interval[0] < drop.estimate < drop.interval[1]
+    assert drop.p_value < 0.05
+    assert "fell from" in drop.message and "2026-W44..2026-W47" in drop.message
+    # The drop is this week's: a week earlier everything was fine.
+    assert weekly_alerts(con, WEEKS[-2], target=0.95) == []
+
+
+def test_new_form_version_worse_than_established_fires(
+    con: duckdb.DuckDBPyConnection, world
+) -> None:
+    build(con, world, new_share=0.15)
+    alerts = [a for a in weekly_alerts(con, target=0.5) if a.kind == "new_version"]
+    assert alerts, "v9 at 70% against 98.5% established must alert"
+    assert {a.form_version for a in alerts} == {"v9"}
+    for alert in alerts:
+        assert alert.estimate < alert.baseline
+        assert "new form version v9" in alert.message
+
+
+def test_no_samples_no_alerts(con: duckdb.DuckDBPyConnection) -> None:
+    assert weekly_alerts(con) == []
+
+
+@pytest.mark.parametrize(("estimate", "n_eff"), [(0.9, 100.0), (0.93, 250.5), (0.97, 40.0)])
+def test_below_target_p_value_agrees_with_the_upper_bound(estimate: float, n_eff: float) -> None:
+    p_value = below_target_p_value(estimate, n_eff, 0.95)
+    _, upper = clopper_pearson(estimate * n_eff, n_eff, confidence=0.95, sided="upper")
+    assert (p_value < 0.05) == (upper[0] < 0.95)
+    if float(n_eff).is_integer() and (estimate * n_eff).is_integer():
+        expected = stats.binom.cdf(round(estimate * n_eff), int(n_eff), 0.95)
+        assert p_value == pytest.approx(expected, rel=1e-9)
+
+
+def test_drop_test_is_fisher_exact_on_effective_counts() -> None:
+    p_value = lower_rate_p_value(0.80, 100, 0.90, 400)
+    expected = stats.fisher_exact([[20, 80], [40, 360]], alternative="greater").pvalue
+    assert p_value == pytest.approx(expected)
+    assert p_value < 0.05
+    # One error against a perfect record: a pooled z test would say p = 0.02.
+    assert lower_rate_p_value(0.99, 100, 1.0, 400) == pytest.approx(0.2)
+    assert lower_rate_p_value(1.0, 50, 1.0, 200) == 1.0
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="target"):
+        weekly_alerts(duckdb.connect(), target=1.5)

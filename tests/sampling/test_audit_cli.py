@@ -1,0 +1,152 @@
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+import store
+from fieldtrust.cli.main import cli
+from sampling.export import escape_cell
+
+WEEK = "2026-W48"
+
+
+@pytest.fixture
+def filled(db_path: Path, world) -> Path:
+    con = store.connect(db_path)
+    frame = world.frame(WEEK, 3000, seed=1)
+    frame.loc[0:4, "value"] = ["=SUM(A1)", "+1", "-12.50", "@cmd", "plain"]
+    world.insert(con, frame)
+    con.close()
+    return db_path
+
+
+def run(db: Path, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["--db", str(db), *args], catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def test_sample_draws_then_returns(filled: Path) -> None:
+    code, out = run(filled, "sample", "--week", WEEK, "--seed", "3")
+    assert code == 0, out
+    assert f"drew {WEEK}/v1 (seed 3" in out and "inclusion_prob" in out and "total:" in out
+    code, out = run(filled, "sample", "--week", WEEK, "--seed", "3")
+    assert f"already drawn: {WEEK}/v1" in out
+
+
+def test_seed_defaults_to_the_setting(filled: Path) -> None:
+    _, out = run(filled, "sample", "--week", WEEK, "--json")
+    assert json.loads(out)["seed"] == 20261130
+
+
+def test_sample_json_and_design_file(filled: Path, tmp_path: Path) -> None:
+    design = tmp_path / "d.toml"
+    design.write_text("[design]\nbase_rate = 0.05\nminimum = 5\n")
+    _, out = run(filled, "sample", "--week", WEEK, "--design", str(design), "--json")
+    payload = json.loads(out)
+    assert payload["created"] is True and payload["design"]["base_rate"] == 0.05
+    assert sum(c["n_sample"] for c in payload["cells"]) == payload["n_sample"]
+    assert all(c["inclusion_prob"] == c["n_sample"] / c["n_population"] for c in payload["cells"])
+
+
+def test_out_writes_escaped_csv_for_labelling(filled: Path, tmp_path: Path) -> None:
+    out_file = tmp_path / "items.csv"
+    design = tmp_path / "all.json"
+    design.write_text(json.dumps({"base_rate": 1.0}))  # take everything: the tricky rows too
+    code, out = run(
+        filled, "sample", "--week", WEEK, "--design", str(design), "--out", str(out_file)
+    )
+    assert code == 0 and "wrote 3000 items" in out
+    with out_file.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == [
+        "extraction_id",
+        "doc_id",
+        "doc_type",
+        "form_version",
+        "field",
+        "value",
+        "confidence",
+        "cell",
+        "inclusion_prob",
+        "sample_id",
+        "verdict",
+        "reviewer",
+        "corrected_value",
+        "error_type",
+        "labeled_at",
+    ]
+    values = {r["extraction_id"]: r["value"] for r in rows}
+    assert values[f"{WEEK}-000000"] == "'=SUM(A1)"
+    assert values[f"{WEEK}-000001"] == "'+1"
+    assert values[f"{WEEK}-000002"] == "'-12.50"
+    assert values[f"{WEEK}-000003"] == "'@cmd"
+    assert values[f"{WEEK}-000004"] == "plain"
+    assert {r["sample_id"] for r in rows} == {f"{WEEK}/v1"}
+    assert {r["verdict"] for r in rows} == {""}
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("=1", "'=1"), ("\tx", "'\tx"), ("a=b", "a=b"), (0.5, 0.5), (None, None)],
+)
+def test_escape_cell(value: object, expected: object) -> None:
+    assert escape_cell(value) == expected
+
+
+def test_preview_and_plan_write_nothing(filled: Path) -> None:
+    for args in (("sample", "--week", WEEK, "--preview"), ("plan", "--week", WEEK)):
+        code, out = run(filled, *args)
+        assert code == 0 and "boosted" in out and "total:" in out
+    con = duckdb.connect(str(filled), read_only=True)
+    assert con.sql("SELECT count(*) FROM audit_samples").fetchall() == [(0,)]
+    con.close()
+
+
+def test_preview_with_out_is_a_usage_error(filled: Path) -> None:
+    code, out = run(filled, "sample", "--week", WEEK, "--preview", "--out", "x.csv")
+    assert code == 2 and "--preview writes nothing" in out
+
+
+def test_errors_are_one_line(filled: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("minimum = 1\n")
+    result = CliRunner().invoke(
+        cli, ["--db", str(filled), "sample", "--week", WEEK, "--design", str(bad)]
+    )
+    assert result.exit_code == 2
+    assert "error:" in result.output and "minimum = 1: use at least 2" in result.output
+    result = CliRunner().invoke(cli, ["--db", str(filled), "sample", "--week", "2026-W01"])
+    assert result.exit_code == 2 and "holds no extractions" in result.output
+
+
+def test_report_and_queue(filled: Path, world) -> None:
+    run(filled, "sample", "--week", WEEK, "--seed", "3")
+    con = store.connect(filled)
+    world.label(con, f"{WEEK}/v1")
+    con.close()
+    code, out = run(filled, "report", "--weeks", "2")
+    assert code == 0, out
+    assert "(overall)" in out and WEEK in out and ("ALERT" in out or "no alerts" in out)
+    code, out = run(filled, "report", "--json")
+    payload = json.loads(out)
+    assert payload["weeks"][-1] == WEEK and payload["trend"] and payload["overall"]
+    code, out = run(filled, "queue", "--limit", "5")
+    assert code == 0 and "stated confidence" in out
+    code, out = run(filled, "queue", "--limit", "3", "--json")
+    assert [r["position"] for r in json.loads(out)["queue"]] == [1, 2, 3]
+
+
+def test_report_without_labels(filled: Path) -> None:
+    code, out = run(filled, "report")
+    assert code == 0 and "no audit labels yet" in out
+
+
+@pytest.mark.parametrize("command", ["sample", "plan", "report", "queue"])
+def test_help_has_an_example(command: str) -> None:
+    result = CliRunner().invoke(cli, [command, "--help"])
+    assert result.exit_code == 0 and "Example: fieldtrust" in result.output
