@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import duckdb
 
@@ -46,3 +46,13 @@ def write_with_retry(
             time.sleep(pause)
             pause = min(pause * 2, 0.5)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def first_row(rows: list[tuple[Any, ...]]) -> tuple[Any, ...] | None:
+    """The first of ``fetchall()``'s rows, or None.
+
+    Used instead of ``fetchone()``: DuckDB 2.0 keeps a result fetched with
+    ``fetchone()`` open, and the connection then refuses the next ``con.sql``
+    (ResourceInUseException), which would break whoever uses it after us.
+    """
+    return rows[0] if rows else None

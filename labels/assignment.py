@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from labels._tx import write_with_retry
+from labels._tx import first_row, write_with_retry
 from labels.errors import LabelError
 from labels.roles import require, user_name
 from store.connection import utc_now
@@ -109,9 +109,9 @@ LIMIT $need
 
 def current_sample(con: duckdb.DuckDBPyConnection) -> str | None:
     """The newest audit sample: latest week, highest version (None before the first draw)."""
-    row = con.execute(
+    row = first_row(con.execute(
         "SELECT sample_id FROM audit_samples ORDER BY week DESC, version DESC LIMIT 1"
-    ).fetchone()
+    ).fetchall())
     return str(row[0]) if row else None
 
 
@@ -204,20 +204,20 @@ def skip(
 
     def work(tx: duckdb.DuckDBPyConnection) -> None:
         require(tx, actor, "label")
-        row = tx.execute(
+        row = first_row(tx.execute(
             "SELECT review_round FROM assignments"
             " WHERE sample_id = ? AND extraction_id = ? AND reviewer = ?",
             [sample_id, extraction_id, actor],
-        ).fetchone()
+        ).fetchall())
         if row is None:
             raise LabelError(
                 f"extraction {extraction_id!r} of sample {sample_id!r} is not assigned to"
                 f" {actor}, so there is nothing to skip"
             )
-        labelled = tx.execute(
+        labelled = first_row(tx.execute(
             "SELECT 1 FROM labels WHERE extraction_id = ? AND review_round = ?",
             [extraction_id, row[0]],
-        ).fetchone()
+        ).fetchall())
         if labelled is not None:
             raise LabelError(
                 f"extraction {extraction_id!r} already has its {row[0]} label; supersede the"
@@ -257,7 +257,7 @@ def sample_progress(
 ) -> SampleProgress:
     """Items, labelled items, double-review items and their second labels, assignments, skips."""
     sample = _resolve_sample(con, sample_id)
-    row = con.execute(
+    row = first_row(con.execute(
         """
         SELECT count(*) AS items,
                count(*) FILTER (WHERE EXISTS (SELECT 1 FROM labels l
@@ -272,7 +272,7 @@ def sample_progress(
         FROM audit_items i WHERE i.sample_id = $sample
         """,
         {"sample": sample},
-    ).fetchone()
+    ).fetchall())
     assert row is not None
     return SampleProgress(sample, *(int(v) for v in row))
 
@@ -283,7 +283,8 @@ def _resolve_sample(con: duckdb.DuckDBPyConnection, sample_id: str | None) -> st
         if current is None:
             raise LabelError("no audit sample has been drawn yet: run `fieldtrust sample draw`")
         return current
-    row = con.execute("SELECT 1 FROM audit_samples WHERE sample_id = ?", [sample_id]).fetchone()
+    rows = con.execute("SELECT 1 FROM audit_samples WHERE sample_id = ?", [sample_id]).fetchall()
+    row = first_row(rows)
     if row is None:
         raise LabelError(f"no audit sample {sample_id!r}; samples look like '2026-W48/v1'")
     return sample_id

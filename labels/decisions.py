@@ -23,7 +23,7 @@ from typing import Any
 import duckdb
 
 from fieldtrust import __version__
-from labels._tx import write_with_retry
+from labels._tx import first_row, write_with_retry
 from labels.errors import DecisionError
 from labels.evidence import freeze
 from labels.roles import require, user_name
@@ -218,9 +218,9 @@ def _check_threshold(
 
 
 def _check_stratum(con: duckdb.DuckDBPyConnection, doc_type: str, field: str) -> None:
-    row = con.execute(
+    row = first_row(con.execute(
         "SELECT 1 FROM extractions WHERE doc_type = ? AND field = ? LIMIT 1", [doc_type, field]
-    ).fetchone()
+    ).fetchall())
     if row is None:
         raise DecisionError(
             f"no extractions of doc_type {doc_type!r}, field {field!r} in the store;"
@@ -282,18 +282,18 @@ def _designs(
 
 
 def _schema_version(con: duckdb.DuckDBPyConnection) -> str | None:
-    row = con.execute(
+    row = first_row(con.execute(
         "SELECT name FROM schema_migrations ORDER BY applied_at DESC, name DESC LIMIT 1"
-    ).fetchone()
+    ).fetchall())
     return str(row[0]) if row else None
 
 
 def _after_latest(con: duckdb.DuckDBPyConnection, doc_type: str, field: str) -> dt.datetime:
     # Two decisions in the same microsecond would make "latest" ambiguous.
-    row = con.execute(
+    row = first_row(con.execute(
         "SELECT max(decided_at) FROM decisions WHERE doc_type = ? AND field = ?",
         [doc_type, field],
-    ).fetchone()
+    ).fetchall())
     now = utc_now()
     if row is not None and row[0] is not None and row[0] >= now:
         return row[0] + dt.timedelta(microseconds=1)  # type: ignore[no-any-return]

@@ -20,6 +20,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from labels._tx import first_row
 from labels.errors import DecisionError
 from store.connection import utc_now
 
@@ -55,9 +56,9 @@ def freeze(con: duckdb.DuckDBPyConnection, payload: Mapping[str, Any]) -> str:
 
 def evidence_json(con: duckdb.DuckDBPyConnection, evidence_id: str) -> str:
     """The stored canonical JSON of a snapshot, byte for byte."""
-    row = con.execute(
+    row = first_row(con.execute(
         "SELECT payload_json FROM evidence_snapshots WHERE evidence_id = ?", [evidence_id]
-    ).fetchone()
+    ).fetchall())
     if row is None:
         raise DecisionError(f"no evidence snapshot {evidence_id!r} in the store")
     return str(row[0])

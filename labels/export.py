@@ -19,6 +19,7 @@ from pathlib import Path
 
 import duckdb
 
+from labels._tx import first_row
 from labels.errors import LabelError
 from store.sql import quote_ident, quote_literal
 
@@ -75,5 +76,5 @@ def export_labels(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str]) 
         raise LabelError(f"cannot export labels to {target.name}: use a .csv or .parquet file")
     # COPY cannot bind its file name; quote_literal is the one sanctioned way.
     con.execute(f"COPY ({query}) TO {quote_literal(str(target))} ({options})")
-    row = con.execute("SELECT count(*) FROM labels").fetchone()
+    row = first_row(con.execute("SELECT count(*) FROM labels").fetchall())
     return int(row[0]) if row else 0

@@ -13,6 +13,7 @@ from typing import Any
 import duckdb
 
 from fieldtrust import __version__
+from labels._tx import first_row
 from labels.decisions import current_policy
 from store.connection import utc_now
 
@@ -41,9 +42,9 @@ def export_policy(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         for entry in current_policy(con)
         if entry.status == "active"
     ]
-    row = con.execute(
+    row = first_row(con.execute(
         "SELECT name FROM schema_migrations ORDER BY applied_at DESC, name DESC LIMIT 1"
-    ).fetchone()
+    ).fetchall())
     return {
         "format": POLICY_FORMAT,
         "generated_at": utc_now().isoformat(timespec="seconds") + "Z",

@@ -20,7 +20,7 @@ from types import MappingProxyType
 
 import duckdb
 
-from labels._tx import write_with_retry
+from labels._tx import first_row, write_with_retry
 from labels.errors import LabelError, PermissionDenied
 from store.connection import utc_now
 
@@ -80,11 +80,11 @@ def user_name(name: object, *, what: str = "user name") -> str:
 
 def current_role(con: duckdb.DuckDBPyConnection, user: str) -> str | None:
     """The user's role from their latest grant; None when never granted or revoked."""
-    row = con.execute(
+    row = first_row(con.execute(
         "SELECT role FROM user_roles WHERE user_name = ?"
         " ORDER BY granted_at DESC LIMIT 1",
         [user_name(user)],
-    ).fetchone()
+    ).fetchall())
     if row is None or row[0] == "none":
         return None
     return str(row[0])
@@ -133,7 +133,7 @@ def grant_role(con: duckdb.DuckDBPyConnection, actor: str, user: str, role: str)
         raise LabelError(f"role {role!r} is not one of {', '.join(ROLES)}, none")
 
     def work(tx: duckdb.DuckDBPyConnection) -> RoleGrant:
-        row = tx.execute("SELECT count(*) FROM user_roles").fetchone()
+        row = first_row(tx.execute("SELECT count(*) FROM user_roles").fetchall())
         if row is not None and row[0] == 0:
             if role != "admin":
                 raise PermissionDenied(
@@ -189,9 +189,9 @@ def _refuse_removing_last_admin(con: duckdb.DuckDBPyConnection, user: str, role:
 
 def _after_latest(con: duckdb.DuckDBPyConnection, user: str) -> dt.datetime:
     # Grants in the same microsecond would make "latest" ambiguous: keep them ordered.
-    row = con.execute(
+    row = first_row(con.execute(
         "SELECT max(granted_at) FROM user_roles WHERE user_name = ?", [user]
-    ).fetchone()
+    ).fetchall())
     now = utc_now()
     if row is not None and row[0] is not None and row[0] >= now:
         return row[0] + dt.timedelta(microseconds=1)  # type: ignore[no-any-return]

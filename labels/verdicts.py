@@ -22,7 +22,7 @@ from typing import Any
 
 import duckdb
 
-from labels._tx import write_with_retry
+from labels._tx import first_row, write_with_retry
 from labels.errors import LabelConflict, LabelError
 from labels.roles import require, user_name
 from labels.taxonomy import check_correction, check_error
@@ -159,9 +159,9 @@ def supersede(
     def work(tx: duckdb.DuckDBPyConnection) -> Label:
         old = get_label(tx, label_id)
         _check_may_supersede(tx, actor, old)
-        newer = tx.execute(
+        newer = first_row(tx.execute(
             "SELECT label_id, reviewer FROM labels WHERE supersedes = ?", [label_id]
-        ).fetchone()
+        ).fetchall())
         if newer is not None:
             raise LabelConflict(
                 f"label {label_id} was already superseded by label {newer[0]} ({newer[1]});"
@@ -177,9 +177,9 @@ def supersede(
 
 def get_label(con: duckdb.DuckDBPyConnection, label_id: str) -> Label:
     """The label row ``label_id``; :class:`LabelError` when there is none."""
-    row = con.execute(
+    row = first_row(con.execute(
         f"SELECT {_LABEL_COLUMNS} FROM labels WHERE label_id = ?", [label_id]
-    ).fetchone()
+    ).fetchall())
     if row is None:
         raise LabelError(f"no label {label_id!r} in the store; check the id")
     return Label(*row)
@@ -272,12 +272,12 @@ def live_label(
     con: duckdb.DuckDBPyConnection, extraction_id: str, review_round: str
 ) -> Label | None:
     """The newest (not superseded) label of one extraction in one round, if any."""
-    row = con.execute(
+    row = first_row(con.execute(
         f"SELECT {_LABEL_COLUMNS} FROM labels l WHERE extraction_id = ? AND review_round = ?"
         " AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)"
         " ORDER BY labeled_at DESC, label_id DESC LIMIT 1",
         [extraction_id, review_round],
-    ).fetchone()
+    ).fetchall())
     return Label(*row) if row else None
 
 
@@ -312,9 +312,9 @@ class _Context:
 def _context(
     con: duckdb.DuckDBPyConnection, extraction_id: str, actor: str, sample_id: str | None
 ) -> _Context:
-    row = con.execute(
+    row = first_row(con.execute(
         _CONTEXT_SQL, {"extraction": extraction_id, "actor": actor, "sample": sample_id}
-    ).fetchone()
+    ).fetchall())
     assert row is not None
     return _Context(bool(row[0]), row[1], row[2], row[3] or [], row[4] or [])
 
