@@ -34,9 +34,9 @@ from extraction.conversation import (
     Limits,
     kind_for_error_type,
 )
-from extraction.documents import Document, doc_id_for, expand_paths, identify, load_document
+from extraction.documents import Document, load_document
 from extraction.errors import DocumentError
-from extraction.loop import Sink, api_failure, new_run_id, unreadable
+from extraction.loop import Sink, api_failure, identify_files, new_run_id, unreadable
 from extraction.manifest import (
     batches_in_progress,
     check_matches,
@@ -85,13 +85,7 @@ class _Run:
     def add(self, paths: Sequence[str | os.PathLike[str]], *, redo: bool) -> int:
         """Add files not yet in the manifest; return how many were skipped as stored."""
         docs = self.manifest["documents"]
-        entries: list[tuple[Path, str, DocumentError | None]] = []
-        for file in expand_paths(list(paths)):
-            try:
-                entries.append((file, identify(file), None))
-            except DocumentError as exc:
-                entries.append((file, doc_id_for(file, "0" * 12), exc))
-        new = [e for e in entries if e[1] not in docs]
+        new = [e for e in identify_files(paths) if e[1] not in docs]
         readable = [doc_id for _, doc_id, error in new if error is None]
         stored = set() if redo or self.sink is None else self.sink.stored(readable)
         for file, doc_id, error in new:

@@ -95,8 +95,8 @@ _HINTS: dict[FailureKind, str] = {
     "transient": "rerun later: the API stayed busy after the client's retries",
     "input": "check the file opens and is within the size limits, the model id and"
     " ANTHROPIC_API_KEY; the API's message says which",
-    "validation": "review the document by hand; the model kept breaking the format rules"
-    " (see extraction_log)",
+    "validation": "review the document by hand; the model's replies kept failing the checks"
+    " (extraction_log has every attempt)",
     "truncated": "the reply did not fit even the larger budget; split the document or"
     " raise max_tokens",
     "refused": "review this document by hand; the model declined to read it",

@@ -10,6 +10,7 @@ fail the same way, so the rest are recorded as not sent.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import uuid
 from collections.abc import Callable, Collection, Sequence
@@ -117,6 +118,31 @@ def not_sent(document: Document, reason: str) -> DocumentResult:
     )
 
 
+def identify_files(
+    paths: Sequence[str | os.PathLike[str]],
+) -> list[tuple[Path, str, DocumentError | None]]:
+    """Every file under ``paths`` with its doc_id, or the error reading it.
+
+    Content named twice (a file inside a directory also given, or a copy
+    under another name) is kept once, at its first path.
+    """
+    entries: list[tuple[Path, str, DocumentError | None]] = []
+    seen: set[str] = set()  # content hashes (the doc_id's suffix)
+    for file in expand_paths(list(paths)):
+        try:
+            doc_id = identify(file)
+        except DocumentError as exc:
+            # No content to hash: the path stands in, so two unreadable files stay apart.
+            path_hash = hashlib.sha256(str(file.resolve()).encode()).hexdigest()
+            entries.append((file, doc_id_for(file, path_hash), exc))
+            continue
+        content = doc_id.rsplit("-", 1)[-1]
+        if content not in seen:
+            seen.add(content)
+            entries.append((file, doc_id, None))
+    return entries
+
+
 def extract_paths(
     client: anthropic.Anthropic,
     paths: Sequence[str | os.PathLike[str]],
@@ -137,12 +163,7 @@ def extract_paths(
     with a conflict.
     """
     run_id = run_id or new_run_id()
-    entries: list[tuple[Path, str, DocumentError | None]] = []
-    for file in expand_paths(list(paths)):
-        try:
-            entries.append((file, identify(file), None))
-        except DocumentError as exc:
-            entries.append((file, doc_id_for(file, "0" * 12), exc))
+    entries = identify_files(paths)
     readable = [doc_id for _, doc_id, error in entries if error is None]
     done = set() if redo or sink is None else sink.stored(readable)
     todo = [e for e in entries if not (e[2] is None and e[1] in done)]

@@ -382,6 +382,17 @@ def test_unreadable_file_is_an_input_failure_not_an_exception(tmp_path: Path) ->
     assert "not a PDF" in bad.failure.message
 
 
+def test_a_document_named_twice_is_extracted_once(tmp_path: Path) -> None:
+    copy = tmp_path / "copy-of-invoice.txt"
+    copy.write_bytes((FIXTURES / "invoice.txt").read_bytes())
+    fake = FakeClaude([tool_reply("record_invoice", invoice_input())])
+
+    summary = extract_paths(client_for(fake), [FIXTURES / "invoice.txt", copy, FIXTURES /
+                            "invoice.txt"], doc_type="invoice", model=MODEL)
+
+    assert (summary.documents, summary.ok, len(fake.message_bodies())) == (1, 1, 1)
+
+
 def test_documents_already_stored_are_skipped_unless_redo(invoice_txt: Document) -> None:
     fake = FakeClaude([tool_reply("record_invoice", invoice_input())])
     sink = ListSink(stored=[invoice_txt.doc_id])
