@@ -38,7 +38,7 @@ class Settings:
     )
     n_min: int = _setting(100, "Labels needed above a threshold before it is tested.")
     seed: int = _setting(20261130, "Seed of the audit sample's permanent random numbers.")
-    model: str = _setting("claude-sonnet-4-5", "Claude model used by `fieldtrust extract`.")
+    model: str = _setting("claude-sonnet-4-6", "Claude model used by `fieldtrust extract`.")
     port: int = _setting(8501, "Port of the dashboard server.")
 
     def __post_init__(self) -> None:
