@@ -81,7 +81,7 @@ def approve_candidate(
     if threshold is not None and not math.isclose(threshold, match.threshold, abs_tol=1e-12):
         raise DecisionError(
             f"{doc_type}/{field} is certified at {match.threshold}, not {threshold}: approve the"
-            " certified threshold (re-run `fieldtrust calibrate candidates` for fresh numbers)"
+            " certified threshold (re-run `fieldtrust candidates` for fresh numbers)"
         )
     return decide(
         con, actor, action="approve", doc_type=doc_type, field=field,

@@ -204,7 +204,7 @@ def _check_threshold(
     if not evidence:
         raise DecisionError(
             f"approving {doc_type}/{field} needs evidence (the calibration candidate's);"
-            " see `fieldtrust calibrate candidates`"
+            " see `fieldtrust candidates`"
         )
     certified = evidence.get("threshold")
     if isinstance(certified, int | float) and not math.isclose(

@@ -1,9 +1,302 @@
-"""Commands of this area (being written; registers nothing yet)."""
+"""Review and governance commands: users, decide, policy, agreement, adjudicate, errors.
+
+Also `labels export`, added to the `labels` group of store_cmds.
+
+Every command that changes something takes ``--as NAME``; the library checks
+NAME's role in the store (docs/governance.md), so the CLI grants nothing the
+dashboard would refuse.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+from typing import Any
+
 import click
+import duckdb
+
+from fieldtrust.cli.common import echo_json, echo_table, open_db, settings
+from labels.agreement import Agreement, adjudicate, adjudication_queue, agreement
+from labels.decisions import DECISION_ACTIONS, current_policy, decide
+from labels.errors import DecisionError
+from labels.errors_report import error_report
+from labels.export import export_labels
+from labels.policy import export_policy, policy_json
+from labels.revocation import revocation_recommendations
+from labels.roles import ROLES, grant_role, list_users, role_history
+from labels.taxonomy import CORRECTED_STATUSES, ERROR_TYPES
+from labels.verdicts import VERDICTS
+from store.scope import Scope, last_weeks
+
+_AS = click.option("--as", "actor", required=True, metavar="NAME",
+                   help="Who is acting; their role in the store is checked.")
+_JSON = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+_WEEKS = click.option("--weeks", type=click.IntRange(min=1), default=None,
+                      help="Only the last N weeks (default: everything in the store).")
+
+
+def _scope(con: duckdb.DuckDBPyConnection, weeks: int | None) -> Scope:
+    if weeks is None:
+        return Scope()
+    # A cursor of its own: store.scope.latest_week leaves a fetchone() result open.
+    cursor = con.cursor()
+    try:
+        return Scope(weeks=last_weeks(cursor, weeks))
+    finally:
+        cursor.close()
+
+
+# --- users -------------------------------------------------------------------
+
+
+@click.group("users", epilog="Example: fieldtrust users grant alice reviewer --as root")
+def users_group() -> None:
+    """Grant roles and list who holds which (reviewer, qa_lead, manager, admin)."""
+
+
+@users_group.command("grant", epilog="Example: fieldtrust users grant alice reviewer --as root")
+@click.argument("name")
+@click.argument("role", type=click.Choice([*ROLES, "none"]))
+@_AS
+@click.pass_context
+def users_grant(ctx: click.Context, name: str, role: str, actor: str) -> None:
+    """Give NAME the role ROLE ('none' revokes). Only an admin may, except the
+    first grant of a new store, which must make an admin
+    (fieldtrust users grant root admin --as root).
+    """
+    grant = grant_role(open_db(ctx), actor, name, role)
+    click.echo(f"{grant.user_name} is now {grant.role} (granted by {grant.granted_by})")
+
+
+@users_group.command("list", epilog="Example: fieldtrust users list --history")
+@click.option("--history", is_flag=True, help="Every grant ever made, not just current roles.")
+@_JSON
+@click.pass_context
+def users_list(ctx: click.Context, history: bool, as_json: bool) -> None:
+    """List users and their current role (the latest grant)."""
+    con = open_db(ctx, read_only=True)
+    grants = role_history(con) if history else list_users(con)
+    rows = [dataclasses.asdict(g) for g in grants]
+    echo_json(rows) if as_json else echo_table(rows)
+
+
+# --- decisions and policy ------------------------------------------------------
+
+
+@click.command(
+    "decide",
+    epilog="Example: fieldtrust decide approve --doc-type invoice --field total"
+    " --as mona --comment 'certified 4 weeks running'",
+)
+@click.argument("action", type=click.Choice(DECISION_ACTIONS))
+@click.option("--doc-type", required=True, help="Document type of the stratum.")
+@click.option("--field", "field_name", required=True, help="Field of the stratum.")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=None,
+              help="approve: must equal the certified threshold (checked); revoke: optional.")
+@_AS
+@click.option("--comment", required=True, help="Why (kept with the decision).")
+@click.pass_context
+def decide_cmd(
+    ctx: click.Context, action: str, doc_type: str, field_name: str,
+    threshold: float | None, actor: str, comment: str,
+) -> None:
+    """Approve, reject or revoke automation of a (doc_type, field) stratum.
+
+    approve takes the stratum's certified threshold and evidence from the
+    calibration candidates (same settings as `fieldtrust calibrate
+    candidates`); a stratum that is not a candidate cannot be approved.
+    Needs the role manager or admin.
+    """
+    con = open_db(ctx)
+    conf = settings(ctx)
+    if action == "approve":
+        try:
+            from labels.approval import approve_candidate
+        except ImportError as exc:  # pragma: no cover - calibration ships with fieldtrust
+            raise DecisionError(
+                "approving needs the calibration package to certify the threshold"
+            ) from exc
+        decision = approve_candidate(
+            con, actor, doc_type, field_name, comment, target=conf.target,
+            confidence=conf.confidence, n_min=conf.n_min, stability_weeks=conf.stability_weeks,
+            scope=_scope(con, conf.weeks), threshold=threshold,
+        )
+    else:
+        evidence: dict[str, Any] = {}
+        if action == "revoke":
+            flagged = [r for r in revocation_recommendations(
+                con, target=conf.target, confidence=conf.confidence)
+                if (r.doc_type, r.field) == (doc_type, field_name)]
+            if flagged:
+                evidence = {"revocation_recommended": dataclasses.asdict(flagged[0])}
+        decision = decide(con, actor, action=action, doc_type=doc_type, field=field_name,
+                          threshold=threshold, comment=comment, evidence=evidence)
+    shown = "" if decision.threshold is None else f" at {decision.threshold}"
+    click.echo(
+        f"{decision.action} {decision.doc_type}/{decision.field}{shown} by"
+        f" {decision.decided_by} ({decision.role}); decision {decision.decision_id},"
+        f" evidence {decision.evidence_id}"
+    )
+
+
+@click.group("policy", epilog="Example: fieldtrust policy export --out policy.json")
+def policy_group() -> None:
+    """The current automation policy: approved thresholds per stratum."""
+
+
+@policy_group.command("export", epilog="Example: fieldtrust policy export --out policy.json")
+@click.option("--out", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write to this file (default: print to stdout).")
+@click.pass_context
+def policy_export(ctx: click.Context, out: str | None) -> None:
+    """Write the approved thresholds as JSON, for production pipelines to read."""
+    text = policy_json(export_policy(open_db(ctx, read_only=True)))
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    Path(out).write_text(text, encoding="utf-8")
+    click.echo(f"wrote {out}")
+
+
+@policy_group.command("show", epilog="Example: fieldtrust policy show")
+@_JSON
+@click.pass_context
+def policy_show(ctx: click.Context, as_json: bool) -> None:
+    """Every decided stratum with its latest decision, and revocation recommendations."""
+    con = open_db(ctx, read_only=True)
+    conf = settings(ctx)
+    flagged = {(r.doc_type, r.field): r.reason for r in revocation_recommendations(
+        con, target=conf.target, confidence=conf.confidence)}
+    rows = [
+        {
+            "doc_type": e.doc_type, "field": e.field, "status": e.status,
+            "threshold": e.threshold, "last_action": e.decision.action,
+            "decided_by": e.decision.decided_by, "decided_at": e.decision.decided_at,
+            "evidence_id": e.decision.evidence_id,
+            "revocation": flagged.get((e.doc_type, e.field)),
+        }
+        for e in current_policy(con)
+    ]
+    if as_json:
+        echo_json(rows)
+        return
+    echo_table(rows, ["doc_type", "field", "status", "threshold", "last_action", "decided_by",
+                      "decided_at", "revocation"])
+
+
+# --- agreement, adjudication, errors -------------------------------------------
+
+
+def _agreement_rows(results: list[Agreement], names: tuple[str, str]) -> list[dict[str, Any]]:
+    return [
+        {names[0]: r.group[0], names[1]: r.group[1], "items": r.n,
+         "agreement": r.percent_agreement, "kappa": r.kappa}
+        for r in results
+    ]
+
+
+@click.command("agreement", epilog="Example: fieldtrust agreement --weeks 4 --json")
+@_WEEKS
+@_JSON
+@click.pass_context
+def agreement_cmd(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
+    """Percent agreement and Cohen's kappa of double reviews, per field and reviewer pair."""
+    con = open_db(ctx, read_only=True)
+    report = agreement(con, _scope(con, weeks))
+    per_field = _agreement_rows(report.per_field, ("doc_type", "field"))
+    per_pair = _agreement_rows(report.per_pair, ("reviewer_a", "reviewer_b"))
+    if as_json:
+        echo_json({"items": report.n_items, "to_adjudicate": report.to_adjudicate,
+                   "per_field": per_field, "per_pair": per_pair})
+        return
+    click.echo(f"{report.n_items} double-reviewed items, {report.to_adjudicate} to adjudicate")
+    click.echo("\nper field")
+    echo_table(per_field)
+    click.echo("\nper reviewer pair")
+    echo_table(per_pair)
+
+
+@click.command(
+    "adjudicate",
+    epilog="Example: fieldtrust adjudicate e-123 incorrect --corrected-value 12.50"
+    " --error-type misread_characters --as carol   (or: fieldtrust adjudicate --queue)",
+)
+@click.argument("extraction_id", required=False)
+@click.argument("verdict", required=False, type=click.Choice(VERDICTS))
+@click.option("--queue", is_flag=True, help="List the disagreements waiting for a verdict.")
+@click.option("--corrected-value", default=None, help="incorrect: the right value.")
+@click.option("--corrected-status", type=click.Choice(list(CORRECTED_STATUSES)), default=None,
+              help="incorrect without a value: null (field absent) or unclear (unreadable).")
+@click.option("--error-type", type=click.Choice(list(ERROR_TYPES)), default=None,
+              help="incorrect: why (docs/review.md lists the types).")
+@click.option("--error-detail", default=None, help="Required with --error-type other.")
+@click.option("--as", "actor", default=None, metavar="NAME", help="The qa_lead adjudicating.")
+@_JSON
+@click.pass_context
+def adjudicate_cmd(
+    ctx: click.Context, extraction_id: str | None, verdict: str | None, queue: bool,
+    corrected_value: str | None, corrected_status: str | None, error_type: str | None,
+    error_detail: str | None, actor: str | None, as_json: bool,
+) -> None:
+    """Settle a double-review disagreement (qa_lead); the verdict becomes the truth."""
+    if queue:
+        pairs = adjudication_queue(open_db(ctx, read_only=True))
+        rows = [dataclasses.asdict(p) for p in pairs]
+        if as_json:
+            echo_json(rows)
+            return
+        echo_table(rows, ["extraction_id", "doc_type", "field", "value", "primary_reviewer",
+                          "primary_verdict", "second_reviewer", "second_verdict"])
+        return
+    if extraction_id is None or verdict is None or actor is None:
+        raise click.UsageError("give EXTRACTION_ID VERDICT --as NAME, or --queue")
+    label = adjudicate(open_db(ctx), actor, extraction_id, verdict,
+                       corrected_value=corrected_value, corrected_status=corrected_status,
+                       error_type=error_type, error_detail=error_detail)
+    if as_json:
+        echo_json(dataclasses.asdict(label))
+        return
+    click.echo(f"{extraction_id}: {label.verdict} (adjudicated by {label.reviewer},"
+               f" label {label.label_id})")
+
+
+@click.command("errors", epilog="Example: fieldtrust errors --weeks 8 --json")
+@_WEEKS
+@_JSON
+@click.pass_context
+def errors_cmd(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
+    """Error types found by reviewers, per (doc_type, field, form_version)."""
+    con = open_db(ctx, read_only=True)
+    rows = error_report(con, _scope(con, weeks)).to_pylist()
+    echo_json(rows) if as_json else echo_table(rows)
+
+
+@click.command("export", epilog="Example: fieldtrust labels export --out labels.csv")
+@click.option("--out", required=True, type=click.Path(dir_okay=False, writable=True),
+              help="A .csv or .parquet file.")
+@click.pass_context
+def labels_export(ctx: click.Context, out: str) -> None:
+    """Write every label with its history (superseded rows included) to CSV or Parquet.
+
+    In CSV, text starting with = + - @ (or a tab / carriage return) gets a
+    leading single quote so spreadsheets do not run it as a formula.
+    """
+    rows = export_labels(open_db(ctx, read_only=True), out)
+    click.echo(f"wrote {rows:,} labels to {out}")
 
 
 def register(group: click.Group) -> None:
     """Add this module's commands to ``group``."""
+    group.add_command(users_group)
+    group.add_command(decide_cmd)
+    group.add_command(policy_group)
+    group.add_command(agreement_cmd)
+    group.add_command(adjudicate_cmd)
+    group.add_command(errors_cmd)
+    # `fieldtrust labels` belongs to store_cmds (import); export joins it when it exists.
+    from fieldtrust.cli import store_cmds
+
+    labels_cli = getattr(store_cmds, "labels_group", None)
+    if isinstance(labels_cli, click.Group):
+        labels_cli.add_command(labels_export)
