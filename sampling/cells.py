@@ -44,57 +44,65 @@ def checked_week(week: str) -> str:
 
 
 def population_sql(week: str, design: Design) -> tuple[str, dict[str, Any]]:
-    """A SELECT of the week's extractions with their band, version status and cell.
+    """A SELECT of the week's extractions with their cell coordinates.
 
-    Returns the SQL and its named parameters (every value bound, none formatted in).
+    Columns: extraction_id, doc_type, field, band_index (0 = lowest band),
+    is_new. Cells are identified by these four columns, not by the text cell
+    label: building a string for each of a million rows costs more than the
+    whole count. Returns the SQL and its named parameters (every value bound).
     """
     start, end = week_bounds(week)
-    labels = design.band_labels
     params: dict[str, Any] = {"start": start, "end": end}
     cases = []
     for index, upper in enumerate(design.bands[1:-1]):
-        cases.append(f"WHEN e.confidence < $edge_{index} THEN $band_{index}")
+        cases.append(f"WHEN e.confidence < $edge_{index} THEN {index}")
         params[f"edge_{index}"] = upper
-        params[f"band_{index}"] = labels[index]
-    params["band_last"] = labels[-1]
-    band = f"CASE {' '.join(cases)} ELSE $band_last END" if cases else "$band_last"
+    last = len(design.bands) - 2
+    band = f"CASE {' '.join(cases)} ELSE {last} END" if cases else "0"
     if design.new_version_weeks > 0:
         params["new_since"] = end - dt.timedelta(weeks=design.new_version_weeks)
-        status = (
-            "CASE WHEN f.first_seen_at IS NULL OR f.first_seen_at >= $new_since"
-            " THEN 'new' ELSE 'established' END"
-        )
+        is_new = "(f.first_seen_at IS NULL OR f.first_seen_at >= $new_since)"
     else:
-        status = "'established'"
+        is_new = "false"
     sql = f"""
-        SELECT extraction_id, doc_type, field, band, version_status,
-               doc_type || '|' || field || '|' || band || '|' || version_status AS cell
-        FROM (
-            SELECT e.extraction_id, e.doc_type, e.field, {band} AS band, {status} AS version_status
-            FROM extractions e
-            LEFT JOIN form_versions f USING (doc_type, form_version)
-            WHERE e.extracted_at >= $start AND e.extracted_at < $end
-        )
+        SELECT e.extraction_id, e.doc_type, e.field, {band} AS band_index, {is_new} AS is_new
+        FROM extractions e
+        LEFT JOIN form_versions f USING (doc_type, form_version)
+        WHERE e.extracted_at >= $start AND e.extracted_at < $end
     """
     return sql, params
 
 
 def count_cells(con: duckdb.DuckDBPyConnection, week: str, design: Design) -> pd.DataFrame:
-    """Population size ``N_h`` of every non-empty cell of ``week``, in a stable order."""
+    """Population size ``N_h`` of every non-empty cell of ``week``, in a stable order.
+
+    Columns: cell, doc_type, field, band, version_status, n_population,
+    band_index, is_new (the last two locate the cell in :func:`population_sql`).
+    """
     sql, params = population_sql(week, design)
     counts = (
         con.sql(
-            f"SELECT cell, doc_type, field, band, version_status, count(*) AS n_population"
-            f" FROM ({sql}) GROUP BY ALL",
+            f"SELECT doc_type, field, band_index, is_new, count(*) AS n_population"
+            f" FROM ({sql}) GROUP BY ALL ORDER BY doc_type, field, band_index, is_new",
             params=params,
         )
         .to_arrow_table()
         .to_pandas()
     )
-    band_order = {label: i for i, label in enumerate(design.band_labels)}
-    counts["band_index"] = counts["band"].map(band_order)
-    counts = counts.sort_values(["doc_type", "field", "band_index", "version_status"])
-    return counts.drop(columns="band_index").reset_index(drop=True)
+    counts["band"] = np.asarray(design.band_labels, dtype=object)[
+        counts["band_index"].to_numpy(dtype=np.int64)
+    ]
+    counts["version_status"] = np.where(counts["is_new"], "new", "established")
+    counts["cell"] = (
+        counts["doc_type"]
+        + "|"
+        + counts["field"]
+        + "|"
+        + counts["band"]
+        + "|"
+        + counts["version_status"]
+    )
+    return counts[[*CELL_COLUMNS, "band_index", "is_new"]]
 
 
 def plan_cells(con: duckdb.DuckDBPyConnection, week: str, design: Design) -> pd.DataFrame:

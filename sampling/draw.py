@@ -51,7 +51,10 @@ class SampleResult:
     """A week's sample: its id, how it was drawn and its cells.
 
     ``cells`` has one row per cell: cell, doc_type, field, band,
-    version_status, n_population, n_sample, inclusion_prob.
+    version_status, n_population, n_sample, inclusion_prob. ``replaced`` is
+    the sample that was current before this one was drawn (None when this
+    is the week's first, or was returned rather than drawn): its labelled
+    items that this version does not hold leave the week's estimates.
     """
 
     sample_id: str
@@ -62,6 +65,7 @@ class SampleResult:
     design_sha256: str
     created: bool
     cells: pa.Table
+    replaced: str | None = None
 
     @property
     def n_population(self) -> int:
@@ -142,6 +146,7 @@ def draw_sample(
         digest,
         True,
         con.sql(_CELLS_SQL, params=[sample_id]).to_arrow_table(),
+        replaced=None if current is None else current[0],
     )
 
 
@@ -271,6 +276,10 @@ def _select(
         "sample_id": sample_id,
         "seed": seed,
         "week": week,
+        "doc_types": cells["doc_type"].tolist(),
+        "fields": cells["field"].tolist(),
+        "band_indexes": cells["band_index"].tolist(),
+        "is_new": cells["is_new"].tolist(),
         "cells": cells["cell"].tolist(),
         "n_sample": cells["n_sample"].tolist(),
         "prob": cells["inclusion_prob"].tolist(),
@@ -282,17 +291,20 @@ def _select(
         f"""
         INSERT INTO audit_items (sample_id, extraction_id, cell, inclusion_prob, prn, double_review)
         WITH alloc AS (
-            SELECT unnest($cells::VARCHAR[]) AS cell, unnest($n_sample::BIGINT[]) AS n_sample,
+            SELECT unnest($doc_types::VARCHAR[]) AS doc_type, unnest($fields::VARCHAR[]) AS field,
+                   unnest($band_indexes::INTEGER[]) AS band_index,
+                   unnest($is_new::BOOLEAN[]) AS is_new, unnest($cells::VARCHAR[]) AS cell,
+                   unnest($n_sample::BIGINT[]) AS n_sample,
                    unnest($prob::DOUBLE[]) AS inclusion_prob, unnest($cutoff::DOUBLE[]) AS cutoff,
                    unnest($n_double::BIGINT[]) AS n_double
         ),
         hashed AS (
-            SELECT p.extraction_id, p.cell, {hash_sql} AS h FROM ({population}) p
+            SELECT p.*, {hash_sql} AS h FROM ({population}) p
         ),
         candidates AS (
-            SELECT h.extraction_id, h.cell, h.h, {prn_sql("h.h")} AS prn,
+            SELECT h.extraction_id, a.cell, h.h, {prn_sql("h.h")} AS prn,
                    a.n_sample, a.inclusion_prob, a.n_double
-            FROM hashed h JOIN alloc a USING (cell)
+            FROM hashed h JOIN alloc a USING (doc_type, field, band_index, is_new)
             WHERE {prn_sql("h.h")} < a.cutoff
         )
         SELECT $sample_id, extraction_id, cell, inclusion_prob, prn, rank_ <= n_double

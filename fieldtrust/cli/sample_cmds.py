@@ -92,6 +92,7 @@ def sample(
                 "version": result.version,
                 "seed": result.seed,
                 "created": result.created,
+                "replaced": result.replaced,
                 "design_sha256": result.design_sha256,
                 "design": result.design.to_dict(),
                 "n_population": result.n_population,
@@ -108,6 +109,11 @@ def sample(
     )
     echo_table(result.cells.to_pylist(), _CELL_COLUMNS)
     click.echo(f"total: {result.n_sample} of {result.n_population} extractions")
+    if result.replaced:
+        click.echo(
+            f"note: {result.sample_id} replaces {result.replaced} as the week's current sample;"
+            f" estimates now use its items (labels are kept)"
+        )
     if out:
         click.echo(f"wrote {written} items to {out}")
 

@@ -35,7 +35,9 @@ def test_sample_draws_then_returns(filled: Path) -> None:
     assert code == 0, out
     assert f"drew {WEEK}/v1 (seed 3" in out and "inclusion_prob" in out and "total:" in out
     code, out = run(filled, "sample", "--week", WEEK, "--seed", "3")
-    assert f"already drawn: {WEEK}/v1" in out
+    assert f"already drawn: {WEEK}/v1" in out and "replaces" not in out
+    code, out = run(filled, "sample", "--week", WEEK, "--seed", "4")
+    assert f"drew {WEEK}/v2" in out and f"replaces {WEEK}/v1 as the week's current sample" in out
 
 
 def test_seed_defaults_to_the_setting(filled: Path) -> None:

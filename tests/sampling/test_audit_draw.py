@@ -182,6 +182,7 @@ def test_other_design_or_seed_makes_a_new_version(con: duckdb.DuckDBPyConnection
     v2 = draw_sample(con, WEEK, Design(base_rate=0.05), seed=SEED)
     v3 = draw_sample(con, WEEK, Design(base_rate=0.05), seed=SEED + 1)
     assert [v.sample_id for v in (v1, v2, v3)] == [f"{WEEK}/v1", f"{WEEK}/v2", f"{WEEK}/v3"]
+    assert [v.replaced for v in (v1, v2, v3)] == [None, f"{WEEK}/v1", f"{WEEK}/v2"]
     assert current_sample_id(con, WEEK) == f"{WEEK}/v3"
     # Nothing lost or re-pointed: v1 and its labels are exactly as they were.
     assert con.sql("SELECT * FROM labels ORDER BY label_id").fetchall() == labels_before
