@@ -1,0 +1,290 @@
+"""Simulated reviewers: eight weeks of audit samples labelled from the hidden truth.
+
+For each week the audit sample is drawn exactly as ``fieldtrust sample`` would
+(:func:`sampling.draw.draw_sample` with the default design and the default
+settings seed, so a later ``fieldtrust sample --week ...`` finds it instead of
+drawing a new version). Every item gets a primary review; items the sample
+marks ``double_review`` get a blind second review by another reviewer. Each
+review reads the demo truth and is wrong with a small probability, so the
+store has realistic agreement data; disagreements of all but the newest week
+are settled by the qa_lead through :func:`labels.agreement.adjudicate`, the
+newest week's wait in the adjudication queue.
+
+Every label is validated by :func:`labels.verdicts.verdict_fields` and the
+reviewers' roles are checked with :func:`labels.roles.require`. The rows are
+then appended in one INSERT rather than one :func:`record_verdict` call each:
+about 13,000 calls at ~12 ms would take minutes, and the bulk path lets each
+label carry a ``labeled_at`` in the week after its sample (a believable
+history) and a deterministic id. The checks ``record_verdict`` makes per call
+hold by construction here: every item is in its sample, each (item, round)
+gets one label, and the two rounds always have different reviewers.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from fieldtrust.demo.values import OTHER_PAYMENTS, misread_digit, misread_letter
+from fieldtrust.settings import Settings
+from labels.agreement import adjudicate
+from labels.roles import bootstrap_admin, current_role, grant_role, require
+from labels.verdicts import verdict_fields
+from sampling.design import Design
+from sampling.draw import draw_sample
+from store.connection import transaction
+from store.errors import FieldtrustError
+from store.weeks import week_bounds, week_sql
+
+#: The demo's people, the same as dashboard/demo_users.py: root grants roles,
+#: quinn draws samples and adjudicates, maya decides on automation.
+ADMIN, QA_LEAD, MANAGER = "root", "quinn", "maya"
+#: A review of a wrong item misses the error with chance ``rate * MISS_FACTOR``;
+#: a review of a right item calls it wrong with chance ``rate * FALSE_ALARM_FACTOR``.
+MISS_FACTOR = 3.0
+FALSE_ALARM_FACTOR = 0.2
+_NAMESPACE = uuid.UUID("6f1c2f5e-3d0a-4c1e-9a57-0d3b1f2a7c11")
+
+_ITEMS_SQL = """
+SELECT i.sample_id, i.extraction_id, i.double_review, e.field, e.value, e.value_status,
+       t.correct, t.true_value, t.error_type, t.error_detail
+FROM audit_items i
+JOIN extractions e USING (extraction_id)
+JOIN demo_truth t USING (extraction_id)
+WHERE i.sample_id = ?
+ORDER BY i.cell, i.prn, i.extraction_id
+"""
+
+
+class DemoTruthMissingError(FieldtrustError, LookupError):
+    """Simulated reviewers need the demo truth, which only `fieldtrust demo` writes."""
+
+
+@dataclass(frozen=True)
+class ReviewSummary:
+    """What the simulated reviewers did."""
+
+    samples: int
+    items: int
+    labels: int
+    double_reviewed: int
+    disagreements: int
+    adjudicated: int
+
+
+def simulate_reviews(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    seed: int,
+    reviewer_error_rate: float = 0.01,
+    reviewers: Sequence[str] = ("ana", "ben", "chloe"),
+    weeks: Sequence[str] | None = None,
+) -> ReviewSummary:
+    """Draw each week's audit sample and label it from ``demo_truth``.
+
+    Parameters
+    ----------
+    con
+        Read-write connection to a demo store (extractions and demo_truth).
+    seed
+        Seed of the reviewers' choices and mistakes (not of the sample, which
+        uses the default settings seed so the CLI finds it again).
+    reviewer_error_rate
+        Scale of the reviewers' mistakes: a review misses a real error with
+        chance ``3 * rate`` and flags a right extraction with chance
+        ``0.2 * rate`` (people overlook plausible errors far more often than
+        they invent them; symmetric slips at 1% would bias every estimate
+        down by about a point on a 97%-accurate population).
+    reviewers
+        Names given the reviewer role; a double review never has the same
+        person twice, so at least two are needed.
+    weeks
+        ISO weeks to sample; default every week the store holds.
+    """
+    if len(set(reviewers)) < 2:
+        raise ValueError(f"double review needs at least two reviewers, got {list(reviewers)}")
+    if not 0 <= reviewer_error_rate < 0.5:
+        raise ValueError(f"reviewer_error_rate must be in [0, 0.5), got {reviewer_error_rate}")
+    # Plain execute() first: it also settles a result another caller left
+    # half-fetched, which DuckDB 2.0 would otherwise refuse con.sql() over.
+    truth_rows = con.execute("SELECT count(*) FROM demo_truth").fetchall()[0][0]
+    if not truth_rows:
+        raise DemoTruthMissingError(
+            "this store has no demo truth to review against; build it with `fieldtrust demo`"
+        )
+    weeks = list(weeks) if weeks is not None else _store_weeks(con)
+    rng = np.random.default_rng([seed, 0xD3])
+    tables: list[pa.Table] = []
+    disagreements: list[tuple[str, dict[str, Any]]] = []
+    for week in weeks:
+        sample = draw_sample(con, week, Design(), seed=Settings().seed, drawn_by=QA_LEAD)
+        items = con.sql(_ITEMS_SQL, params=[sample.sample_id]).to_arrow_table()
+        table, disagree = _labels_for(rng, items, week, seed, reviewer_error_rate, list(reviewers))
+        tables.append(table)
+        if week != weeks[-1]:  # the newest week's disagreements wait for the qa_lead
+            disagreements.extend(disagree)
+    _grant_roles(con, reviewers)
+    labels = pa.concat_tables(tables)
+    _insert(con, labels)
+    for extraction_id, fields in disagreements:
+        adjudicate(
+            con,
+            QA_LEAD,
+            extraction_id,
+            fields["verdict"],
+            corrected_value=fields["corrected_value"],
+            corrected_status=fields["corrected_status"],
+            error_type=fields["error_type"],
+            error_detail=fields["error_detail"],
+        )
+    seconds = int(pa.compute.sum(pa.compute.equal(labels["review_round"], "second")).as_py() or 0)
+    return ReviewSummary(
+        samples=len(weeks),
+        items=labels.num_rows - seconds,
+        labels=labels.num_rows + len(disagreements),
+        double_reviewed=seconds,
+        disagreements=len(disagreements) + _pending(con),
+        adjudicated=len(disagreements),
+    )
+
+
+def _grant_roles(con: duckdb.DuckDBPyConnection, reviewers: Sequence[str]) -> None:
+    """Give the demo people their roles (through labels.roles, so grants are checked)."""
+    if current_role(con, ADMIN) is None:
+        bootstrap_admin(con, ADMIN)
+    wanted = [(QA_LEAD, "qa_lead"), (MANAGER, "manager"), *((r, "reviewer") for r in reviewers)]
+    for name, role in wanted:
+        if current_role(con, name) != role:
+            grant_role(con, ADMIN, name, role)
+    for name in reviewers:
+        require(con, name, "label")
+
+
+def _store_weeks(con: duckdb.DuckDBPyConnection) -> list[str]:
+    rows = con.execute(
+        f"SELECT DISTINCT {week_sql('extracted_at')} AS w FROM extractions ORDER BY w"
+    ).fetchall()
+    return [str(w) for (w,) in rows]
+
+
+def _verdict(row: dict[str, object], slip: bool) -> str:
+    """The truth, unless the reviewer slips (on an empty value a slip is 'unclear')."""
+    if not slip:
+        return "correct" if row["correct"] else "incorrect"
+    if row["value"] is None:
+        return "unclear"
+    return "incorrect" if row["correct"] else "correct"
+
+
+def _fields(row: dict[str, object], verdict: str, u: float) -> dict[str, Any]:
+    """The label columns of a verdict on ``row``, validated by the labels package."""
+    if verdict in ("correct", "unclear"):
+        return verdict_fields(verdict, None, None, None, None)
+    if row["correct"]:  # a reviewer's slip: they see a misread that is not there
+        value = str(row["value"])
+        wrong = (
+            misread_digit(value, u) if any(c.isdigit() for c in value) else misread_letter(value, u)
+        )
+        return verdict_fields("incorrect", wrong, None, "misread_characters", "reviewer slip")
+    true_value = row["true_value"]
+    status = "present"
+    if true_value is None:
+        status = "null"
+    elif row["field"] == "payment_method" and true_value in OTHER_PAYMENTS:
+        status = "other"
+    return verdict_fields(
+        "incorrect",
+        None if true_value is None else str(true_value),
+        status,
+        str(row["error_type"]),
+        str(row["error_detail"]) if row["error_detail"] is not None else None,
+    )
+
+
+def _labels_for(
+    rng: np.random.Generator,
+    items: pa.Table,
+    week: str,
+    seed: int,
+    error_rate: float,
+    reviewers: list[str],
+) -> tuple[pa.Table, list[tuple[str, dict[str, Any]]]]:
+    """Primary and second labels of one sample, and the disagreements to adjudicate."""
+    rows = items.to_pylist()
+    n = len(rows)
+    primary = rng.integers(0, len(reviewers), n)
+    second = (primary + rng.integers(1, len(reviewers), n)) % len(reviewers)
+    # Reviewers overlook a plausible error far more often than they invent one.
+    wrong = ~np.asarray(items["correct"].to_numpy(zero_copy_only=False), dtype=bool)
+    slip_rate = np.where(wrong, error_rate * MISS_FACTOR, error_rate * FALSE_ALARM_FACTOR)
+    slips = rng.random((n, 2)) < slip_rate[:, None]
+    u = rng.random((n, 2))
+    # Reviews happen in the working days after the sampled week, office hours.
+    _, start = week_bounds(week)
+    minutes = rng.integers(0, 5, (n, 2)) * 1440 + rng.integers(8 * 60, 17 * 60, (n, 2))
+    out: list[dict[str, object]] = []
+    disagreements: list[tuple[str, dict[str, Any]]] = []
+    for i, row in enumerate(rows):
+        rounds = [("primary", reviewers[primary[i]])]
+        if row["double_review"]:
+            rounds.append(("second", reviewers[second[i]]))
+        verdicts = []
+        for k, (rnd, reviewer) in enumerate(rounds):
+            verdict = _verdict(row, bool(slips[i, k]))
+            verdicts.append(verdict)
+            fields = _fields(row, verdict, float(u[i, k]))
+            key = f"demo:{seed}:{row['sample_id']}:{row['extraction_id']}:{rnd}"
+            out.append(
+                {
+                    "label_id": str(uuid.uuid5(_NAMESPACE, key)),
+                    "extraction_id": row["extraction_id"],
+                    "sample_id": row["sample_id"],
+                    **fields,
+                    "reviewer": reviewer,
+                    "review_round": rnd,
+                    "labeled_at": start + dt.timedelta(minutes=int(minutes[i, k]) + 30 * k),
+                }
+            )
+        if len(set(verdicts)) > 1:
+            truth = "correct" if row["correct"] else "incorrect"
+            disagreements.append((str(row["extraction_id"]), _fields(row, truth, 0.0)))
+    return pa.Table.from_pylist(out), disagreements
+
+
+def _insert(con: duckdb.DuckDBPyConnection, labels: pa.Table) -> None:
+    # BEGIN (an execute) comes first: labels' role lookups may leave a result
+    # half-fetched, and DuckDB 2.0 refuses register() until one is settled.
+    with transaction(con):
+        con.register("demo_labels_staged", labels)
+        try:
+            con.execute(
+                "INSERT INTO labels (label_id, extraction_id, sample_id, verdict, corrected_value,"
+                " corrected_status, error_type, error_detail, reviewer, review_round, labeled_at)"
+                " SELECT label_id, extraction_id, sample_id, verdict, corrected_value,"
+                " corrected_status, error_type, error_detail, reviewer, review_round,"
+                " labeled_at::TIMESTAMP FROM demo_labels_staged"
+            )
+        finally:
+            con.unregister("demo_labels_staged")
+
+
+def _pending(con: duckdb.DuckDBPyConnection) -> int:
+    """Disagreements still waiting for adjudication."""
+    row = con.execute(
+        """
+        WITH live AS (SELECT * FROM labels l
+                      WHERE NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id))
+        SELECT count(*) FROM live p JOIN live s USING (extraction_id)
+        WHERE p.review_round = 'primary' AND s.review_round = 'second' AND p.verdict <> s.verdict
+          AND NOT EXISTS (SELECT 1 FROM live a WHERE a.extraction_id = p.extraction_id
+                          AND a.review_round = 'adjudication')
+        """
+    ).fetchall()
+    return int(row[0][0])
