@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from store.sql import fetch_one
 from store.weeks import parse_week, shift_week, week_sql
 
 
@@ -46,9 +47,7 @@ class Scope:
 
 def latest_week(con: duckdb.DuckDBPyConnection) -> str | None:
     """The newest ISO week holding any extraction (None for an empty store)."""
-    row = con.execute(
-        f"SELECT {week_sql('max(extracted_at)')} FROM extractions"
-    ).fetchone()
+    row = fetch_one(con, f"SELECT {week_sql('max(extracted_at)')} FROM extractions")
     return row[0] if row else None
 
 

@@ -6,6 +6,11 @@ cannot be bound go through :func:`quote_ident`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+import duckdb
+
 
 def quote_ident(name: str) -> str:
     """Quote ``name`` as a DuckDB identifier (doubling embedded quotes)."""
@@ -23,3 +28,15 @@ def quote_literal(text: str) -> str:
     if "\x00" in text:
         raise ValueError(f"not a usable SQL string: {text!r}")
     return "'" + text.replace("'", "''") + "'"
+
+
+def fetch_one(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] = ()
+) -> tuple[Any, ...] | None:
+    """The first row of ``sql``, reading the result to its end.
+
+    DuckDB 2.0 keeps a result open after ``fetchone()`` and then refuses any
+    ``con.sql(...)`` on that connection; reading every row closes it.
+    """
+    rows = con.execute(sql, list(params)).fetchall()
+    return rows[0] if rows else None

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from store.sql import fetch_one
 from store.weeks import week_sql
 
 
@@ -25,17 +26,18 @@ class StoreSummary:
 
 def store_summary(con: duckdb.DuckDBPyConnection) -> StoreSummary:
     """Counts of what the store holds (one pass over each table)."""
-    row = con.execute(
+    row = fetch_one(
+        con,
         f"""
         SELECT count(*), count(DISTINCT doc_id), count(DISTINCT doc_type),
                count(DISTINCT (doc_type, field)),
                count(DISTINCT (doc_type, form_version)),
-               {week_sql('min(extracted_at)')}, {week_sql('max(extracted_at)')},
+               {week_sql("min(extracted_at)")}, {week_sql("max(extracted_at)")},
                (SELECT count(*) FROM labels),
                (SELECT count(*) FROM audit_samples),
                (SELECT count(*) FROM decisions)
         FROM extractions
-        """
-    ).fetchone()
+        """,
+    )
     assert row is not None
     return StoreSummary(*row)
