@@ -44,12 +44,13 @@ def checked_week(week: str) -> str:
 
 
 def population_sql(week: str, design: Design) -> tuple[str, dict[str, Any]]:
-    """A SELECT of the week's extractions with their cell coordinates.
+    """A SELECT of the week's extractions with their band index (0 = lowest band).
 
-    Columns: extraction_id, doc_type, field, band_index (0 = lowest band),
-    is_new. Cells are identified by these four columns, not by the text cell
-    label: building a string for each of a million rows costs more than the
-    whole count. Returns the SQL and its named parameters (every value bound).
+    Columns: extraction_id, doc_type, field, form_version, band_index. With
+    the version status of each (doc_type, form_version) these locate an
+    item's cell; no text label is built per row, and no per-row join with
+    ``form_versions`` is needed (both cost more than the whole count).
+    Returns the SQL and its named parameters (every value bound).
     """
     start, end = week_bounds(week)
     params: dict[str, Any] = {"start": start, "end": end}
@@ -59,15 +60,9 @@ def population_sql(week: str, design: Design) -> tuple[str, dict[str, Any]]:
         params[f"edge_{index}"] = upper
     last = len(design.bands) - 2
     band = f"CASE {' '.join(cases)} ELSE {last} END" if cases else "0"
-    if design.new_version_weeks > 0:
-        params["new_since"] = end - dt.timedelta(weeks=design.new_version_weeks)
-        is_new = "(f.first_seen_at IS NULL OR f.first_seen_at >= $new_since)"
-    else:
-        is_new = "false"
     sql = f"""
-        SELECT e.extraction_id, e.doc_type, e.field, {band} AS band_index, {is_new} AS is_new
+        SELECT e.extraction_id, e.doc_type, e.field, e.form_version, {band} AS band_index
         FROM extractions e
-        LEFT JOIN form_versions f USING (doc_type, form_version)
         WHERE e.extracted_at >= $start AND e.extracted_at < $end
     """
     return sql, params
@@ -77,13 +72,30 @@ def count_cells(con: duckdb.DuckDBPyConnection, week: str, design: Design) -> pd
     """Population size ``N_h`` of every non-empty cell of ``week``, in a stable order.
 
     Columns: cell, doc_type, field, band, version_status, n_population,
-    band_index, is_new (the last two locate the cell in :func:`population_sql`).
+    band_index, is_new and form_versions (the versions in the cell; with
+    band_index they locate the cell's rows in :func:`population_sql`).
     """
     sql, params = population_sql(week, design)
+    if design.new_version_weeks > 0:
+        _, end = week_bounds(week)
+        params["new_since"] = end - dt.timedelta(weeks=design.new_version_weeks)
+        is_new = "(f.first_seen_at IS NULL OR f.first_seen_at >= $new_since)"
+    else:
+        is_new = "false"
     counts = (
         con.sql(
-            f"SELECT doc_type, field, band_index, is_new, count(*) AS n_population"
-            f" FROM ({sql}) GROUP BY ALL ORDER BY doc_type, field, band_index, is_new",
+            f"""
+            WITH parts AS (
+                SELECT doc_type, field, form_version, band_index, count(*) AS n
+                FROM ({sql}) GROUP BY ALL
+            )
+            SELECT p.doc_type, p.field, p.band_index, {is_new} AS is_new,
+                   sum(p.n)::BIGINT AS n_population,
+                   list(p.form_version ORDER BY p.form_version) AS form_versions
+            FROM parts p LEFT JOIN form_versions f USING (doc_type, form_version)
+            GROUP BY ALL
+            ORDER BY doc_type, field, band_index, is_new
+            """,
             params=params,
         )
         .to_arrow_table()
@@ -102,7 +114,7 @@ def count_cells(con: duckdb.DuckDBPyConnection, week: str, design: Design) -> pd
         + "|"
         + counts["version_status"]
     )
-    return counts[[*CELL_COLUMNS, "band_index", "is_new"]]
+    return counts[[*CELL_COLUMNS, "band_index", "is_new", "form_versions"]]
 
 
 def plan_cells(con: duckdb.DuckDBPyConnection, week: str, design: Design) -> pd.DataFrame:

@@ -272,19 +272,22 @@ def _select(
     # Double review: the first share of each cell in PRN order, itself a simple
     # random sample of the cell (round half up, so a cell of 5 gets one at 10%).
     double = np.floor(cells["n_sample"].to_numpy() * design.double_review_share + 0.5)
+    # One allocation row per (cell, form version): rows find their cell by a
+    # join on columns they already have.
+    parts = cells.assign(n_double=double.astype(np.int64), cutoff=cutoffs).explode("form_versions")
     params |= {
         "sample_id": sample_id,
         "seed": seed,
         "week": week,
-        "doc_types": cells["doc_type"].tolist(),
-        "fields": cells["field"].tolist(),
-        "band_indexes": cells["band_index"].tolist(),
-        "is_new": cells["is_new"].tolist(),
-        "cells": cells["cell"].tolist(),
-        "n_sample": cells["n_sample"].tolist(),
-        "prob": cells["inclusion_prob"].tolist(),
-        "cutoff": cutoffs.tolist(),
-        "n_double": double.astype(np.int64).tolist(),
+        "doc_types": parts["doc_type"].tolist(),
+        "fields": parts["field"].tolist(),
+        "versions": parts["form_versions"].tolist(),
+        "band_indexes": parts["band_index"].tolist(),
+        "cells": parts["cell"].tolist(),
+        "n_sample": parts["n_sample"].tolist(),
+        "prob": parts["inclusion_prob"].tolist(),
+        "cutoff": parts["cutoff"].tolist(),
+        "n_double": parts["n_double"].tolist(),
     }
     hash_sql = prn_hash_sql("p.extraction_id")
     con.execute(
@@ -292,9 +295,9 @@ def _select(
         INSERT INTO audit_items (sample_id, extraction_id, cell, inclusion_prob, prn, double_review)
         WITH alloc AS (
             SELECT unnest($doc_types::VARCHAR[]) AS doc_type, unnest($fields::VARCHAR[]) AS field,
+                   unnest($versions::VARCHAR[]) AS form_version,
                    unnest($band_indexes::INTEGER[]) AS band_index,
-                   unnest($is_new::BOOLEAN[]) AS is_new, unnest($cells::VARCHAR[]) AS cell,
-                   unnest($n_sample::BIGINT[]) AS n_sample,
+                   unnest($cells::VARCHAR[]) AS cell, unnest($n_sample::BIGINT[]) AS n_sample,
                    unnest($prob::DOUBLE[]) AS inclusion_prob, unnest($cutoff::DOUBLE[]) AS cutoff,
                    unnest($n_double::BIGINT[]) AS n_double
         ),
@@ -304,7 +307,7 @@ def _select(
         candidates AS (
             SELECT h.extraction_id, a.cell, h.h, {prn_sql("h.h")} AS prn,
                    a.n_sample, a.inclusion_prob, a.n_double
-            FROM hashed h JOIN alloc a USING (doc_type, field, band_index, is_new)
+            FROM hashed h JOIN alloc a USING (doc_type, field, form_version, band_index)
             WHERE {prn_sql("h.h")} < a.cutoff
         )
         SELECT $sample_id, extraction_id, cell, inclusion_prob, prn, rank_ <= n_double

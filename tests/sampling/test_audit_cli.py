@@ -152,3 +152,25 @@ def test_report_without_labels(filled: Path) -> None:
 def test_help_has_an_example(command: str) -> None:
     result = CliRunner().invoke(cli, [command, "--help"])
     assert result.exit_code == 0 and "Example: fieldtrust" in result.output
+
+
+def test_out_file_round_trips_through_labels_import(filled: Path, tmp_path: Path) -> None:
+    out_file = tmp_path / "w48.csv"
+    run(filled, "sample", "--week", WEEK, "--seed", "3", "--out", str(out_file))
+    with out_file.open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        columns, rows = reader.fieldnames, list(reader)
+    for row in rows[:40]:  # a reviewer labels the first 40 rows, leaves the rest blank
+        row["verdict"], row["reviewer"] = "correct", "ana"
+    with out_file.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    code, out = run(filled, "labels", "import", str(out_file))
+    assert code == 0, out
+    con = duckdb.connect(str(filled), read_only=True)
+    stored = con.sql(
+        "SELECT count(*), count(DISTINCT sample_id), min(reviewer) FROM effective_labels"
+    ).fetchall()
+    con.close()
+    assert stored == [(40, 1, "ana")]
