@@ -106,9 +106,32 @@ def weekly_alerts(
     if week is None:
         return []
     parse_week(week)
+    labels = audit_labels(con, Scope(weeks=alert_weeks(week, lookback)))
+    return alerts_from_labels(
+        con, labels, week, target=target, confidence=confidence, lookback=lookback
+    )
+
+
+def alert_weeks(week: str, lookback: int) -> tuple[str, ...]:
+    """The weeks an alert on ``week`` reads: the ``lookback`` before it, then itself."""
+    return (*(shift_week(week, -k) for k in range(lookback, 0, -1)), week)
+
+
+def alerts_from_labels(
+    con: duckdb.DuckDBPyConnection,
+    labels: pa.Table,
+    week: str,
+    *,
+    target: float = 0.95,
+    confidence: float = 0.95,
+    lookback: int = 4,
+) -> list[Alert]:
+    """:func:`weekly_alerts` on labels already read by :func:`sampling.estimates.audit_labels`.
+
+    ``labels`` must cover :func:`alert_weeks` of ``week``.
+    """
     alpha = 1 - confidence
-    previous = tuple(shift_week(week, -k) for k in range(lookback, 0, -1))
-    labels = audit_labels(con, Scope(weeks=(*previous, week)))
+    previous = alert_weeks(week, lookback)[:-1]
     stratum = ("doc_type", "field")
     now = estimate_labels(con, labels, by=stratum, confidence=confidence, weeks=(week,))
     before = estimate_labels(con, labels, by=stratum, confidence=confidence, weeks=previous)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import duckdb
 import pandas as pd
 
-from sampling.alerts import Alert, weekly_alerts
-from sampling.estimates import ESTIMATE_COLUMNS, weekly_estimates
+from sampling.alerts import Alert, alert_weeks, alerts_from_labels
+from sampling.estimates import ESTIMATE_COLUMNS, audit_labels, estimate_labels
 from store.scope import Scope, last_weeks
 
 
@@ -42,8 +42,15 @@ def audit_report(
         trend = pd.DataFrame(columns=["week", "doc_type", "field", *ESTIMATE_COLUMNS])
         return AuditReport((), trend, trend.drop(columns=["doc_type", "field"]), [])
     window = last_weeks(con, weeks, until=latest)
-    scope = Scope(weeks=window)
-    trend = weekly_estimates(con, scope, by=("doc_type", "field"), confidence=confidence)
-    overall = weekly_estimates(con, scope, by=(), confidence=confidence)
-    alerts = weekly_alerts(con, latest, target=target, confidence=confidence, lookback=lookback)
+    # One read of the labels serves the trend and the alerts.
+    labels = audit_labels(
+        con, Scope(weeks=tuple(sorted({*window, *alert_weeks(latest, lookback)})))
+    )
+    trend = estimate_labels(
+        con, labels, by=("week", "doc_type", "field"), confidence=confidence, weeks=window
+    )
+    overall = estimate_labels(con, labels, by=("week",), confidence=confidence, weeks=window)
+    alerts = alerts_from_labels(
+        con, labels, latest, target=target, confidence=confidence, lookback=lookback
+    )
     return AuditReport(window, trend, overall, alerts)

@@ -2,13 +2,17 @@ from __future__ import annotations
 
 import duckdb
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
 from sampling.alerts import below_target_p_value, lower_rate_p_value, weekly_alerts
 from sampling.design import Design
 from sampling.draw import draw_sample
+from sampling.estimates import weekly_estimates
+from sampling.report import audit_report
 from sampling.stratified import clopper_pearson
+from store.scope import Scope
 
 WEEKS = ("2026-W44", "2026-W45", "2026-W46", "2026-W47", "2026-W48")
 DESIGN = Design(base_rate=0.06, minimum=10)
@@ -99,3 +103,15 @@ def test_drop_test_is_fisher_exact_on_effective_counts() -> None:
 def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="target"):
         weekly_alerts(duckdb.connect(), target=1.5)
+
+
+def test_report_reads_once_and_agrees_with_the_parts(con: duckdb.DuckDBPyConnection, world) -> None:
+    build(con, world, last_week_accuracy=0.75)
+    report = audit_report(con, weeks=3, target=0.95)
+    assert report.weeks == WEEKS[-3:]
+    expected = weekly_estimates(con, Scope(weeks=WEEKS[-3:]))
+    pd.testing.assert_frame_equal(report.trend, expected)
+    overall = weekly_estimates(con, Scope(weeks=WEEKS[-3:]), by=())
+    pd.testing.assert_frame_equal(report.overall, overall)
+    assert report.alerts == weekly_alerts(con, target=0.95)
+    assert report.alerts
