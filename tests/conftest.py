@@ -44,9 +44,9 @@ def table_fingerprint(connection: duckdb.DuckDBPyConnection) -> dict[str, tuple[
     fingerprint = {}
     for name in tables:
         quoted = store.sql.quote_ident(name)
+        # hash(t) hashes the whole row as one struct (DuckDB 2.0 refuses hash(t.*)).
         row = connection.execute(
-            f"SELECT count(*), coalesce(bit_xor(hash(t.*))::VARCHAR, '') FROM {quoted} t"
-        ).fetchone()
-        assert row is not None
+            f"SELECT count(*), coalesce(bit_xor(hash(t))::VARCHAR, '') FROM {quoted} t"
+        ).fetchall()[0]
         fingerprint[name] = (row[0], row[1])
     return fingerprint
