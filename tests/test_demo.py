@@ -22,6 +22,7 @@ from fieldtrust.demo import (
 )
 from fieldtrust.demo.reviewers import DemoTruthMissingError, simulate_reviews
 from store.labelled import labelled_items
+from tests.conftest import table_fingerprint
 
 PROFILE_ROWS = 60_000
 STORE_ROWS = 20_000
@@ -52,23 +53,6 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _one(con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> object:
     return con.execute(sql, params or []).fetchall()[0][0]
-
-
-def table_fingerprint(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]:
-    """Row count and order-independent hash of every table.
-
-    Like tests/conftest.py's, which spells the row as ``t.*`` (refused by DuckDB 2.0).
-    """
-    names = [
-        n
-        for (n,) in con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
-        ).fetchall()
-    ]
-    return {
-        n: tuple(con.execute(f'SELECT count(*), bit_xor(hash(t)) FROM "{n}" t').fetchall()[0])
-        for n in names
-    }
 
 
 def _content_hash(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
