@@ -41,12 +41,12 @@ def draw_filters(options: data.FilterOptions) -> Scope:
 def _week_window(weeks: tuple[str, ...]) -> tuple[str, ...]:
     if len(weeks) < 2:
         return weeks
-    if state.FILTER_WEEKS not in st.session_state:
+    chosen = st.session_state.get(state.FILTER_WEEKS)
+    # A stale or malformed value (the store changed under us) falls back to the default.
+    if not (isinstance(chosen, list | tuple) and len(chosen) == 2
+            and all(w in weeks for w in chosen)):
         default = min(load_settings().weeks, len(weeks))
         st.session_state[state.FILTER_WEEKS] = (weeks[-default], weeks[-1])
-    first, last = st.session_state[state.FILTER_WEEKS]
-    if first not in weeks or last not in weeks:  # the store changed under us
-        st.session_state[state.FILTER_WEEKS] = (weeks[0], weeks[-1])
     window = st.sidebar.select_slider(
         "Weeks", options=list(weeks), key=state.FILTER_WEEKS,
         help="ISO weeks (UTC) of extraction time that every page looks at.",

@@ -8,6 +8,7 @@ library's permission table.
 
 from __future__ import annotations
 
+import duckdb
 import streamlit as st
 
 from dashboard import auth, charts, data, downloads, layout, sidebar, state, views
@@ -15,7 +16,7 @@ from labels.agreement import adjudicate
 from labels.roles import allowed, require
 from labels.taxonomy import ERROR_TYPES
 from sampling.design import Design
-from sampling.draw import draw_sample
+from sampling.draw import SampleResult, draw_sample
 from store.errors import FieldtrustError
 
 
@@ -29,10 +30,16 @@ def _design_from_widgets() -> Design:
     )
 
 
-def _draw(con: object, user: str, week: str, design: Design, seed: int) -> object:
+def _draw(con: duckdb.DuckDBPyConnection, user: str, week: str, design: Design,
+          seed: int) -> SampleResult:
     """Check the role, then draw (one short read-write connection for both)."""
-    require(con, user, "draw_sample")  # type: ignore[arg-type]
-    return draw_sample(con, week, design, seed=seed, drawn_by=user)  # type: ignore[arg-type]
+    # Its own cursor: a check's unfinished result must not block the draw's queries.
+    check = con.cursor()
+    try:
+        require(check, user, "draw_sample")
+    finally:
+        check.close()
+    return draw_sample(con, week, design, seed=seed, drawn_by=user)
 
 
 def _on_draw(identity: auth.Identity, week: str, seed: int) -> None:
@@ -41,10 +48,10 @@ def _on_draw(identity: auth.Identity, week: str, seed: int) -> None:
     except FieldtrustError as exc:
         st.session_state[state.AUDIT_DRAW_FLASH] = ("error", str(exc))
         return
-    verb = "Drew" if result.created else "Found the existing"  # type: ignore[attr-defined]
+    verb = "Drew" if result.created else "Found the existing"
     st.session_state[state.AUDIT_DRAW_FLASH] = (
-        "success", f"{verb} sample {result.sample_id}: {result.n_sample:,} items"  # type: ignore[attr-defined]
-        f" from {result.n_population:,} extractions.",  # type: ignore[attr-defined]
+        "success", f"{verb} sample {result.sample_id}: {result.n_sample:,} items"
+        f" from {result.n_population:,} extractions.",
     )
 
 

@@ -1,0 +1,103 @@
+"""Fixtures of the dashboard tests: the demo store, built once per test run.
+
+The demo store at its default size is the smallest that has automation
+candidates, which the approval tests need. Building it costs tens of seconds,
+so it is built once per run and shared by the pytest-xdist workers (a file
+lock makes the second worker wait for the first); every test that writes gets
+its own copy.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import store
+from dashboard.demo_setup import ensure_demo_ready
+from sampling.design import Design
+from sampling.draw import draw_sample
+
+DEMO_ROWS = 300_000
+DEMO_SEED = 7
+#: A denser redraw of the newest week, so reviewers have unlabelled items.
+REVIEW_DESIGN = Design(base_rate=0.02)
+REVIEW_WEEK = "2026-W48"
+
+
+def _shared_dir(factory: pytest.TempPathFactory) -> Path:
+    base = factory.getbasetemp()
+    # Under xdist each worker's basetemp sits in the run's own folder: share that one.
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def _build(path: Path) -> None:
+    from fieldtrust.demo import ensure_demo_store
+
+    ensure_demo_store(path, seed=DEMO_SEED, rows=DEMO_ROWS)
+    ensure_demo_ready(path)
+    con = store.connect(path)
+    try:
+        draw_sample(con, REVIEW_WEEK, REVIEW_DESIGN, seed=1, drawn_by="quinn")
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="session")
+def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo store with demo users, maps and an unlabelled redraw; never written by tests."""
+    folder = _shared_dir(tmp_path_factory)
+    path = folder / "dashboard-demo.duckdb"
+    done = folder / "dashboard-demo.done"
+    with (folder / "dashboard-demo.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not done.exists():
+                _build(path)
+                done.touch()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return path
+
+
+def copy_store(source: Path, target: Path) -> Path:
+    """Copy a (closed) store file and its WAL, if any."""
+    shutil.copyfile(source, target)
+    wal = source.with_name(source.name + ".wal")
+    if wal.exists():
+        shutil.copyfile(wal, target.with_name(target.name + ".wal"))
+    return target
+
+
+@pytest.fixture
+def demo_db(demo_template: Path, tmp_path: Path) -> Path:
+    """A private copy of the demo store (tests write labels and decisions to it)."""
+    return copy_store(demo_template, tmp_path / "demo.duckdb")
+
+
+@pytest.fixture(scope="module")
+def shared_demo_db(demo_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One copy per test module, for tests that only render pages (cache hits across tests)."""
+    return copy_store(demo_template, tmp_path_factory.mktemp("render") / "demo.duckdb")
+
+
+@pytest.fixture
+def empty_db(tmp_path: Path) -> Path:
+    """A migrated store with no extractions."""
+    path = tmp_path / "empty.duckdb"
+    store.connect(path).close()
+    return path
+
+
+@pytest.fixture
+def use_db(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], None]:
+    """Point the dashboard at a store (``use_db(path)``) through FIELDTRUST_DB."""
+
+    def point(path: Path) -> None:
+        monkeypatch.setenv("FIELDTRUST_DB", str(path))
+
+    return point

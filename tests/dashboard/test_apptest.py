@@ -1,0 +1,303 @@
+"""Every dashboard page, run headless with Streamlit's AppTest on real store files.
+
+Pages render on an empty store (an empty state, not a traceback) and on the
+demo store; labelling writes a label; an approval writes a decision with its
+evidence; a reviewer sees no approve button and the library refuses a forged
+approval.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import store
+from dashboard import state
+from dashboard.layout import EMPTY_HINT
+from labels.decisions import decide
+from labels.errors import PermissionDenied
+
+APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
+
+PAGES = {
+    "overview": "app_pages/overview.py",
+    "calibration": "app_pages/calibration.py",
+    "audit": "app_pages/audit.py",
+    "review": "app_pages/review.py",
+    "automation": "app_pages/automation.py",
+}
+TIMEOUT = 180
+
+
+def _open(page: str, user: str | None = None) -> AppTest:
+    """Run the app, act as ``user`` (demo mode), then show ``page``."""
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.run()
+    if user is not None:
+        at.selectbox(key=state.AUTH_DEMO_USER).set_value(user).run()
+    at.switch_page(PAGES[page]).run()
+    assert not at.exception, at.exception[0].message
+    return at
+
+
+def _fingerprint(con: object) -> list[object]:
+    """Every row of the governance tables, and the label count (unchanged after a refusal)."""
+    rows: list[object] = [
+        sorted(con.execute(f"SELECT * FROM {table}").fetchall(), key=repr)  # type: ignore[attr-defined]
+        for table in ("decisions", "evidence_snapshots", "user_roles")
+    ]
+    return [*rows, con.execute("SELECT count(*) FROM labels").fetchall()]  # type: ignore[attr-defined]
+
+
+def _texts(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [i.value for i in at.info]
+    parts += [w.value for w in at.warning] + [s.value for s in at.success]
+    parts += [e.value for e in at.error] + [c.value for c in at.caption]
+    return "\n".join(str(p) for p in parts)
+
+
+def _rows(path: Path, sql: str, params: list[object] | None = None) -> list[tuple[object, ...]]:
+    con = store.connect(path, read_only=True)
+    try:
+        return con.execute(sql, params or []).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_page_on_an_empty_store_shows_the_empty_state(
+    page: str, empty_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(empty_db)
+    at = _open(page)
+    assert [i.value for i in at.info] == [EMPTY_HINT]
+    assert at.title[0].value != ""
+
+
+def test_a_missing_store_shows_the_empty_state(
+    tmp_path: Path, use_db: Callable[[Path], None]
+) -> None:
+    missing = tmp_path / "missing.duckdb"
+    use_db(missing)
+    at = _open("overview")
+    assert EMPTY_HINT in _texts(at)
+    assert not missing.exists()  # the dashboard never creates a store by looking at it
+
+
+@pytest.mark.parametrize(
+    ("page", "expected"),
+    [
+        ("overview", "overall"),
+        ("calibration", "threshold"),
+        ("audit", "cells"),
+        ("review", "items labelled"),
+        ("automation", "nothing is automated"),
+    ],
+)
+def test_page_renders_on_the_demo_store(
+    page: str, expected: str, shared_demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(shared_demo_db)
+    at = _open(page, user="quinn")
+    shown = _texts(at) + "\n".join(str(p.text) for p in at.get("progress"))
+    assert expected in shown
+    assert at.get("download_button"), "every table has its downloads"
+
+
+def test_overview_puts_the_strata_below_target_next_to_the_overall_figure(
+    shared_demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(shared_demo_db)
+    at = _open("overview", user="quinn")
+    headline = next(m.value for m in at.markdown if "overall" in m.value)
+    assert "below 95%" in headline and "n = " in headline and "[" in headline
+    tables = at.dataframe
+    below = tables[0].value
+    assert ("handwritten_receipt", "tax") in set(zip(below["doc_type"], below["field"], strict=True))
+    assert (below["accuracy"] < 0.95).all()
+
+
+def test_labelling_writes_a_label_and_moves_on(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("review", user="ana")
+    held = _rows(demo_db, "SELECT sample_id, extraction_id FROM assignments WHERE reviewer = 'ana'")
+    assert len(held) == 1
+    sample_id, extraction_id = held[0]
+
+    at.button(key=state.REVIEW_CORRECT).click().run()
+    assert not at.exception
+
+    labels = _rows(
+        demo_db,
+        "SELECT sample_id, verdict, reviewer, review_round FROM labels WHERE extraction_id = ?",
+        [extraction_id],
+    )
+    assert labels == [(sample_id, "correct", "ana", "primary")]
+    assert any("Recorded **correct**" in s.value for s in at.success)
+    held = _rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ana'")
+    assert len(held) == 2  # the next item is assigned and shown
+
+
+def test_an_incorrect_verdict_records_the_correction_and_error_type(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("review", user="ben")
+    (held,) = _rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ben'")
+    at.text_input(key=state.REVIEW_CORRECTED).set_value("12.50")
+    at.selectbox(key=state.REVIEW_ERROR_TYPE).set_value("misread_characters")
+    at.button(key=state.REVIEW_INCORRECT).click().run()
+    assert not at.exception
+    labels = _rows(
+        demo_db,
+        "SELECT verdict, corrected_value, corrected_status, error_type, reviewer FROM labels"
+        " WHERE extraction_id = ?",
+        [held[0]],
+    )
+    assert labels == [("incorrect", "12.50", "present", "misread_characters", "ben")]
+
+
+def test_an_incomplete_incorrect_verdict_is_refused_with_the_library_message(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("review", user="chloe")
+    before = _rows(demo_db, "SELECT count(*) FROM labels")
+    at.button(key=state.REVIEW_INCORRECT).click().run()
+    assert not at.exception
+    assert any("corrected_status" in e.value for e in at.error)
+    assert _rows(demo_db, "SELECT count(*) FROM labels") == before
+
+
+def test_next_skips_the_item_and_records_the_skip(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("review", user="ana")
+    (first,) = _rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ana'")
+    at.button(key=state.REVIEW_SKIP).click().run()
+    assert not at.exception
+    assert _rows(demo_db, "SELECT extraction_id, reviewer FROM skips") == [(first[0], "ana")]
+    (now,) = _rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ana'")
+    assert now[0] != first[0]
+
+
+def test_a_manager_sees_no_labelling_controls(
+    shared_demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(shared_demo_db)
+    at = _open("review", user="maya")
+    assert not [b for b in at.button if b.key == state.REVIEW_CORRECT]
+    assert "Labelling needs the reviewer or qa_lead role" in _texts(at)
+
+
+def test_an_approval_writes_a_decision_with_its_evidence(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("automation", user="maya")
+    chosen = at.selectbox(key=state.AUTO_STRATUM).value
+    doc_type, field = chosen.split("|")
+    at.text_area(key=state.AUTO_COMMENT).set_value("stable for four weeks; agreed with QA")
+    at.button(key=state.AUTO_APPROVE).click().run()
+    assert not at.exception
+
+    rows = _rows(
+        demo_db,
+        "SELECT d.doc_type, d.field, d.action, d.threshold, d.decided_by, d.role, d.comment,"
+        " e.payload_json FROM decisions d JOIN evidence_snapshots e USING (evidence_id)",
+    )
+    assert len(rows) == 1
+    got_type, got_field, action, threshold, who, role, comment, payload_json = rows[0]
+    assert (got_type, got_field, action, who, role) == (doc_type, field, "approve", "maya",
+                                                         "manager")
+    assert comment == "stable for four weeks; agreed with QA"
+    evidence = json.loads(payload_json)["evidence"]
+    assert evidence["threshold"] == threshold
+    assert evidence["accuracy_low"] >= 0.95
+    assert evidence["labels_above"] >= 100
+    assert any("approve of" in s.value for s in at.success)
+    policy = [d.value for d in at.dataframe if "status" in d.value.columns][0]
+    assert list(policy["status"]) == ["active"]
+
+
+def test_an_approval_without_comment_is_refused(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("automation", user="maya")
+    at.button(key=state.AUTO_APPROVE).click().run()
+    assert any("needs a comment" in e.value for e in at.error)
+    assert _rows(demo_db, "SELECT count(*) FROM decisions") == [(0,)]
+
+
+def test_a_reviewer_cannot_approve(demo_db: Path, use_db: Callable[[Path], None]) -> None:
+    use_db(demo_db)
+    at = _open("automation", user="ana")
+    keys = {b.key for b in at.button}
+    assert state.AUTO_APPROVE not in keys and state.AUTO_REJECT not in keys
+    assert "Decisions need the manager or admin role; you are ana (reviewer)" in _texts(at)
+
+    # A forged request (what the button would have sent) is refused by the library.
+    con = store.connect(demo_db)
+    try:
+        before = _fingerprint(con)
+        with pytest.raises(PermissionDenied, match=r"ana \(role reviewer\) may not approve"):
+            decide(con, "ana", action="approve", doc_type="invoice", field="currency",
+                   threshold=0.5, comment="forged", evidence={"threshold": 0.5})
+        assert _fingerprint(con) == before
+    finally:
+        con.close()
+
+
+def test_a_qa_lead_draws_a_new_sample_version(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("audit", user="quinn")
+    week = at.selectbox(key=state.AUDIT_WEEK).value
+    before = _rows(demo_db, "SELECT count(*) FROM audit_samples WHERE week = ?", [week])[0][0]
+    at.number_input(key=state.AUDIT_MINIMUM).set_value(12).run()
+    at.button(key=state.AUDIT_DRAW).click().run()
+    assert not at.exception
+    after = _rows(demo_db, "SELECT count(*), max(drawn_by) FROM audit_samples WHERE week = ?",
+                  [week])[0]
+    assert after == (before + 1, "quinn")
+    assert any("Drew sample" in s.value for s in at.success)
+
+
+def test_a_reviewer_cannot_draw_a_sample(
+    shared_demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(shared_demo_db)
+    at = _open("audit", user="ben")
+    assert state.AUDIT_DRAW not in {b.key for b in at.button}
+
+
+def test_a_busy_store_gives_a_friendly_warning(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    # Another process holds the file read-write (an ingest, say) for longer than we wait.
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time, duckdb; con = duckdb.connect(sys.argv[1]);"
+         " print('ready', flush=True); time.sleep(30)", str(demo_db)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        use_db(demo_db)
+        at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+        assert not at.exception
+        assert any("The store is busy" in w.value for w in at.warning)
+    finally:
+        holder.kill()
+        holder.wait()
