@@ -1,9 +1,242 @@
-"""Commands of this area (being written; registers nothing yet)."""
+"""Calibration commands: calibrate, candidates, recalibrate."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
+import duckdb
+
+from calibration.candidates import CandidateAssessment, automation_candidates
+from calibration.recalibrate import fit_recalibration
+from calibration.report import CalibrationReport, calibration_report
+from fieldtrust.cli.common import echo_json, echo_table, open_db, settings
+from store.scope import Scope, last_weeks
+
+
+def _scope(con: duckdb.DuckDBPyConnection, weeks: int) -> Scope:
+    # A cursor of its own: store.scope.latest_week leaves its fetchone() result
+    # open, which DuckDB 2.0 refuses to run the next query beside.
+    cursor = con.cursor()
+    try:
+        return Scope(weeks=last_weeks(cursor, weeks))
+    finally:
+        cursor.close()
+
+
+def _pct(value: float | None, digits: int = 1) -> str | None:
+    return None if value is None else f"{value:.{digits}%}"
+
+
+def _interval(low: float | None, high: float | None) -> str | None:
+    if low is None or high is None:
+        return None
+    return f"[{low:.1%}, {high:.1%}]"
+
+
+def _t(value: float | None) -> str | None:
+    return None if value is None else f"{value:.3f}"
+
+
+def _report_rows(report: CalibrationReport) -> list[dict[str, Any]]:
+    rows = []
+    for stratum in report.strata:
+        s = stratum.to_dict()
+        verdict = "yes" if s["candidate"] else s["reason"]
+        rows.append(
+            {
+                "doc_type": s["doc_type"],
+                "field": s["field"],
+                "extractions": s["n_population"],
+                "labels": s["n_labeled"],
+                "accuracy": _pct(s["accuracy"]),
+                "95% interval": _interval(s["accuracy_low"], s["accuracy_high"]),
+                "confidence": _pct(s["mean_confidence"]),
+                "ECE": s["ece"],
+                "Brier": s["brier"],
+                "point t": _t(s["point_threshold"]),
+                "certified t": _t(s["certified_threshold"]),
+                "acc low": _pct(s["certified_accuracy_low"]),
+                "coverage": _pct(s["coverage"]),
+                "labels needed": s["labels_needed"],
+                "candidate": verdict,
+            }
+        )
+    return rows
+
+
+def _weeks_text(scope: Scope) -> str:
+    if not scope.weeks:
+        return "all weeks"
+    return f"weeks {scope.weeks[0]}..{scope.weeks[-1]}"
+
+
+@click.command(
+    epilog="Example: fieldtrust calibrate --weeks 8 --target 0.95\n\n"
+    "Example: fieldtrust calibrate --json | jq '.strata[] | select(.candidate)'\n\n"
+    "Strata are listed worst accuracy first; 'point t' is an estimate without a"
+    " guarantee, 'certified t' holds the target with the stated confidence"
+    " (see docs/calibration.md).",
+)
+@click.option("--target", type=float, default=None, help="Accuracy to reach [setting target].")
+@click.option(
+    "--confidence", type=float, default=None,
+    help="Confidence of certified thresholds and intervals [setting confidence].",
+)
+@click.option("--weeks", type=int, default=None, help="Look at the last N weeks [setting weeks].")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def calibrate(
+    ctx: click.Context,
+    target: float | None,
+    confidence: float | None,
+    weeks: int | None,
+    as_json: bool,
+) -> None:
+    """Per (document type, field): accuracy, calibration and thresholds."""
+    conf = settings(ctx)
+    con = open_db(ctx, read_only=True)
+    scope = _scope(con, weeks if weeks is not None else conf.weeks)
+    report = calibration_report(
+        con,
+        scope,
+        target=target if target is not None else conf.target,
+        confidence=confidence if confidence is not None else conf.confidence,
+        n_min=conf.n_min,
+        stability_weeks=conf.stability_weeks,
+    )
+    if as_json:
+        echo_json(report.to_dict())
+        return
+    overall = report.overall
+    click.echo(f"overall: {overall.summary}")
+    click.echo(
+        f"         {overall.n_population:,} extractions, {overall.n_labeled:,} labels,"
+        f" {_weeks_text(scope)}; accuracy {_pct(overall.accuracy) or '-'}"
+        f" {_interval(overall.accuracy_low, overall.accuracy_high) or ''}"
+        f" (target {report.target:.0%}, confidence {report.confidence:.0%})"
+    )
+    click.echo("")
+    echo_table(_report_rows(report))
+
+
+def _candidate_row(a: CandidateAssessment) -> dict[str, Any]:
+    e = a.evidence
+    return {
+        "doc_type": a.doc_type,
+        "field": a.field,
+        "threshold": _t(a.threshold),
+        "coverage": _pct(e["coverage"]),
+        "labels above": e["labels_above"],
+        "accuracy": _pct(e["accuracy"]),
+        "lower bound": _pct(e["accuracy_low"]),
+        "weeks checked": len(e["weeks_checked"]),
+        "form versions": ", ".join(v["form_version"] for v in e["form_versions"]),
+    }
+
+
+@click.command(
+    epilog="Example: fieldtrust candidates --weeks 8 --json > candidates.json\n\n"
+    "A candidate has a certified threshold, holds the target in each recent week"
+    " with labels and has labels for every form version above the threshold.",
+)
+@click.option("--target", type=float, default=None, help="Accuracy to reach [setting target].")
+@click.option(
+    "--confidence", type=float, default=None,
+    help="Confidence of the guarantee [setting confidence].",
+)
+@click.option("--weeks", type=int, default=None, help="Look at the last N weeks [setting weeks].")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def candidates(
+    ctx: click.Context,
+    target: float | None,
+    confidence: float | None,
+    weeks: int | None,
+    as_json: bool,
+) -> None:
+    """Strata that may be automated above a threshold, with evidence; why others may not."""
+    conf = settings(ctx)
+    con = open_db(ctx, read_only=True)
+    target = target if target is not None else conf.target
+    confidence = confidence if confidence is not None else conf.confidence
+    assessments = automation_candidates(
+        con,
+        _scope(con, weeks if weeks is not None else conf.weeks),
+        target=target,
+        confidence=confidence,
+        n_min=conf.n_min,
+        stability_weeks=conf.stability_weeks,
+    )
+    chosen = [a for a in assessments if a.candidate]
+    others = [a for a in assessments if not a.candidate]
+    if as_json:
+        echo_json(
+            {
+                "target": target,
+                "confidence": confidence,
+                "candidates": [a.evidence for a in chosen],
+                "not_candidates": [
+                    {"doc_type": a.doc_type, "field": a.field, "reason": a.reason,
+                     "reason_text": a.reason_text, "reasons": list(a.reasons),
+                     "labels_needed": a.labels_needed,
+                     "labels_needed_threshold": a.labels_needed_threshold}
+                    for a in others
+                ],
+            }
+        )
+        return
+    click.echo(f"{len(chosen)} automation candidate(s) at target {target:.0%}:")
+    if chosen:
+        echo_table([_candidate_row(a) for a in chosen])
+    click.echo("")
+    click.echo(f"{len(others)} not candidates:")
+    echo_table(
+        [
+            {"doc_type": a.doc_type, "field": a.field, "reason": a.reason_text,
+             "labels needed": a.labels_needed, "at": _t(a.labels_needed_threshold)}
+            for a in others
+        ]
+    )
+
+
+@click.command(
+    epilog="Example: fieldtrust recalibrate --weeks 8\n\n"
+    "Stores one map per stratum; the view calibrated_confidence applies it to every"
+    " extraction (the review queue sorts by it).",
+)
+@click.option("--weeks", type=int, default=None, help="Fit on the last N weeks [setting weeks].")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
+@click.pass_context
+def recalibrate(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
+    """Fit and store a confidence recalibration map per (document type, field)."""
+    conf = settings(ctx)
+    con = open_db(ctx)
+    results = fit_recalibration(
+        con, _scope(con, weeks if weeks is not None else conf.weeks), seed=conf.seed
+    )
+    rows = [
+        {
+            "doc_type": r.doc_type,
+            "field": r.field,
+            "method": r.method,
+            "labels": r.n_labels,
+            "cv_brier": r.cv_brier.get(r.method),
+            "ece_before": r.ece_before,
+            "ece_after": r.ece_after,
+            "map_id": r.map_id,
+            "warning": r.warning,
+        }
+        for r in results
+    ]
+    if as_json:
+        echo_json(rows)
+        return
+    echo_table(rows, columns=[c for c in rows[0] if c != "map_id"] if rows else None)
 
 
 def register(group: click.Group) -> None:
     """Add this module's commands to ``group``."""
+    group.add_command(calibrate)
+    group.add_command(candidates)
+    group.add_command(recalibrate)

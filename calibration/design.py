@@ -1,0 +1,207 @@
+"""Upper bounds on a stratum's error rate above a threshold, valid under the audit design.
+
+Pure numpy: the store-facing code (:mod:`calibration.population`) and the
+simulations in the tests build the same two objects and call the same
+function.
+
+The population of a stratum is split into *blocks* whose size above any
+threshold is known from the store (one audited week's confidence band, or
+all unaudited weeks together). Inside a block, the audit design's *cells*
+(form-version status x band, merged when they share an inclusion
+probability) each hold a simple random sample of labels; a cell's size
+above a threshold is known only up to its total (``cap``).
+
+The bound at threshold ``t`` (STATS.md section 6, "combine per cell"):
+
+1. Thin to one inclusion probability: ``pi_min`` is the lowest inclusion
+   probability among the cells with population above ``t``; a label of a
+   cell with probability ``pi`` is kept when its permanent random number is
+   below ``pi_min / pi`` (never by its verdict). Every extraction above ``t``
+   then had the same chance ``pi_min`` to be a kept label: the situation in
+   which the exact Clopper-Pearson bound on the kept labels applies
+   (Hoeffding 1956 makes it conservative for draws stratified by cell).
+2. Extractions above ``t`` that no cell accounts for (rows that arrived after
+   their week's sample was drawn, confidences outside every band) count as
+   errors: with their worst-case share ``W_rest(t)`` the bound is
+   ``W_rest(t) * 1 + (1 - W_rest(t)) * UCB(kept labels)``.
+
+This is STATS.md's ``sum_h W_h(t) UCB_h`` with the cells pooled after
+thinning instead of bounded one by one at ``delta / H``: with H around 40
+week x band x status cells and a few dozen labels each, the per-cell
+Bonferroni bound would certify nothing the audit budget can reach. When
+every cell above ``t`` shares one inclusion probability and the population
+is fully covered, nothing is thinned and the bound is exactly
+Clopper-Pearson on the labels above ``t``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from calibration.errors import CalibrationInputError
+from calibration.intervals import error_lower_bound, error_upper_bound
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+#: Candidate thresholds live on this grid: ``t = k / GRID`` (STATS.md section 6, step 1).
+GRID = 200
+N_GRID = GRID + 1
+
+
+def grid_index(confidence: npt.ArrayLike) -> IntArray:
+    """Index ``k`` of the grid value at or below each confidence (``floor(c * 200)``).
+
+    The tiny offset keeps values such as 0.285 (stored as 0.28499999...) on
+    their own grid point; the store's SQL uses the same expression.
+    """
+    c = np.asarray(confidence, dtype=float)
+    return np.minimum(np.floor(c * GRID + 1e-9), GRID).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Design:
+    """How the labels of one stratum were drawn from its population.
+
+    Attributes
+    ----------
+    block_hist
+        ``(B, 201)`` population counts per block and grid index.
+    cell_block, cell_pi, cell_cap
+        Per cell: its block, inclusion probability and population size at the
+        time of drawing (``inf`` when unknown).
+    """
+
+    block_hist: IntArray
+    cell_block: IntArray
+    cell_pi: FloatArray
+    cell_cap: FloatArray
+    suffix: IntArray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.block_hist.ndim != 2 or self.block_hist.shape[1] != N_GRID:
+            raise CalibrationInputError(
+                f"block_hist must have shape (blocks, {N_GRID}), got {self.block_hist.shape}"
+            )
+        if np.any(self.cell_pi <= 0) or np.any(self.cell_pi > 1):
+            raise CalibrationInputError("every cell's inclusion probability must be in (0, 1]")
+        # suffix[b, k] = population of block b with grid index >= k.
+        suffix = np.zeros((self.block_hist.shape[0], N_GRID + 1), dtype=np.int64)
+        suffix[:, :N_GRID] = np.cumsum(self.block_hist[:, ::-1], axis=1)[:, ::-1]
+        object.__setattr__(self, "suffix", suffix)
+
+    @property
+    def population_hist(self) -> IntArray:
+        """Population counts per grid index over all blocks."""
+        return self.block_hist.sum(axis=0)  # type: ignore[no-any-return]
+
+    @classmethod
+    def simple_random_sample(cls, population_hist: npt.ArrayLike, n_labels: int) -> Design:
+        """One block, one cell: labels drawn as a simple random sample of the stratum."""
+        hist = np.asarray(population_hist, dtype=np.int64).reshape(1, N_GRID)
+        total = int(hist.sum())
+        pi = n_labels / total if total and n_labels else 1.0
+        return cls(
+            block_hist=hist,
+            cell_block=np.zeros(1, dtype=np.int64),
+            cell_pi=np.array([min(pi, 1.0)]),
+            cell_cap=np.array([float(total)]),
+        )
+
+
+@dataclass(frozen=True)
+class Labels:
+    """The labels of one stratum as arrays, one entry per labelled extraction.
+
+    ``cell`` is the design cell of each label (-1: not usable for the bound,
+    e.g. an imported label in an audited week); ``u`` a permanent uniform
+    number per label used for thinning; ``weight`` the design weight used by
+    point estimates.
+    """
+
+    k: IntArray
+    correct: FloatArray
+    weight: FloatArray
+    cell: IntArray
+    u: FloatArray
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A one-sided bound on the error rate above one threshold, and how it was made."""
+
+    value: float
+    kept_labels: int  # labels the bound used after thinning
+    kept_errors: int
+    exact: bool  # Clopper-Pearson on every usable label above t, no thinning, no remainder
+
+
+def kept_labels(design: Design, labels: Labels, k: int) -> npt.NDArray[np.bool_]:
+    """Which labels the bound at grid index ``k`` uses: thinning to the lowest probability.
+
+    Depends on the design, the label counts and each label's permanent
+    random number only, never on a verdict, so a rule that skips candidates
+    with too few kept labels keeps the procedure valid.
+    """
+    above_block = design.suffix[:, k]
+    active = (above_block[design.cell_block] > 0) & (design.cell_cap > 0)
+    usable = (labels.k >= k) & (labels.cell >= 0)
+    if not active.any() or not usable.any():
+        return np.zeros(labels.k.size, dtype=bool)
+    usable &= active[np.maximum(labels.cell, 0)]
+    pi_min = design.cell_pi[active].min()
+    ratio = pi_min / design.cell_pi[np.maximum(labels.cell, 0)]
+    kept: npt.NDArray[np.bool_] = usable & (labels.u < ratio)
+    return kept
+
+
+def unlabelled_mass(design: Design, k: int) -> float:
+    """Extractions above ``k`` that no design cell accounts for, at worst.
+
+    A block's population beyond its cells' recorded sizes (rows that arrived
+    after the sample was drawn, confidences no band covers) could sit
+    anywhere in the block; at worst all of it is above ``k``.
+    """
+    caps = np.bincount(
+        design.cell_block, weights=design.cell_cap, minlength=design.block_hist.shape[0]
+    )
+    rest = np.maximum(design.suffix[:, 0] - caps, 0.0)
+    return float(np.minimum(rest, design.suffix[:, k]).sum())
+
+
+def error_bound(
+    design: Design, labels: Labels, k: int, *, delta: float, side: str = "upper"
+) -> Bound:
+    """A ``1 - delta`` bound on the population error rate among extractions at grid index >= ``k``.
+
+    ``side="upper"`` bounds it from above (certification); ``"lower"`` from
+    below (a week significantly below target). NaN when no extraction is
+    above ``k``. Extractions no cell accounts for count as errors (upper) or
+    as correct (lower).
+
+    References
+    ----------
+    Clopper & Pearson (1934); Hoeffding (1956), Ann. Math. Statist. 27:713;
+    STATS.md section 6.
+    """
+    if side not in ("upper", "lower"):
+        raise CalibrationInputError(f"side {side!r} is not 'upper' or 'lower'")
+    total = float(design.suffix[:, k].sum())
+    if total <= 0:
+        return Bound(float("nan"), 0, 0, False)
+    keep = kept_labels(design, labels, k)
+    n_kept = int(keep.sum())
+    errors = round(n_kept - float(labels.correct[keep].sum()))
+    if side == "upper":
+        covered = float(error_upper_bound(errors, n_kept, delta=delta))
+        rest_value = 1.0
+    else:
+        covered = float(error_lower_bound(errors, n_kept, delta=delta))
+        rest_value = 0.0
+    rest = unlabelled_mass(design, k)
+    value = (rest * rest_value + (total - rest) * covered) / total
+    usable = int(((labels.k >= k) & (labels.cell >= 0)).sum())
+    return Bound(value, n_kept, errors, rest == 0 and n_kept == usable)

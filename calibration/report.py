@@ -1,0 +1,296 @@
+"""The whole calibration report: every stratum's table, thresholds and candidacy.
+
+This is what ``fieldtrust calibrate`` prints and the dashboard draws. The
+overall accuracy is never shown alone: it comes with the strata below target
+(STATS.md section 1).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from calibration.candidates import CandidateAssessment, assess
+from calibration.errors import CalibrationInputError
+from calibration.intervals import korn_graubard_interval
+from calibration.population import StratumData, empty_stratum, load_strata, strata_names
+from calibration.table import StratumTable, stratum_bins, stratum_table
+from calibration.thresholds import ThresholdResult, select_thresholds
+from store.scope import Scope
+
+
+def _num(value: float | None) -> float | None:
+    """NaN becomes None, so JSON shows null where a figure is not defined."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return float(value)
+
+
+@dataclass(frozen=True)
+class StratumReport:
+    """One (doc_type, field): table row, reliability bins, thresholds, candidacy."""
+
+    table: StratumTable
+    bins: pd.DataFrame
+    thresholds: ThresholdResult
+    assessment: CandidateAssessment
+
+    @property
+    def doc_type(self) -> str:
+        return self.table.doc_type
+
+    @property
+    def field(self) -> str:
+        return self.table.field
+
+    def to_dict(self, *, include_bins: bool = False) -> dict[str, Any]:
+        """The stratum as the ``--json`` output shows it (null where undefined)."""
+        t, th, a = self.table, self.thresholds, self.assessment
+        point, cert = th.point, th.certified
+        out: dict[str, Any] = {
+            "doc_type": t.doc_type,
+            "field": t.field,
+            "n_population": t.n_population,
+            "n_labeled": t.n_labeled,
+            "accuracy": _num(t.accuracy),
+            "accuracy_low": _num(t.accuracy_low),
+            "accuracy_high": _num(t.accuracy_high),
+            "mean_confidence": _num(t.mean_confidence),
+            "ece": _num(t.ece),
+            "ece_debiased": _num(t.ece_debiased),
+            "brier": _num(t.brier),
+            "point_threshold": point.threshold if point else None,
+            "point_accuracy": _num(point.accuracy) if point else None,
+            "point_accuracy_low": _num(point.accuracy_low) if point else None,
+            "point_coverage": point.coverage if point else None,
+            "certified_threshold": cert.threshold if cert else None,
+            "certified_accuracy": _num(cert.accuracy) if cert else None,
+            "certified_accuracy_low": _num(cert.accuracy_low) if cert else None,
+            "coverage": cert.coverage if cert else None,
+            "labels_above": cert.labels_above if cert else None,
+            "labels_needed": th.labels_needed,
+            "labels_needed_threshold": th.labels_needed_threshold,
+            "candidate": a.candidate,
+            "reason": a.reason,
+            "reason_text": a.reason_text,
+            "reasons": list(a.reasons),
+        }
+        if include_bins:
+            out["bins"] = [
+                {k: (_num(v) if isinstance(v, float) else v) for k, v in row.items()}
+                for row in self.bins.astype(object).to_dict(orient="records")
+            ]
+        return out
+
+
+@dataclass(frozen=True)
+class OverallSummary:
+    """All strata together, next to the ones below target."""
+
+    n_strata: int
+    n_population: int
+    n_labeled: int
+    accuracy: float  # strata with labels, each weighted by its extractions
+    accuracy_low: float
+    accuracy_high: float
+    strata_below_target: tuple[dict[str, Any], ...]  # estimate below target, worst first
+    n_significantly_below: int  # upper end of the interval below target
+    n_candidates: int
+    summary: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n_strata": self.n_strata,
+            "n_population": self.n_population,
+            "n_labeled": self.n_labeled,
+            "accuracy": _num(self.accuracy),
+            "accuracy_low": _num(self.accuracy_low),
+            "accuracy_high": _num(self.accuracy_high),
+            "n_below_target": len(self.strata_below_target),
+            "strata_below_target": list(self.strata_below_target),
+            "n_significantly_below": self.n_significantly_below,
+            "n_candidates": self.n_candidates,
+            "summary": self.summary,
+        }
+
+
+@dataclass(frozen=True)
+class CalibrationReport:
+    """Calibration of every stratum in a scope, worst accuracy first."""
+
+    target: float
+    confidence: float
+    n_min: int
+    stability_weeks: int
+    scope: Scope
+    overall: OverallSummary
+    strata: tuple[StratumReport, ...]
+
+    def stratum(self, doc_type: str, field: str) -> StratumReport:
+        """The report of one stratum; ``CalibrationInputError`` if it is not in the store."""
+        for s in self.strata:
+            if (s.doc_type, s.field) == (doc_type, field):
+                return s
+        raise CalibrationInputError(
+            f"no stratum doc_type={doc_type!r}, field={field!r} in this report;"
+            f" known: {', '.join(f'{s.doc_type}/{s.field}' for s in self.strata) or 'none'}"
+        )
+
+    def to_dict(self, *, include_bins: bool = False) -> dict[str, Any]:
+        """``{"target", "confidence", "overall", "strata"}``: the ``--json`` shape."""
+        return {
+            "target": self.target,
+            "confidence": self.confidence,
+            "overall": self.overall.to_dict(),
+            "strata": [s.to_dict(include_bins=include_bins) for s in self.strata],
+        }
+
+
+def _overall(strata: list[StratumReport], target: float, confidence: float) -> OverallSummary:
+    tables = [s.table for s in strata]
+    labelled = [t for t in tables if t.n_labeled > 0]
+    n_pop = sum(t.n_population for t in tables)
+    if labelled:
+        sizes = np.array([t.n_population for t in labelled], dtype=float)
+        shares = sizes / sizes.sum()
+        accuracy = float(np.sum(shares * [t.accuracy for t in labelled]))
+        variance = float(np.sum(shares**2 * [t.accuracy_variance for t in labelled]))
+        n_lab = sum(t.n_labeled for t in labelled)
+        low, high = korn_graubard_interval(accuracy, variance, n_lab, confidence=confidence)
+    else:
+        accuracy = low = high = float("nan")
+    below = sorted(
+        (t for t in labelled if t.accuracy < target), key=lambda t: t.accuracy
+    )
+    below_rows = tuple(
+        {"doc_type": t.doc_type, "field": t.field, "accuracy": _num(t.accuracy),
+         "accuracy_high": _num(t.accuracy_high), "n_labeled": t.n_labeled}
+        for t in below
+    )
+    n_candidates = sum(s.assessment.candidate for s in strata)
+    if labelled:
+        worst = ", ".join(f"{t.doc_type}/{t.field} {t.accuracy:.1%}" for t in below[:3])
+        summary = (
+            f"{accuracy:.1%} overall; {len(below)} of {len(labelled)} labelled strata below"
+            f" {target:.0%}" + (f" (worst: {worst})" if below else "")
+            + f"; {n_candidates} automation candidate{'s' if n_candidates != 1 else ''}"
+        )
+    else:
+        summary = "no labels yet: label an audit sample to see accuracy"
+    return OverallSummary(
+        n_strata=len(tables),
+        n_population=n_pop,
+        n_labeled=sum(t.n_labeled for t in tables),
+        accuracy=accuracy,
+        accuracy_low=float(low),
+        accuracy_high=float(high),
+        strata_below_target=below_rows,
+        n_significantly_below=sum(t.accuracy_high < target for t in labelled),
+        n_candidates=n_candidates,
+        summary=summary,
+    )
+
+
+def _worst_first(report: StratumReport) -> tuple[bool, float, str, str]:
+    acc = report.table.accuracy
+    return (math.isnan(acc), acc if not math.isnan(acc) else 0.0, report.doc_type, report.field)
+
+
+def stratum_report(
+    data: StratumData,
+    *,
+    target: float,
+    confidence: float,
+    n_bins: int,
+    strategy: str,
+    n_min: int,
+    stability_weeks: int,
+    scope: Scope = Scope(),
+) -> StratumReport:
+    """Table, bins, thresholds and candidacy of one stratum."""
+    thresholds = select_thresholds(
+        data.design, data.labels, target=target, confidence=confidence, n_min=n_min
+    )
+    return StratumReport(
+        table=stratum_table(data, level=confidence, n_bins=n_bins, strategy=strategy),
+        bins=stratum_bins(data, n_bins=n_bins, strategy=strategy, level=confidence),
+        thresholds=thresholds,
+        assessment=assess(
+            data, thresholds, target=target, confidence=confidence, n_min=n_min,
+            stability_weeks=stability_weeks, scope=scope,
+        ),
+    )
+
+
+def calibration_report(
+    con: duckdb.DuckDBPyConnection,
+    scope: Scope = Scope(),
+    *,
+    target: float = 0.95,
+    confidence: float = 0.95,
+    n_bins: int = 10,
+    strategy: str = "quantile",
+    n_min: int = 100,
+    stability_weeks: int = 4,
+) -> CalibrationReport:
+    """Calibration tables, thresholds and automation candidacy for every stratum.
+
+    Parameters
+    ----------
+    con
+        Store connection (read-only is enough).
+    scope
+        The weeks (and document types, form versions, fields) to look at.
+    target
+        Accuracy an automated stratum must reach above its threshold.
+    confidence
+        ``1 - delta`` of certified thresholds and level of every interval.
+    n_bins, strategy
+        Reliability bins and ECE (``"quantile"`` or ``"uniform"``).
+    n_min
+        Labels needed above a candidate threshold before it is tested.
+    stability_weeks
+        Recent weeks with labels in which a candidate must hold the target.
+
+    Returns
+    -------
+    CalibrationReport
+        Strata worst accuracy first (strata without labels last), with the
+        overall figure beside the strata below target. ``.to_dict()`` is the
+        ``fieldtrust calibrate --json`` output.
+
+    References
+    ----------
+    STATS.md sections 1-7.
+    """
+    if not 0.0 < target < 1.0 or not 0.0 < confidence < 1.0:
+        raise CalibrationInputError(
+            f"target {target!r} and confidence {confidence!r} must be strictly between 0 and 1"
+        )
+    if stability_weeks < 1:
+        raise CalibrationInputError(f"stability_weeks must be at least 1, got {stability_weeks}")
+    loaded = {(s.doc_type, s.field): s for s in load_strata(con, scope)}
+    names = sorted(set(strata_names(con, scope)) | set(loaded))
+    reports = [
+        stratum_report(
+            loaded.get(name) or empty_stratum(*name),
+            target=target, confidence=confidence, n_bins=n_bins, strategy=strategy,
+            n_min=n_min, stability_weeks=stability_weeks, scope=scope,
+        )
+        for name in names
+    ]
+    reports.sort(key=_worst_first)
+    return CalibrationReport(
+        target=target,
+        confidence=confidence,
+        n_min=n_min,
+        stability_weeks=stability_weeks,
+        scope=scope,
+        overall=_overall(reports, target, confidence),
+        strata=tuple(reports),
+    )

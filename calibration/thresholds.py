@@ -1,0 +1,326 @@
+"""Point and certified confidence thresholds per stratum (STATS.md section 6).
+
+The certified threshold is Learn-then-Test with fixed-sequence testing: the
+candidate grid comes from the unlabelled confidences (grid values 0.005
+apart, high to low); candidates with fewer than ``n_min`` labels above them
+are skipped (a count, not an outcome, so validity holds); walking down, a
+candidate is certified while the upper ``1 - delta`` bound on the error rate
+above it is at most ``1 - target``; the walk stops at the first failure.
+
+The point threshold is the lowest candidate whose weighted accuracy above it
+reaches the target: an estimate with no guarantee, shown beside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from scipy.special import ndtri
+
+from calibration.design import GRID, N_GRID, Bound, Design, Labels, error_bound, kept_labels
+from calibration.errors import CalibrationInputError
+from calibration.intervals import labels_needed, labels_needed_at_rate
+from calibration.population import load_strata
+from store.scope import Scope
+
+FloatArray = npt.NDArray[np.float64]
+
+#: How many of the best-ranked candidates get the exact label count.
+_EXACT_CANDIDATES = 3
+
+
+@dataclass(frozen=True)
+class ThresholdPoint:
+    """What holds above one candidate threshold."""
+
+    threshold: float
+    coverage: float  # share of the stratum's population at or above it
+    n_population_above: int
+    labels_above: int
+    labels_used: int  # labels the bound used (after thinning to one inclusion probability)
+    accuracy: float  # design-weighted (Hajek) accuracy of the labels above
+    accuracy_low: float  # lower (1 - delta) bound, never above `accuracy`
+    exact: bool  # the bound is plain Clopper-Pearson on the labels above
+
+
+@dataclass(frozen=True)
+class ThresholdResult:
+    """Thresholds of one stratum for one target and confidence."""
+
+    point: ThresholdPoint | None
+    certified: ThresholdPoint | None
+    first_failure: ThresholdPoint | None  # where the walk stopped (None: ran out or never started)
+    tested: int
+    labels_needed: int | None  # more labels above `labels_needed_threshold` that would certify it
+    labels_needed_threshold: float | None
+
+
+@dataclass(frozen=True)
+class _Sums:
+    """Per-grid-index sums above each index (suffix sums)."""
+
+    population: npt.NDArray[np.int64]
+    labels: npt.NDArray[np.int64]
+    weight: FloatArray
+    weight_correct: FloatArray
+
+
+def candidate_grid(population_hist: npt.ArrayLike) -> npt.NDArray[np.int64]:
+    """Grid indices holding at least one extraction, highest first (STATS.md 6, step 1)."""
+    hist = np.asarray(population_hist)
+    return np.flatnonzero(hist > 0)[::-1].astype(np.int64)
+
+
+def _sums(design: Design, labels: Labels) -> _Sums:
+    def suffix(values: npt.NDArray[np.float64] | npt.NDArray[np.int64]) -> FloatArray:
+        return np.cumsum(values[::-1])[::-1].astype(float)
+
+    return _Sums(
+        population=suffix(design.population_hist).astype(np.int64),
+        labels=suffix(np.bincount(labels.k, minlength=N_GRID)).astype(np.int64),
+        weight=suffix(np.bincount(labels.k, weights=labels.weight, minlength=N_GRID)),
+        weight_correct=suffix(
+            np.bincount(labels.k, weights=labels.weight * labels.correct, minlength=N_GRID)
+        ),
+    )
+
+
+def _accuracy(sums: _Sums, k: int) -> float:
+    return float(sums.weight_correct[k] / sums.weight[k]) if sums.labels[k] else float("nan")
+
+
+def _point(sums: _Sums, k: int, bound: Bound) -> ThresholdPoint:
+    accuracy = _accuracy(sums, k)
+    # Thinning can leave the kept labels with fewer errors than all of them;
+    # a lower bound above the estimate would read as nonsense, and lowering
+    # a lower bound keeps it valid.
+    low = 1.0 - bound.value
+    return ThresholdPoint(
+        threshold=k / GRID,
+        coverage=float(sums.population[k] / sums.population[0]) if sums.population[0] else 0.0,
+        n_population_above=int(sums.population[k]),
+        labels_above=int(sums.labels[k]),
+        labels_used=bound.kept_labels,
+        accuracy=accuracy,
+        accuracy_low=float(min(low, accuracy)) if not np.isnan(accuracy) else float(low),
+        exact=bound.exact,
+    )
+
+
+def _check(target: float, confidence: float, n_min: int) -> None:
+    if not 0.0 < target < 1.0:
+        raise CalibrationInputError(f"target {target!r} is not strictly between 0 and 1")
+    if not 0.0 < confidence < 1.0:
+        raise CalibrationInputError(f"confidence {confidence!r} is not strictly between 0 and 1")
+    if n_min < 1:
+        raise CalibrationInputError(f"n_min must be at least 1, got {n_min}")
+
+
+def select_thresholds(
+    design: Design,
+    labels: Labels,
+    *,
+    target: float = 0.95,
+    confidence: float = 0.95,
+    n_min: int = 100,
+) -> ThresholdResult:
+    """Point and certified thresholds of one stratum.
+
+    Parameters
+    ----------
+    design, labels
+        The stratum's population and labels (:mod:`calibration.design`).
+    target
+        Accuracy the extractions above the threshold must reach.
+    confidence
+        ``1 - delta``: probability that a certified threshold truly reaches
+        the target on average above it.
+    n_min
+        Candidates with fewer labels above them are skipped, not tested.
+
+    References
+    ----------
+    Angelopoulos, Bates, Candes, Jordan & Lei, "Learn then Test" (2021,
+    Annals of Applied Statistics 2025), fixed-sequence testing.
+    """
+    _check(target, confidence, n_min)
+    delta = 1.0 - confidence
+    max_error = 1.0 - target
+    sums = _sums(design, labels)
+    grid = candidate_grid(design.population_hist)
+
+    certified: ThresholdPoint | None = None
+    failure: ThresholdPoint | None = None
+    tested = 0
+    for k in grid:
+        if sums.labels[k] < n_min or int(kept_labels(design, labels, int(k)).sum()) < n_min:
+            continue  # too few labels to test yet (a count, not an outcome): skipped, not failed
+        bound = error_bound(design, labels, int(k), delta=delta)
+        tested += 1
+        point = _point(sums, int(k), bound)
+        # Both must hold: the bound (the guarantee) and the estimate itself, so a
+        # lucky thinning never certifies a stratum whose labels say otherwise.
+        if bound.value <= max_error and point.accuracy >= target:
+            certified = point
+        else:
+            failure = point
+            break
+
+    point_threshold = _point_threshold(design, labels, sums, grid, target, delta)
+    needed, needed_at = (None, None)
+    if certified is None:
+        needed, needed_at = _labels_needed(
+            design, labels, sums, grid, failure, target, delta, n_min
+        )
+    return ThresholdResult(
+        point=point_threshold,
+        certified=certified,
+        first_failure=failure,
+        tested=tested,
+        labels_needed=needed,
+        labels_needed_threshold=needed_at,
+    )
+
+
+def _point_threshold(
+    design: Design,
+    labels: Labels,
+    sums: _Sums,
+    grid: npt.NDArray[np.int64],
+    target: float,
+    delta: float,
+) -> ThresholdPoint | None:
+    """Lowest candidate whose weighted accuracy above it reaches the target."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accuracy = sums.weight_correct[grid] / sums.weight[grid]
+    ok = grid[(sums.labels[grid] > 0) & (accuracy >= target)]
+    if ok.size == 0:
+        return None
+    k = int(ok.min())
+    return _point(sums, k, error_bound(design, labels, k, delta=delta))
+
+
+def _labels_needed(
+    design: Design,
+    labels: Labels,
+    sums: _Sums,
+    grid: npt.NDArray[np.int64],
+    failure: ThresholdPoint | None,
+    target: float,
+    delta: float,
+    n_min: int,
+) -> tuple[int | None, float | None]:
+    """Fewest more labels above one candidate that would certify it at today's error rate.
+
+    Only candidates at or above the one where the walk stopped can be reached
+    by the walk, so only they are considered; ties go to the lower (wider)
+    threshold. Candidates are ranked by a normal approximation and the best
+    few settled exactly, at the error rate of the labels the bound uses,
+    scaled up by the share of labels thinning keeps. A planning figure
+    (STATS.md section 6, step 4).
+    """
+    reachable = grid if failure is None else grid[grid >= round(failure.threshold * GRID)]
+    n = sums.labels[reachable].astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = 1.0 - sums.weight_correct[reachable] / sums.weight[reachable]
+    max_error = 1.0 - target
+    ok = (n > 0) & (rate < max_error)
+    if not ok.any():
+        return None, None
+    z = float(ndtri(1.0 - delta))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        approx = np.maximum(z**2 * rate * (1 - rate) / (max_error - rate) ** 2, 0.0)
+    approx = np.maximum(np.nan_to_num(approx), labels_needed(0, target=target, delta=delta))
+    more_approx = np.where(ok, np.maximum(approx, n_min) - n, np.inf)
+    order = np.lexsort((reachable, more_approx))[:_EXACT_CANDIDATES]
+    best: tuple[int, int] | None = None
+    for i in order:
+        if not ok[i]:
+            continue
+        k = int(reachable[i])
+        keep = kept_labels(design, labels, k)
+        used = int(keep.sum())
+        used_rate = float(1.0 - labels.correct[keep].mean()) if used else float(rate[i])
+        total = labels_needed_at_rate(used_rate, target=target, delta=delta)
+        if total is None:
+            continue
+        scale = n[i] / used if used else 1.0
+        # At least one more: a count that suffices yet did not certify (the
+        # walk stopped above it) still needs fresh labels.
+        more = max(int(np.ceil((max(total, n_min) - used) * scale)), 1)
+        if best is None or (more, k) < best:
+            best = (more, k)
+    return (None, None) if best is None else (best[0], best[1] / GRID)
+
+
+def threshold_table(
+    design: Design,
+    labels: Labels,
+    *,
+    target: float = 0.95,
+    confidence: float = 0.95,
+    n_min: int = 100,
+) -> pd.DataFrame:
+    """Every candidate threshold with its coverage, accuracy and lower bound.
+
+    One row per candidate (high to low): ``threshold``, ``coverage``,
+    ``n_population_above``, ``labels_above``, ``accuracy``, ``accuracy_low``
+    (``1 -`` the upper bound at ``1 - confidence``, computed even where the
+    walk would skip or stop), ``tested`` (enough labels to be tested),
+    ``certified`` (certified by the fixed-sequence walk), ``point`` (the point
+    threshold). Data for the dashboard's threshold chart.
+    """
+    _check(target, confidence, n_min)
+    delta = 1.0 - confidence
+    sums = _sums(design, labels)
+    grid = candidate_grid(design.population_hist)
+    result = select_thresholds(design, labels, target=target, confidence=confidence, n_min=n_min)
+    rows = [_point(sums, int(k), error_bound(design, labels, int(k), delta=delta)) for k in grid]
+    frame = pd.DataFrame([vars(row) for row in rows])
+    if frame.empty:
+        frame = pd.DataFrame(columns=[*ThresholdPoint.__dataclass_fields__])
+    certified_at = result.certified.threshold if result.certified else np.inf
+    frame["tested"] = (frame["labels_above"] >= n_min) & (frame["labels_used"] >= n_min)
+    frame["certified"] = frame["threshold"] >= certified_at
+    frame["certified"] &= frame["tested"]
+    point_at = result.point.threshold if result.point else np.nan
+    frame["point"] = frame["threshold"] == point_at
+    return frame
+
+
+def threshold_curve(
+    con: duckdb.DuckDBPyConnection,
+    doc_type: str,
+    field: str,
+    scope: Scope = Scope(),
+    *,
+    target: float = 0.95,
+    confidence: float = 0.95,
+    n_min: int = 100,
+) -> pd.DataFrame:
+    """:func:`threshold_table` for one stratum of the store (the dashboard's threshold chart).
+
+    Columns as :func:`threshold_table`. Raises ``CalibrationInputError`` when
+    the stratum has no extractions in ``scope``.
+    """
+    narrowed = Scope(
+        weeks=scope.weeks,
+        doc_types=(doc_type,),
+        form_versions=scope.form_versions,
+        fields=(field,),
+    )
+    strata = load_strata(con, narrowed)
+    match = [s for s in strata if (s.doc_type, s.field) == (doc_type, field)]
+    if not match:
+        raise CalibrationInputError(
+            f"no extractions for doc_type {doc_type!r}, field {field!r} in the selected scope;"
+            " check the names with `fieldtrust calibrate`"
+        )
+    stratum = match[0]
+    return threshold_table(
+        stratum.design, stratum.labels, target=target, confidence=confidence, n_min=n_min
+    )

@@ -1,0 +1,165 @@
+"""The calibration report and the `calibrate`, `candidates`, `recalibrate` commands."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from calib_store import DesignSpec, StratumSpec, add_stratum, build_store, weeks_from
+from click.testing import CliRunner
+
+import store
+from calibration.errors import CalibrationInputError
+from calibration.report import calibration_report
+from fieldtrust.cli.main import cli
+from store.scope import Scope
+
+WEEKS = weeks_from("2026-W20", 3)
+STRATUM_KEYS = {
+    "doc_type", "field", "n_population", "n_labeled", "accuracy", "accuracy_low",
+    "accuracy_high", "mean_confidence", "ece", "brier", "point_threshold",
+    "certified_threshold", "certified_accuracy_low", "coverage", "labels_needed",
+    "candidate", "reason",
+}
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    path = tmp_path_factory.mktemp("report") / "store.duckdb"
+    con = store.connect(path)
+    build_store(
+        con,
+        [StratumSpec("invoice", "total", per_week=4000, beta_a=25,
+                     p_correct=lambda c: np.clip(1 - 0.4 * (1 - c), 0, 1)),
+         StratumSpec("handwritten_receipt", "tax", per_week=1500,
+                     p_correct=lambda c: np.full_like(c, 0.6)),
+         StratumSpec("invoice", "date", per_week=3000)],
+        weeks=WEEKS, design=DesignSpec(rate=0.04, minimum=10), seed=9,
+    )
+    add_stratum(con, "invoice", "currency", "2026-W10", n=200, labelled=0, errors=0)
+    con.close()
+    return path
+
+
+@pytest.fixture
+def reader(db):
+    con = store.connect(db, read_only=True)
+    yield con
+    con.close()
+
+
+def run(db, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["--db", str(db), *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_overall_sits_next_to_the_strata_below_target(reader) -> None:
+    report = calibration_report(reader, Scope(weeks=tuple(WEEKS)))
+    tables = [s.table for s in report.strata if s.table.n_labeled]
+    sizes = np.array([t.n_population for t in tables], dtype=float)
+    expected = np.sum(sizes / sizes.sum() * [t.accuracy for t in tables])
+    assert report.overall.accuracy == pytest.approx(expected)
+    below = [(r["doc_type"], r["field"]) for r in report.overall.strata_below_target]
+    assert below[0] == ("handwritten_receipt", "tax")
+    assert set(below) == {(t.doc_type, t.field) for t in tables if t.accuracy < 0.95}
+    assert "strata below 95%" in report.overall.summary
+    assert "handwritten_receipt/tax" in report.overall.summary
+
+
+def test_strata_come_worst_first_with_unlabelled_ones_last(reader) -> None:
+    report = calibration_report(reader, Scope(weeks=tuple(WEEKS)))
+    accuracies = [s.table.accuracy for s in report.strata]
+    labelled = [a for a in accuracies if not math.isnan(a)]
+    assert labelled == sorted(labelled)
+    assert math.isnan(accuracies[-1])
+    assert report.strata[-1].to_dict()["reason"] == "no_coverage"
+
+
+def test_the_library_prints_nothing(reader, capsys) -> None:
+    calibration_report(reader)
+    assert capsys.readouterr() == ("", "")
+
+
+def test_report_refuses_bad_settings(reader) -> None:
+    with pytest.raises(CalibrationInputError, match=r"target 1\.5"):
+        calibration_report(reader, target=1.5)
+    with pytest.raises(CalibrationInputError, match="no stratum doc_type='x'"):
+        calibration_report(reader).stratum("x", "y")
+
+
+def test_calibrate_json_has_the_documented_shape(db) -> None:
+    code, out, _ = run(db, "calibrate", "--json", "--weeks", "3")
+    assert code == 0
+    payload = json.loads(out)
+    assert set(payload) == {"target", "confidence", "overall", "strata"}
+    assert payload["target"] == 0.95 and payload["confidence"] == 0.95
+    assert {"accuracy", "accuracy_low", "accuracy_high", "n_population", "n_labeled",
+            "strata_below_target"} <= set(payload["overall"])
+    assert len(payload["strata"]) == 4
+    for stratum in payload["strata"]:
+        assert set(stratum) >= STRATUM_KEYS
+    empty = next(s for s in payload["strata"] if s["field"] == "currency")
+    assert empty["accuracy"] is None and empty["certified_threshold"] is None
+    assert empty["n_population"] == 0 and empty["reason"] == "no_coverage"
+    certified = [s for s in payload["strata"] if s["certified_threshold"] is not None]
+    assert certified and all(s["certified_accuracy_low"] >= 0.95 for s in certified)
+
+
+def test_calibrate_flags_reach_the_report(db) -> None:
+    _, out, _ = run(db, "calibrate", "--json", "--target", "0.9", "--confidence", "0.9",
+                    "--weeks", "1")
+    payload = json.loads(out)
+    assert (payload["target"], payload["confidence"]) == (0.9, 0.9)
+    one_week = sum(s["n_population"] for s in payload["strata"])
+    _, out3, _ = run(db, "calibrate", "--json", "--weeks", "3")
+    assert one_week < sum(s["n_population"] for s in json.loads(out3)["strata"])
+
+
+def test_calibrate_prints_the_overall_line_first_then_worst_strata(db) -> None:
+    code, out, _ = run(db, "calibrate", "--weeks", "3")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("overall: ")
+    table = [line for line in lines if line.startswith(("invoice", "handwritten"))]
+    assert table[0].startswith("handwritten_receipt")
+
+
+def test_bad_flag_values_become_a_one_line_error(db) -> None:
+    code, _, err = run(db, "calibrate", "--target", "1.5")
+    assert code == 2
+    assert err.startswith("error: ") and "target 1.5" in err
+
+
+def test_candidates_lists_evidence_and_reasons(db) -> None:
+    code, out, _ = run(db, "candidates", "--json", "--weeks", "3")
+    assert code == 0
+    payload = json.loads(out)
+    reasons = {(s["doc_type"], s["field"]): s["reason"] for s in payload["not_candidates"]}
+    assert reasons[("handwritten_receipt", "tax")] in ("accuracy_below_target", "too_few_labels")
+    assert reasons[("invoice", "currency")] == "no_coverage"
+    for evidence in payload["candidates"]:
+        assert evidence["accuracy_low"] >= 0.95 and evidence["threshold"] is not None
+    code, out, _ = run(db, "candidates", "--weeks", "3")
+    assert code == 0 and "not candidates:" in out
+
+
+def test_recalibrate_stores_maps(tmp_path, db) -> None:
+    copy = tmp_path / "copy.duckdb"
+    copy.write_bytes(db.read_bytes())
+    code, out, _ = run(copy, "recalibrate", "--json", "--weeks", "3")
+    assert code == 0
+    rows = json.loads(out)
+    assert {(r["doc_type"], r["field"]) for r in rows} == {
+        ("invoice", "total"), ("handwritten_receipt", "tax"), ("invoice", "date")}
+    con = store.connect(copy, read_only=True)
+    assert con.execute("SELECT count(*) FROM current_recalibration_maps").fetchone()[0] == 3
+    con.close()
+
+
+@pytest.mark.parametrize("command", ["calibrate", "candidates", "recalibrate"])
+def test_every_command_help_has_an_example(command) -> None:
+    result = CliRunner().invoke(cli, [command, "--help"])
+    assert result.exit_code == 0
+    assert "Example: fieldtrust " + command in result.stdout
