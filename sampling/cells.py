@@ -106,15 +106,25 @@ def count_cells(con: duckdb.DuckDBPyConnection, week: str, design: Design) -> pd
     ]
     counts["version_status"] = np.where(counts["is_new"], "new", "established")
     counts["cell"] = (
-        counts["doc_type"]
+        _cell_part(counts["doc_type"])
         + "|"
-        + counts["field"]
+        + _cell_part(counts["field"])
         + "|"
         + counts["band"]
         + "|"
         + counts["version_status"]
     )
     return counts[[*CELL_COLUMNS, "band_index", "is_new", "form_versions"]]
+
+
+def _cell_part(text: pd.Series) -> pd.Series:
+    """Free text made safe inside a cell label, whose parts ``|`` separates.
+
+    Escaping ``|`` (and the escape itself) keeps doc_type ``a|b`` with field
+    ``c`` and doc_type ``a`` with field ``b|c`` two cells instead of one label
+    twice, which the draw would refuse as a duplicate key.
+    """
+    return text.str.replace("\\", "\\\\", regex=False).str.replace("|", "\\|", regex=False)
 
 
 def plan_cells(con: duckdb.DuckDBPyConnection, week: str, design: Design) -> pd.DataFrame:
