@@ -1,0 +1,366 @@
+"""Injection: hostile text in every user-supplied field is stored and shown verbatim, runs nothing.
+
+Every value travels as a bound parameter, so SQL metacharacters are just
+characters: the tests put them in reviewer names, comments, corrected values,
+error details, skip reasons, scope filters, file names and the doc_type /
+field / value columns of ingested files, then read them back unchanged and
+check every table is still there. CSV exports (labels export, ``sample
+--out``, dashboard downloads) must defuse text a spreadsheet would run as a
+formula; Parquet keeps values exact.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+from rel_store import ADMIN, MANAGER, QA_LEAD, WEEK_START, extraction_rows, table_fingerprint
+
+import store
+from dashboard.downloads import csv_bytes
+from fieldtrust.cli.main import cli
+from labels.agreement import review_pairs
+from labels.assignment import next_items, skip
+from labels.decisions import decide, decision_history
+from labels.errors import LabelError
+from labels.errors_report import error_report
+from labels.evidence import evidence_payload
+from labels.export import export_labels
+from labels.roles import grant_role
+from labels.verdicts import get_label, record_verdict, supersede
+from sampling.design import Design
+from sampling.draw import draw_sample, sample_items
+from sampling.export import write_items_csv
+from store.ingest import ingest_table
+from store.labelled import labelled_items
+from store.scope import Scope
+
+HOSTILE = (
+    "'; DROP TABLE labels; --",
+    '"; DELETE FROM decisions; --',
+    "Robert'); DROP TABLE extractions;--",
+    "back\\slash \\' \\\" \\n \\x00",
+    "x' OR '1'='1",
+    "$1 ? :name %s {0} ${sql}",
+    "ünïcødé ☃ 𝔘𝔫𝔦 \u202eRTL\u202c \u200bzero-width",
+    "=cmd|' /C calc'!A0",
+    "+SUM(1,2)",
+    "-2+3",
+    "@A1",
+    "a|b",
+    "*md* `code` [link](http://example.com) <b>x</b>",
+    "<script>alert(1)</script>",
+    "nul\x00byte",
+)
+#: Characters a spreadsheet treats as the start of a formula (OWASP CSV injection).
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+BASE_TABLES = (
+    "assignments", "audit_cells", "audit_items", "audit_samples", "decisions", "demo_truth",
+    "evidence_snapshots", "extraction_log", "extractions", "form_versions", "ingest_batches",
+    "label_imports", "labels", "recalibration_knots", "recalibration_maps", "schema_migrations",
+    "skips", "user_roles",
+)
+
+
+def _tables(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {
+        name for (name,) in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
+        ).fetchall()
+    }
+
+
+def _one_line(text: str) -> bool:
+    return not any(ch in text for ch in "\r\n\t\x00") and len(text.strip()) <= 100
+
+
+@pytest.mark.parametrize("text", HOSTILE, ids=range(len(HOSTILE)))
+def test_hostile_text_in_every_labels_field_is_stored_verbatim(
+    pcon: duckdb.DuckDBPyConnection, sample_id: str, text: str
+) -> None:
+    counts = {t: pcon.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in BASE_TABLES}
+    reviewer = "ben"
+    if _one_line(text):
+        grant_role(pcon, ADMIN, text, "reviewer")
+        reviewer = text.strip()
+    else:
+        with pytest.raises(LabelError, match="not a usable name"):
+            grant_role(pcon, ADMIN, text, "reviewer")
+    items = next_items(pcon, reviewer, sample_id, count=2)
+    label = record_verdict(pcon, actor=reviewer, extraction_id=items[0].extraction_id,
+                           verdict="incorrect", corrected_value=text, error_type="other",
+                           error_detail=f"detail {text}")
+    newer = supersede(pcon, actor=reviewer, label_id=label.label_id, verdict="incorrect",
+                      corrected_value=text + text, error_type="wrong_field")
+    skip(pcon, reviewer, sample_id, items[1].extraction_id, f"reason {text}")
+    decision = decide(pcon, MANAGER, action="reject", doc_type="invoice", field="total",
+                      threshold=None, comment=f"comment {text}", evidence={"note": text})
+
+    stored = get_label(pcon, label.label_id)
+    assert stored.corrected_value == text
+    assert stored.error_detail == f"detail {text}".strip()
+    assert stored.reviewer == reviewer
+    assert get_label(pcon, newer.label_id).corrected_value == text + text
+    assert pcon.execute("SELECT reason FROM skips WHERE reviewer = ?",
+                        [reviewer]).fetchall() == [(f"reason {text}".strip(),)]
+    assert decision_history(pcon, "invoice", "total")[-1].comment == f"comment {text}".strip()
+    assert evidence_payload(pcon, decision.evidence_id or "")["evidence"] == {"note": text}
+    # Nothing ran: every table is there and only the expected rows were added.
+    assert _tables(pcon) == set(BASE_TABLES)
+    grew = {t: pcon.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] - counts[t]
+            for t in BASE_TABLES}
+    assert grew["labels"] == 2 and grew["skips"] == 1 and grew["decisions"] == 1
+    assert grew["extractions"] == 0 and grew["audit_items"] == 0
+
+
+# --- hostile values inside ingested files, and hostile file names ------------------------------
+
+
+def _hostile_rows() -> pa.Table:
+    """Rows whose every text column is hostile; ids stay unique."""
+    rows = extraction_rows(len(HOSTILE) * 2, seed=3, prefix="h").to_pylist()
+    for index, row in enumerate(rows):
+        text = HOSTILE[index // 2]
+        row.update(
+            extraction_id=f"{text}#{index}", doc_id=text, doc_type=text, form_version=text,
+            field=text if index % 2 else "total", value=text, model=text,
+            extracted_at=WEEK_START.isoformat() + "Z", confidence=str(row["confidence"]),
+        )
+    return pa.Table.from_pylist(rows)
+
+
+def _write(table: pa.Table, path: Path) -> Path:
+    if path.suffix == ".parquet":
+        pq.write_table(table, path)
+    elif path.suffix == ".jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in table.to_pylist()), encoding="utf-8")
+    else:
+        table.to_pandas().to_csv(path, index=False, encoding="utf-8")
+    return path
+
+
+def _run(db: Path, *args: str) -> Any:
+    return CliRunner().invoke(cli, ["--db", str(db), *args], catch_exceptions=False)
+
+
+FILE_NAME = "it's \"week 48\"; DROP TABLE labels; -- ünï"
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+def test_hostile_values_and_file_names_round_trip_through_ingest_sample_and_export(
+    tmp_path: Path, suffix: str
+) -> None:
+    db = tmp_path / "store.duckdb"
+    rows = _hostile_rows()
+    source = _write(rows, tmp_path / f"{FILE_NAME}{suffix}")
+
+    result = _run(db, "ingest", str(source))
+    assert result.exit_code == 0, result.output + result.stderr
+    assert f"{source.name}: {rows.num_rows} rows read, {rows.num_rows} added" in result.output
+
+    con = store.connect(db)
+    try:
+        stored = con.execute(
+            "SELECT extraction_id, doc_id, doc_type, form_version, field, value, model"
+            " FROM extractions ORDER BY extraction_id"
+        ).fetchall()
+        expected = sorted(
+            (r["extraction_id"], r["doc_id"], r["doc_type"], r["form_version"], r["field"],
+             r["value"], r["model"]) for r in rows.to_pylist()
+        )
+        assert stored == expected
+        assert con.execute("SELECT source FROM ingest_batches").fetchall() == [(source.name,)]
+        # Scope filters carry the same text: they match exactly those rows, nothing more.
+        for text in set(rows["doc_type"].to_pylist()):
+            scope = Scope(doc_types=(text,), form_versions=(text,), fields=("total",))
+            where, params = scope.where("e")
+            matched = con.execute(f"SELECT doc_type FROM extractions e WHERE {where}",
+                                  params).fetchall()
+            assert matched == [(text,)]
+        assert _tables(con) == set(BASE_TABLES)
+    finally:
+        con.close()
+
+    # Draw the week: doc_type/field with '|' must not merge two cells into one.
+    out = tmp_path / "sample 'out' \"48\".csv"
+    result = _run(db, "sample", "--week", "2026-W48", "--design", _design(tmp_path), "--out",
+                  str(out))
+    assert result.exit_code == 0, result.output + result.stderr
+    assert f"wrote {rows.num_rows} items to {out}" in result.output
+    _assert_no_live_formula(out, keys=("extraction_id", "sample_id"))
+
+
+def _design(tmp_path: Path) -> str:
+    path = tmp_path / "design.json"
+    path.write_text(json.dumps({"base_rate": 1.0, "minimum": 2}), encoding="utf-8")
+    return str(path)
+
+
+def _cells(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _assert_no_live_formula(path: Path, *, keys: tuple[str, ...] = ()) -> None:
+    """No cell of the CSV (besides ``keys``) starts like a formula; the header neither."""
+    rows = _cells(path)
+    assert rows
+    for row in rows:
+        for column, value in row.items():
+            if column in keys:
+                continue
+            assert not value.startswith(FORMULA_START), f"{path.name} {column}: {value!r}"
+
+
+def test_doc_type_and_field_with_the_cell_separator_stay_separate_cells(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    rows = extraction_rows(8, seed=5).to_pylist()
+    for index, row in enumerate(rows):
+        row["doc_type"], row["field"] = ("a|b", "c") if index % 2 else ("a", "b|c")
+        row["confidence"] = 0.6
+    ingest_table(con, pa.Table.from_pylist(rows), source="pipes")
+    sample = draw_sample(con, "2026-W48", Design(base_rate=1.0, minimum=2), seed=1)
+    cells = sample.cells.to_pylist()
+    assert len(cells) == 2
+    assert {(c["doc_type"], c["field"]) for c in cells} == {("a|b", "c"), ("a", "b|c")}
+    assert len({c["cell"] for c in cells}) == 2
+    assert sample.n_sample == 8
+
+
+def test_a_nul_byte_in_a_csv_value_is_kept_verbatim(db_path: Path, tmp_path: Path) -> None:
+    path = tmp_path / "nul.csv"
+    path.write_bytes(b"doc_id,doc_type,field,confidence,extracted_at\n"
+                     b"d1,inv\x00oice,total,0.5,2026-11-24T10:00:00Z\n")
+    result = CliRunner().invoke(cli, ["--db", str(db_path), "ingest", str(path)])
+    assert result.exit_code == 0, result.stderr
+    con = store.connect(db_path)
+    try:
+        assert con.execute("SELECT doc_type FROM extractions").fetchall() == [("inv\x00oice",)]
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("where", ["header", "json_key"])
+def test_a_hostile_column_name_is_reported_not_run(db_path: Path, tmp_path: Path,
+                                                  where: str) -> None:
+    bad = "x\"; DROP TABLE labels; --"
+    if where == "header":
+        path = tmp_path / "cols.csv"
+        header = '"' + bad.replace('"', '""') + '"'
+        path.write_text(f"doc_id,doc_type,field,confidence,extracted_at,{header}\n"
+                        "d1,invoice,total,0.5,2026-11-24T10:00:00Z,1\n", encoding="utf-8")
+    else:
+        path = tmp_path / "cols.jsonl"
+        path.write_text(json.dumps({"doc_id": "d1", "doc_type": "invoice", "field": "total",
+                                    "confidence": 0.5, "extracted_at": "2026-11-24T10:00:00Z",
+                                    bad: 1}) + "\n", encoding="utf-8")
+    con = store.connect(db_path)
+    before = table_fingerprint(con)
+    con.close()
+    result = CliRunner().invoke(cli, ["--db", str(db_path), "ingest", str(path)])
+    assert result.exit_code == 2
+    assert f"unknown column {bad}" in result.stderr
+    con = store.connect(db_path)
+    try:
+        assert table_fingerprint(con) == before
+    finally:
+        con.close()
+
+
+# --- exports ----------------------------------------------------------------------------------
+
+
+def _label_hostile(con: duckdb.DuckDBPyConnection, sample_id: str) -> list[str]:
+    """Labels whose free text is every hostile value (one line ones as reviewers too)."""
+    written = []
+    for index, text in enumerate(HOSTILE):
+        items = next_items(con, QA_LEAD, sample_id, count=1)
+        record_verdict(con, actor=QA_LEAD, extraction_id=items[0].extraction_id,
+                       verdict="incorrect", corrected_value=text, error_type="other",
+                       error_detail=text if text.strip() else f"d{index}")
+        written.append(text)
+    return written
+
+
+def test_labels_export_csv_defuses_formulas_and_parquet_keeps_values(
+    pcon: duckdb.DuckDBPyConnection, sample_id: str, tmp_path: Path
+) -> None:
+    written = _label_hostile(pcon, sample_id)
+    out_csv = tmp_path / "labels 'export' \"x\".csv"
+    out_parquet = tmp_path / "labels 'export' \"x\".parquet"
+    total = export_labels(pcon, out_csv)
+    assert export_labels(pcon, out_parquet) == total
+    _assert_no_live_formula(out_csv)
+    exact = pq.read_table(out_parquet).to_pylist()
+    assert {r["corrected_value"] for r in exact} >= set(written)
+    # CSV: formula-looking text gains one leading quote; everything else is as stored.
+    shown = {r["corrected_value"] for r in _cells(out_csv)}
+    for text in written:
+        if "\x00" in text:
+            continue  # DuckDB's CSV writer keeps the byte; csv.reader cannot compare it
+        expected = "'" + text if text.startswith(FORMULA_START) else text
+        assert expected in shown, text
+
+
+def test_sample_csv_defuses_formulas_in_item_columns(
+    pcon: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    ingest_table(pcon, _hostile_rows(), source="hostile")
+    sample = draw_sample(pcon, "2026-W48", Design(base_rate=1.0, minimum=2), seed=2,
+                         redraw=True)
+    out = tmp_path / "items.csv"
+    write_items_csv(sample_items(pcon, sample.sample_id), out)
+    _assert_no_live_formula(out, keys=("extraction_id", "sample_id"))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="sampling.export writes extraction_id unescaped so labels import can match it; an"
+    " id such as '=HYPERLINK(...)' stays a live formula. Needs escaping here and unescaping in"
+    " store.label_import (see the report to the lead)",
+)
+def test_sample_csv_defuses_formula_looking_extraction_ids(
+    pcon: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    ingest_table(pcon, _hostile_rows(), source="hostile")
+    sample = draw_sample(pcon, "2026-W48", Design(base_rate=1.0, minimum=2), seed=2,
+                         redraw=True)
+    out = tmp_path / "items.csv"
+    write_items_csv(sample_items(pcon, sample.sample_id), out)
+    _assert_no_live_formula(out)
+
+
+def test_dashboard_csv_downloads_defuse_formulas_in_cells_and_headers() -> None:
+    frame = pd.DataFrame({"value": list(HOSTILE), "=col": range(len(HOSTILE)),
+                          "n": [1.5] * len(HOSTILE)})
+    text = csv_bytes(frame).decode("utf-8")
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[0] == ["value", "'=col", "n"]
+    for cell in (r[0] for r in rows[1:]):
+        assert not cell.startswith(FORMULA_START), cell
+    assert "'=cmd|' /C calc'!A0" in {r[0] for r in rows[1:]}
+    assert "'-2+3" in {r[0] for r in rows[1:]}
+
+
+def test_hostile_scope_filters_match_nothing_and_run_nothing(
+    pcon: duckdb.DuckDBPyConnection,
+) -> None:
+    before = table_fingerprint(pcon)
+    for text in HOSTILE:
+        scope = Scope(doc_types=(text,), form_versions=(text,), fields=(text,))
+        assert labelled_items(pcon, scope).num_rows == 0
+        assert review_pairs(pcon, scope) == []
+        assert error_report(pcon, scope).num_rows == 0
+    with pytest.raises(ValueError, match="week"):
+        Scope(weeks=("2026-W48'; DROP TABLE labels; --",))
+    assert table_fingerprint(pcon) == before
