@@ -6,6 +6,8 @@ import duckdb
 import pandas as pd
 import pytest
 
+from sampling.design import Design
+from sampling.draw import draw_sample
 from sampling.queue import priority_queue
 from store.scope import Scope
 
@@ -134,3 +136,47 @@ def test_limit_and_scope(store_with_queue: duckdb.DuckDBPyConnection) -> None:
     assert scoped.column("extraction_id").to_pylist() == ["a-low"]
     with pytest.raises(ValueError, match="limit must be at least 1"):
         priority_queue(store_with_queue, limit=0)
+
+
+BRUTE_FORCE = """
+WITH policy AS (
+    SELECT * FROM decisions QUALIFY row_number() OVER (
+        PARTITION BY doc_type, field ORDER BY decided_at DESC, decision_id DESC) = 1
+)
+SELECT e.extraction_id
+FROM extractions e
+LEFT JOIN policy p USING (doc_type, field)
+LEFT JOIN calibrated_confidence c USING (extraction_id)
+WHERE NOT (coalesce(p.action = 'approve', false) AND e.confidence >= p.threshold)
+  AND e.extraction_id NOT IN (SELECT extraction_id FROM labels)
+ORDER BY CASE WHEN e.conflict THEN 0 WHEN e.value_status = 'unclear' THEN 1 ELSE 2 END,
+         coalesce(c.calibrated_confidence, e.confidence), e.confidence, e.extraction_id
+LIMIT ?
+"""
+
+
+@pytest.mark.parametrize("limit", [1, 7, 40])
+def test_shortcut_matches_ordering_everything(
+    con: duckdb.DuckDBPyConnection, world, limit: int
+) -> None:
+    frame = world.frame("2026-W48", 1500, seed=limit, doc_types=("invoice", "receipt", "w2"))
+    frame["confidence"] = (frame["confidence"] * 20).round() / 20  # many ties
+    frame.loc[frame.index % 37 == 0, "conflict"] = True
+    frame.loc[frame.index % 41 == 0, "value_status"] = "unclear"
+    world.insert(con, frame)
+    # A flat-topped isotonic map, and a map that goes down (no shortcut allowed there).
+    add_map(con, "invoice", "total", [(0.0, 0.1), (0.5, 0.3), (0.8, 0.3), (1.0, 0.9)])
+    con.execute(
+        "INSERT INTO recalibration_maps VALUES ('m2', 'receipt', 'date', 'platt', 500,"
+        " NULL, NULL, NULL, TIMESTAMP '2026-12-01')"
+    )
+    for x, y in [(0.0, 0.9), (1.0, 0.2)]:
+        con.execute("INSERT INTO recalibration_knots VALUES ('m2', ?, ?)", [x, y])
+    decide(con, "d1", "w2", "date", "approve", 0.9, 1)
+    world.label(con, draw_sample(con, "2026-W48", Design(base_rate=0.05), seed=1).sample_id)
+    expected = [row[0] for row in con.sql(BRUTE_FORCE, params=[limit]).fetchall()]
+    assert priority_queue(con, limit=limit).column("extraction_id").to_pylist() == expected
+
+
+def test_empty_queue(con: duckdb.DuckDBPyConnection) -> None:
+    assert priority_queue(con).num_rows == 0
