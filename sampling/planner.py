@@ -90,6 +90,21 @@ def attribute_sampling_table(
     return table
 
 
+PREVIEW_COLUMNS = (
+    "cell",
+    "doc_type",
+    "field",
+    "band",
+    "version_status",
+    "n_population",
+    "n_sample",
+    "inclusion_prob",
+    "boosted",
+    "error_rate",
+    "margin",
+)
+
+
 def preview_design(
     con: duckdb.DuckDBPyConnection, week: str, design: Design | None = None, *, z: float = 1.96
 ) -> pd.DataFrame:
@@ -113,6 +128,7 @@ def preview_design(
     size = cells["n_sample"].to_numpy(dtype=np.float64)
     fpc = np.clip(1 - size / population, 0, 1)
     cells["margin"] = z * np.sqrt(fpc * p * (1 - p) / np.maximum(size, 1))
+    cells = cells[list(PREVIEW_COLUMNS)].copy()
     total = int(cells["n_sample"].sum())
     cells.attrs = {
         "week": week,

@@ -8,6 +8,7 @@ from scipy import stats
 from sampling.design import Design
 from sampling.draw import draw_sample
 from sampling.planner import (
+    PREVIEW_COLUMNS,
     attribute_sample_size,
     attribute_sampling_table,
     preview_design,
@@ -76,6 +77,7 @@ def test_preview_writes_nothing_and_matches_the_draw(
     assert preview["cell"].tolist() == drawn["cell"].tolist()
     assert preview["n_sample"].tolist() == drawn["n_sample"].tolist()
     assert preview["boosted"].tolist() == (drawn["version_status"] == "new").tolist()
+    assert tuple(preview.columns) == PREVIEW_COLUMNS
     assert preview.attrs["n_sample"] == drawn["n_sample"].sum()
     assert preview.attrs["n_population"] == 5000
     row = preview.iloc[0]
