@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 import anthropic
+from anthropic.types import Message
 
 from extraction.client import redact
 from extraction.conversation import DEFAULT_LIMITS, Conversation, Limits, kind_for_status
@@ -78,17 +79,35 @@ def extract_document(
     """
     conversation = Conversation(document, doc_type=doc_type, model=model, limits=limits)
     while True:
+        request = conversation.request()
         try:
-            message = client.messages.create(**conversation.request())
+            message = client.messages.create(**request)
         except anthropic.APIStatusError as exc:
             kind, text, stops_run = api_failure(exc, client)
             return conversation.fail_api(kind, text, stops_run=stops_run)
         except anthropic.APIConnectionError as exc:
             text = redact(f"could not reach the API: {exc}", client)
             return conversation.fail_api("transient", text)
+        except (anthropic.APIResponseValidationError, ValueError) as exc:
+            # HTTP 200 with a body that is not a message (a proxy's page, a cut-off
+            # reply, bytes that do not even decode: JSONDecodeError, UnicodeDecodeError):
+            # the server's problem, so this document fails as transient and the run
+            # goes on instead of dying with a traceback. The request was built above,
+            # outside this try, so a ValueError here comes from reading the reply.
+            text = redact(f"the API's reply could not be read: {exc}", client)
+            return conversation.fail_api("transient", text)
+        if not _is_message(message):
+            return conversation.fail_api(
+                "transient", "the API's reply was not a message with content; rerun later"
+            )
         result = conversation.take(message)
         if result is not None:
             return result
+
+
+def _is_message(reply: object) -> bool:
+    """Whether the SDK gave a message we can judge (it builds one from any JSON, unchecked)."""
+    return isinstance(reply, Message) and isinstance(reply.content, list)
 
 
 def api_failure(
