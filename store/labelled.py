@@ -23,11 +23,11 @@ from store.scope import Scope
 from store.weeks import week_sql
 
 _LABELLED_SQL = """
-WITH scoped AS (
+WITH labelled AS (  -- start from the few labels, not the many extractions
     SELECT e.extraction_id, e.doc_type, e.form_version, e.field, e.confidence,
-           {week} AS week
-    FROM extractions e
-    WHERE {where}
+           {week} AS week, l.correct, l.label_id, l.reviewer, l.review_round
+    FROM effective_labels l JOIN extractions e USING (extraction_id)
+    WHERE l.correct IS NOT NULL AND {where}
 ),
 design AS (
     SELECT extraction_id, inclusion_prob FROM (
@@ -35,22 +35,21 @@ design AS (
                row_number() OVER (PARTITION BY i.extraction_id
                                   ORDER BY s.version DESC) AS rank_
         FROM audit_items i JOIN audit_samples s USING (sample_id)
+        SEMI JOIN labelled USING (extraction_id)
     ) WHERE rank_ = 1
 ),
 joined AS (
-    SELECT s.*, l.correct, l.label_id, l.reviewer, l.review_round,
-           d.inclusion_prob AS design_prob
-    FROM scoped s
-    JOIN effective_labels l USING (extraction_id)
-    LEFT JOIN design d USING (extraction_id)
-    WHERE l.correct IS NOT NULL
+    SELECT l.*, d.inclusion_prob AS design_prob
+    FROM labelled l LEFT JOIN design d USING (extraction_id)
 ),
-srs AS (  -- labels without a design: a simple random sample of their stratum
-    SELECT p.doc_type, p.field,
-           count(*) FILTER (WHERE j.extraction_id IS NOT NULL) / count(*) AS srs_prob
-    FROM scoped p
-    LEFT JOIN (SELECT extraction_id FROM joined WHERE design_prob IS NULL) j
-        USING (extraction_id)
+srs_strata AS (  -- strata holding labels without a design; usually none
+    SELECT doc_type, field, count(*) AS n_labelled
+    FROM joined WHERE design_prob IS NULL GROUP BY ALL
+),
+srs AS (  -- a simple random sample of its stratum: pi = n_h / N_h
+    SELECT e.doc_type, e.field, any_value(s.n_labelled) / count(*) AS srs_prob
+    FROM extractions e JOIN srs_strata s USING (doc_type, field)
+    WHERE {where}
     GROUP BY ALL
 )
 SELECT j.extraction_id, j.doc_type, j.form_version, j.field, j.confidence, j.week,
@@ -59,7 +58,7 @@ SELECT j.extraction_id, j.doc_type, j.form_version, j.field, j.confidence, j.wee
        1.0 / coalesce(j.design_prob, srs.srs_prob) AS weight,
        j.design_prob IS NOT NULL AS from_audit,
        j.label_id, j.reviewer, j.review_round
-FROM joined j JOIN srs USING (doc_type, field)
+FROM joined j LEFT JOIN srs USING (doc_type, field)
 ORDER BY j.extraction_id
 """
 
@@ -74,4 +73,4 @@ def labelled_items(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> pa
     """
     where, params = scope.where("e")
     sql = _LABELLED_SQL.format(week=week_sql("e.extracted_at"), where=where)
-    return con.sql(sql, params=params).to_arrow_table()
+    return con.sql(sql, params=params + params).to_arrow_table()

@@ -14,8 +14,14 @@ MONDAY_W02 = dt.datetime(2026, 1, 5, 9)  # 2026-W02
 MONDAY_W03 = dt.datetime(2026, 1, 12, 9)  # 2026-W03
 
 
-def add_extractions(con: duckdb.DuckDBPyConnection, ids: list[str], *, field: str = "total",
-                    at: dt.datetime = MONDAY_W02, confidence: float = 0.9) -> None:
+def add_extractions(
+    con: duckdb.DuckDBPyConnection,
+    ids: list[str],
+    *,
+    field: str = "total",
+    at: dt.datetime = MONDAY_W02,
+    confidence: float = 0.9,
+) -> None:
     con.executemany(
         "INSERT INTO extractions (extraction_id, doc_id, doc_type, form_version, field, value,"
         " value_status, confidence, extracted_at, batch_id)"
@@ -24,9 +30,17 @@ def add_extractions(con: duckdb.DuckDBPyConnection, ids: list[str], *, field: st
     )
 
 
-def add_label(con: duckdb.DuckDBPyConnection, label_id: str, extraction_id: str, verdict: str,
-              *, review_round: str = "primary", at: dt.datetime = MONDAY_W03,
-              supersedes: str | None = None, sample_id: str | None = None) -> None:
+def add_label(
+    con: duckdb.DuckDBPyConnection,
+    label_id: str,
+    extraction_id: str,
+    verdict: str,
+    *,
+    review_round: str = "primary",
+    at: dt.datetime = MONDAY_W03,
+    supersedes: str | None = None,
+    sample_id: str | None = None,
+) -> None:
     con.execute(
         "INSERT INTO labels (label_id, extraction_id, sample_id, verdict, reviewer, review_round,"
         " labeled_at, supersedes) VALUES (?, ?, ?, ?, 'ana', ?, ?, ?)",
@@ -106,8 +120,14 @@ def test_adjudication_beats_review_and_superseded_rows_never_count(
     add_extractions(con, ["a", "b"])
     add_label(con, "p", "a", "correct")
     add_label(con, "s", "a", "incorrect", review_round="second")
-    add_label(con, "adj", "a", "incorrect", review_round="adjudication",
-              at=MONDAY_W03 - dt.timedelta(days=1))
+    add_label(
+        con,
+        "adj",
+        "a",
+        "incorrect",
+        review_round="adjudication",
+        at=MONDAY_W03 - dt.timedelta(days=1),
+    )
     add_label(con, "old", "b", "incorrect")
     add_label(con, "fix", "b", "correct", supersedes="old", at=MONDAY_W03 - dt.timedelta(days=2))
 
@@ -135,8 +155,13 @@ def test_results_do_not_depend_on_insertion_order(tmp_path) -> None:  # type: ig
         connection = store.connect(tmp_path / f"{name}.duckdb")
         for i in order:
             add_extractions(connection, [f"e{i:02d}"])
-            add_label(connection, f"l{i:02d}", f"e{i:02d}", "correct" if i % 3 else "incorrect",
-                      review_round="import")
+            add_label(
+                connection,
+                f"l{i:02d}",
+                f"e{i:02d}",
+                "correct" if i % 3 else "incorrect",
+                review_round="import",
+            )
         tables.append(labelled_items(connection).drop(["label_id"]))
         connection.close()
     assert tables[0].equals(tables[1])
