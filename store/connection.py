@@ -75,6 +75,9 @@ def connect(
             time.sleep(pause)
             pause = min(pause * 2, 1.0)
     con.execute("SET TimeZone = 'UTC'")
+    # DuckDB draws a progress bar on the process's stdout for any query slower than
+    # two seconds, which would corrupt `--json` output and the CLI's tables.
+    con.execute("SET enable_progress_bar = false")
     if not read_only:
         migrate(con)
     return con
