@@ -132,3 +132,16 @@ def find_text(con: duckdb.DuckDBPyConnection, needle: str) -> list[str]:
 
 
 Writer = Callable[[duckdb.DuckDBPyConnection], object]
+
+
+def record_figure(name: str, value: object) -> None:
+    """Keep a measured figure (kills survived, reviewers...) under test-artifacts/reliability/.
+
+    docs/reliability.md quotes these; one file per figure, so parallel workers never clash.
+    """
+    import json
+
+    folder = Path(__file__).resolve().parents[2] / "test-artifacts" / "reliability"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.json").write_text(json.dumps(value, indent=2, default=str) + "\n",
+                                         encoding="utf-8")

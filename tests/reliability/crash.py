@@ -1,0 +1,152 @@
+"""Helpers of the crash tests: a big Parquet file, and a child process killed mid-work.
+
+The child prints a line after each step (and after each commit); the parent
+waits for a marker line, sleeps, sends SIGKILL and returns what the child had
+printed, so a test can check that everything reported as committed is in the
+store and nothing half-written is.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def write_big_parquet(path: Path, rows: int, *, seed: int = 1) -> Path:
+    """``rows`` valid extractions of ISO week 2026-W48, written fast with Arrow compute."""
+    rng = np.random.default_rng(seed)
+    index = np.arange(rows)
+    doc = index // 5
+
+    def text(prefix: str, values: np.ndarray) -> pa.Array:
+        return pc.binary_join_element_wise(prefix, pc.cast(pa.array(values), pa.string()), "")
+
+    table = pa.table({
+        "extraction_id": text("e", index),
+        "doc_id": text("d", doc),
+        "doc_type": pc.take(pa.array(["invoice", "receipt", "purchase_order"]), pa.array(doc % 3)),
+        "form_version": pc.take(pa.array(["v1", "v2"]), pa.array((doc // 7) % 2)),
+        "field": pc.take(pa.array(["total", "tax", "date", "vendor", "currency"]),
+                         pa.array(index % 5)),
+        "value": text("v", index % 977),
+        "confidence": rng.uniform(0.0, 1.0, rows),
+        "extracted_at": pa.array(
+            np.datetime64("2026-11-23T00:00:00", "s")
+            + rng.integers(0, 7 * 86400, rows).astype("timedelta64[s]")
+        ),
+    })
+    pq.write_table(table, path, row_group_size=128_000)
+    return path
+
+
+@dataclass(frozen=True)
+class Killed:
+    """What a killed child printed, and whether the kill landed before it finished."""
+
+    lines: list[str]
+    killed: bool
+    seconds: float  # from the marker to the end of the child
+
+
+def run_and_kill(code: str, *args: str, marker: str, delay: float,
+                 timeout: float = 180.0) -> Killed:
+    """Run ``python -c code args``; ``delay`` s after it prints ``marker``, SIGKILL it."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    lines: list[str] = []
+    seen = threading.Event()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line.rstrip("\n"))
+            if marker in line:
+                seen.set()
+        seen.set()  # the child ended: stop waiting
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    if not seen.wait(timeout):
+        process.kill()
+        raise AssertionError(f"the child never printed {marker!r}")
+    started = time.monotonic()
+    time.sleep(delay)
+    if process.poll() is None:
+        process.send_signal(signal.SIGKILL)
+    process.wait(timeout=60)
+    reader.join(timeout=10)
+    killed = process.returncode == -signal.SIGKILL
+    if not killed and process.returncode != 0:
+        assert process.stderr is not None
+        raise AssertionError(f"the child failed on its own:\n{process.stderr.read()}")
+    if process.stderr is not None:
+        process.stderr.close()
+    return Killed(list(lines), killed, time.monotonic() - started)
+
+
+INGEST_CHILD = """
+import sys
+import store
+from store.ingest import ingest_files
+con = store.connect(sys.argv[1])
+def progress(stage, done, total):
+    print(stage, flush=True)
+result = ingest_files(con, [sys.argv[2]], progress=progress)
+con.close()
+print("committed", result[0].rows_added, flush=True)
+"""
+
+DRAW_CHILD = """
+import sys
+import store
+from sampling.design import Design
+from sampling.draw import draw_sample
+con = store.connect(sys.argv[1])
+print("ready", flush=True)
+for seed in range(1000):
+    result = draw_sample(con, "2026-W48", Design(base_rate=0.002), seed=seed, redraw=True)
+    print("drew", result.sample_id, result.n_sample, flush=True)
+"""
+
+DECIDE_CHILD = """
+import sys
+import store
+from labels.assignment import next_items
+from labels.decisions import decide
+from labels.verdicts import record_verdict, supersede
+con = store.connect(sys.argv[1])
+sample = sys.argv[2]
+print("ready", flush=True)
+item = next_items(con, "ben", sample, count=1)[0]
+label = record_verdict(con, actor="ben", extraction_id=item.extraction_id, verdict="correct")
+print("label", label.label_id, flush=True)
+for i in range(100000):
+    approve = i % 2 == 0
+    decision = decide(
+        con, "maya", action="approve" if approve else "revoke", doc_type="receipt",
+        field="total", threshold=0.9 if approve else None, comment=f"round {i}",
+        evidence={"threshold": 0.9, "round": i} if approve else {"round": i},
+    )
+    print("decision", decision.decision_id, decision.evidence_id or "", flush=True)
+    label = supersede(con, actor="ben", label_id=label.label_id,
+                      verdict="incorrect" if approve else "correct",
+                      corrected_value=f"{i}.00" if approve else None,
+                      error_type="misread_characters" if approve else None)
+    print("label", label.label_id, flush=True)
+"""

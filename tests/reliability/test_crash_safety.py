@@ -1,0 +1,216 @@
+"""Crash safety: SIGKILL in the middle of an ingest, a sample draw or decision recording.
+
+A killed process must leave a store that opens, holds either all or none of
+the interrupted write (never a partial batch or sample), keeps everything the
+child had reported as committed, and accepts the same work again. The kills
+land at fixed delays after the work starts, from the first read to the
+commit of a 1,000,000-row Parquet file.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from crash import DECIDE_CHILD, DRAW_CHILD, INGEST_CHILD, Killed, run_and_kill, write_big_parquet
+from rel_store import copy_store, record_figure
+
+import store
+from labels.decisions import current_policy, decide
+from sampling.design import Design
+from sampling.draw import draw_sample
+from store.ingest import ingest_files
+
+pytestmark = pytest.mark.slow
+
+ROWS = 1_000_000
+#: Seconds after the child starts reading the file; the last ones land in the commit.
+INGEST_KILLS = (0.2, 0.5, 1.0, 2.0, 3.5, 5.0)
+DRAW_KILLS = (0.3, 1.2, 2.5, 4.0)
+DECIDE_KILLS = (0.05, 0.3, 0.8, 1.6)
+
+
+@pytest.fixture(scope="module")
+def big_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_big_parquet(tmp_path_factory.mktemp("crash") / "week 48.parquet", ROWS)
+
+
+@pytest.fixture(scope="module")
+def empty_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("crash-empty") / "empty.duckdb"
+    store.connect(path).close()
+    return path
+
+
+def _count(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> int:
+    return int(con.execute(sql, params or []).fetchall()[0][0])
+
+
+def _check_ingest_all_or_nothing(path: Path, rows: int) -> int:
+    """The store opens and holds none or all of the file, with a consistent batch row."""
+    con = store.connect(path)  # opening also replays or discards the WAL
+    try:
+        stored = _count(con, "SELECT count(*) FROM extractions")
+        assert stored in (0, rows), f"partial batch: {stored:,} of {rows:,} rows"
+        batches = con.execute("SELECT rows_in_file, rows_added FROM ingest_batches").fetchall()
+        versions = _count(con, "SELECT count(*) FROM form_versions")
+        if stored == 0:
+            assert (batches, versions) == ([], 0)
+        else:
+            assert batches == [(rows, rows)]
+            assert versions == 6  # 3 doc types x 2 form versions
+            assert _count(con, "SELECT count(DISTINCT extraction_id) FROM extractions") == rows
+        return stored
+    finally:
+        con.close()
+
+
+def test_a_killed_ingest_leaves_all_or_nothing_and_the_file_goes_in_after(
+    big_file: Path, empty_store: Path, tmp_path: Path
+) -> None:
+    outcomes = []
+    for index, delay in enumerate(INGEST_KILLS):
+        path = copy_store(empty_store, tmp_path / f"kill{index}.duckdb")
+        run = run_and_kill(INGEST_CHILD, str(path), str(big_file), marker="reading",
+                           delay=delay)
+        stored = _check_ingest_all_or_nothing(path, ROWS)
+        if "committed" in " ".join(run.lines):
+            assert stored == ROWS  # reported committed: it must all be there
+        outcomes.append({"delay": delay, "killed": run.killed, "stage": run.lines[-1],
+                         "rows_after": stored})
+    killed = [o for o in outcomes if o["killed"]]
+    assert len(killed) >= len(INGEST_KILLS) - 1, outcomes
+    assert any(o["stage"].startswith("storing") for o in killed), outcomes  # one in the write
+
+    # The store killed latest (most written before the kill) takes the same file again.
+    last = tmp_path / f"kill{len(INGEST_KILLS) - 1}.duckdb"
+    con = store.connect(last)
+    try:
+        result = ingest_files(con, [big_file])[0]
+        assert result.rows_added + result.rows_already_stored == ROWS
+    finally:
+        con.close()
+    assert _check_ingest_all_or_nothing(last, ROWS) == ROWS
+    record_figure("ingest_kills", outcomes)
+
+
+@pytest.fixture(scope="module")
+def week_store(big_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store holding the big file (the population sample draws pick from)."""
+    path = tmp_path_factory.mktemp("crash-week") / "week.duckdb"
+    con = store.connect(path)
+    try:
+        ingest_files(con, [big_file])
+    finally:
+        con.close()
+    return path
+
+
+def _check_samples_whole(path: Path, printed: list[str]) -> int:
+    """Every sample has all its cells and items; every sample reported drawn is there."""
+    con = store.connect(path)
+    try:
+        samples = {s for (s,) in con.execute("SELECT sample_id FROM audit_samples").fetchall()}
+        reported = {line.split()[1] for line in printed if line.startswith("drew")}
+        assert reported <= samples
+        broken = con.execute(
+            """
+            SELECT s.sample_id,
+                   (SELECT sum(n_sample) FROM audit_cells c WHERE c.sample_id = s.sample_id),
+                   (SELECT count(*) FROM audit_items i WHERE i.sample_id = s.sample_id)
+            FROM audit_samples s
+            """
+        ).fetchall()
+        for sample_id, planned, drawn in broken:
+            assert planned is not None and planned == drawn, (sample_id, planned, drawn)
+        orphans = _count(con, "SELECT count(*) FROM audit_items WHERE sample_id NOT IN"
+                              " (SELECT sample_id FROM audit_samples)")
+        assert orphans == 0
+        return len(samples)
+    finally:
+        con.close()
+
+
+def test_a_killed_sample_draw_leaves_whole_samples_and_draws_again(
+    week_store: Path, tmp_path: Path
+) -> None:
+    path = copy_store(week_store, tmp_path / "draws.duckdb")
+    outcomes = []
+    for delay in DRAW_KILLS:
+        run = run_and_kill(DRAW_CHILD, str(path), marker="ready", delay=delay)
+        samples = _check_samples_whole(path, run.lines)
+        outcomes.append({"delay": delay, "killed": run.killed,
+                         "drawn_before_kill": sum(line.startswith("drew") for line in run.lines),
+                         "samples_in_store": samples})
+    assert all(o["killed"] for o in outcomes), outcomes
+    assert outcomes[-1]["samples_in_store"] > 0  # some draws committed between the kills
+    con = store.connect(path)
+    try:
+        again = draw_sample(con, "2026-W48", Design(base_rate=0.02), seed=5000, redraw=True)
+        assert again.created and again.n_sample > 0
+    finally:
+        con.close()
+    _check_samples_whole(path, [])
+    record_figure("draw_kills", outcomes)
+
+
+def _check_governance(path: Path, printed: list[str]) -> dict[str, int]:
+    """Everything reported committed is stored; decisions point at stored evidence."""
+    con = store.connect(path)
+    try:
+        decisions = {d for (d,) in con.execute("SELECT decision_id FROM decisions").fetchall()}
+        labels = {x for (x,) in con.execute("SELECT label_id FROM labels").fetchall()}
+        for line in printed:
+            kind, ident, *_ = [*line.split(), ""]
+            if kind == "decision":
+                assert ident in decisions, f"committed decision {ident} lost"
+            elif kind == "label":
+                assert ident in labels, f"committed label {ident} lost"
+        dangling = _count(con, "SELECT count(*) FROM decisions WHERE evidence_id IS NOT NULL"
+                               " AND evidence_id NOT IN (SELECT evidence_id FROM"
+                               " evidence_snapshots)")
+        broken_chain = _count(con, "SELECT count(*) FROM labels WHERE supersedes IS NOT NULL"
+                                   " AND supersedes NOT IN (SELECT label_id FROM labels)")
+        assert (dangling, broken_chain) == (0, 0)
+        current_policy(con)  # still readable
+        return {"decisions": len(decisions), "labels": len(labels)}
+    finally:
+        con.close()
+
+
+def test_killed_decision_and_label_recording_loses_nothing_committed(
+    populated: Path, sample_id: str
+) -> None:
+    outcomes = []
+    for delay in DECIDE_KILLS:
+        run: Killed = run_and_kill(DECIDE_CHILD, str(populated), sample_id, marker="ready",
+                                   delay=delay)
+        counts = _check_governance(populated, run.lines)
+        outcomes.append({"delay": delay, "killed": run.killed,
+                         "committed_before_kill": len(run.lines) - 1, **counts})
+    assert all(o["killed"] for o in outcomes), outcomes
+    assert outcomes[-1]["decisions"] > outcomes[0]["decisions"]
+    con = store.connect(populated)
+    try:
+        decision = decide(con, "maya", action="reject", doc_type="receipt", field="date",
+                          threshold=None, comment="after the kills", evidence={})
+        assert decision.decided_by == "maya"
+    finally:
+        con.close()
+    record_figure("decide_kills", outcomes)
+
+
+def test_a_store_file_copied_mid_write_is_still_the_last_committed_state(
+    week_store: Path, tmp_path: Path
+) -> None:
+    """A backup copied while nothing runs opens with every row (no WAL needed)."""
+    target = tmp_path / "backup.duckdb"
+    shutil.copyfile(week_store, target)
+    con = store.connect(target, read_only=True)
+    try:
+        assert _count(con, "SELECT count(*) FROM extractions") == ROWS
+    finally:
+        con.close()

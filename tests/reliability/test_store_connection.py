@@ -1,0 +1,58 @@
+"""The store connection itself: nothing printed behind the CLI's back, bounded lock waits.
+
+DuckDB draws a progress bar on the process's stdout (the C library writes to
+file descriptor 1) for any query slower than two seconds. Behind
+``fieldtrust ingest --json`` on a large file or a loaded machine, that bar
+landed in the JSON; ``store.connect`` turns it off.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import store
+from store.errors import StoreLockedError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_slow_query_prints_nothing_on_stdout(db_path: Path) -> None:
+    # Three seconds of work on one thread: over DuckDB's two-second progress-bar delay.
+    code = (
+        "import store, sys\n"
+        "con = store.connect(sys.argv[1])\n"
+        "con.execute('SET threads = 1')\n"
+        "con.execute('SELECT sum(hash(i)) FROM range(0, 400000000) t(i)').fetchall()\n"
+        "print('done')\n"
+    )
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-c", code, str(db_path)], capture_output=True,
+                            text=True, cwd=ROOT, timeout=120, check=True)
+    assert result.stdout == "done\n"
+    assert "%" not in result.stderr
+    assert time.monotonic() - started > 1.0
+
+
+def test_a_locked_store_is_a_friendly_error_after_a_bounded_wait(db_path: Path) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import store, sys, time\ncon = store.connect(sys.argv[1])\nprint('held', flush=True)\n"
+         "time.sleep(60)\n", str(db_path)],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        started = time.monotonic()
+        with pytest.raises(StoreLockedError, match=r"is busy .* try again in a moment"):
+            store.connect(db_path, lock_timeout=1.0)
+        waited = time.monotonic() - started
+        assert 0.9 < waited < 5.0
+    finally:
+        holder.kill()
+        holder.wait()
+    store.connect(db_path, lock_timeout=5.0).close()  # free again once the holder is gone
