@@ -1,0 +1,109 @@
+"""Make a synthetic extraction file for ingest timing, and optionally time it.
+
+    python bench/make_ingest_file.py --rows 1000000 --out /tmp/ingest.parquet --time
+
+``--time`` ingests the file into a fresh store with ``store.ingest.ingest_files``
+and, in the same process, runs the bare baseline ``INSERT INTO extractions
+SELECT * FROM read_parquet(...)`` into a second fresh store of the same schema.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import duckdb
+
+import store
+from store.ingest import ingest_files
+
+_ROWS_SQL = """
+SELECT
+    'x' || lpad(i::VARCHAR, 9, '0')                                   AS extraction_id,
+    'doc-' || (i // 6)::VARCHAR                                       AS doc_id,
+    ['invoice', 'receipt_printed', 'receipt_handwritten', 'purchase_order'][1 + (i // 6) % 4]
+                                                                      AS doc_type,
+    CASE WHEN i % 10 = 0 THEN 'v2' ELSE 'v1' END                      AS form_version,
+    ['total', 'tax', 'date', 'vendor', 'currency', 'number'][1 + i % 6] AS field,
+    CASE WHEN i % 50 = 0 THEN NULL ELSE 'value ' || (i % 997)::VARCHAR END AS value,
+    CASE WHEN i % 50 = 0 THEN 'null' ELSE 'present' END               AS value_status,
+    ((i * 7919) % 1000) / 1000.0                                      AS confidence,
+    'model-a'                                                         AS model,
+    TIMESTAMP '2026-01-05' + to_seconds((i * 13) % (56 * 86400))      AS extracted_at,
+    i % 97 = 0                                                        AS conflict
+FROM range(?) t(i)
+"""
+
+
+def make_file(path: Path, rows: int, *, with_ids: bool = True) -> None:
+    """Write ``rows`` synthetic extractions to ``path`` (Parquet)."""
+    con = duckdb.connect()
+    query = con.sql(_ROWS_SQL, params=[rows])
+    if not with_ids:
+        query = query.project("* EXCLUDE (extraction_id)")
+    query.write_parquet(str(path))
+
+
+def _baseline_sql(con: duckdb.DuckDBPyConnection, path: Path) -> str:
+    """The bare INSERT; a file without ids gets them as bare SQL would (one sha256)."""
+    columns = con.sql("SELECT * FROM read_parquet(?) LIMIT 0", params=[str(path)]).columns
+    derived = (
+        ""
+        if "extraction_id" in columns
+        else ", sha256(concat_ws('|', doc_id, doc_type, field, model, extracted_at::VARCHAR))"
+        " AS extraction_id"
+    )
+    return (
+        f"INSERT INTO extractions BY NAME SELECT *{derived}, 'bench' AS batch_id"
+        " FROM read_parquet(?)"
+    )
+
+
+def time_ingest(path: Path, repeat: int = 3) -> tuple[list[float], list[float]]:
+    """Seconds of ``ingest_files`` and of the bare INSERT baseline, each into a fresh store.
+
+    The two alternate ``repeat`` times in this process, so both see the same
+    machine load.
+    """
+    ours, baseline = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(repeat):
+            con = store.connect(Path(tmp) / f"ingest{i}.duckdb")
+            start = time.perf_counter()
+            ingest_files(con, [path])
+            ours.append(time.perf_counter() - start)
+            con.close()
+
+            base = store.connect(Path(tmp) / f"baseline{i}.duckdb")
+            start = time.perf_counter()
+            base.execute(_baseline_sql(base, path), [str(path)])
+            baseline.append(time.perf_counter() - start)
+            base.close()
+    return ours, baseline
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--out", type=Path, default=Path("ingest.parquet"))
+    parser.add_argument("--no-ids", action="store_true", help="Leave extraction_id out.")
+    parser.add_argument("--time", action="store_true", help="Time ingest against the baseline.")
+    parser.add_argument("--repeat", type=int, default=3, help="Timed runs of each (best kept).")
+    args = parser.parse_args()
+    make_file(args.out, args.rows, with_ids=not args.no_ids)
+    print(f"wrote {args.rows:,} rows to {args.out}")
+    if args.time:
+        ours, baseline = time_ingest(args.out, args.repeat)
+        for name, pick in (("best", min), ("median", statistics.median)):
+            print(
+                f"{name} of {args.repeat}: ingest_files {pick(ours):.2f} s,"
+                f" bare INSERT ... read_parquet {pick(baseline):.2f} s,"
+                f" ratio {pick(ours) / pick(baseline):.2f}"
+            )
+
+
+if __name__ == "__main__":
+    main()

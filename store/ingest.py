@@ -1,0 +1,428 @@
+"""Validated ingest of extraction files (CSV, Parquet, JSON Lines) and in-memory rows.
+
+Every input is staged (:mod:`store.readers`) and checked with SQL
+(:mod:`store.validation`) before anything is written. One bad row rejects
+the call: a :class:`~store.errors.ValidationError` names rows, columns and
+values, and the store is unchanged. Valid inputs then land in one
+transaction.
+
+Ingest is idempotent. A file whose SHA-256 is already in ``ingest_batches``
+adds nothing; a row whose ``extraction_id`` is already stored is skipped (an
+anti-join: ``extractions`` has no primary key, so uniqueness is kept here);
+a row without an ``extraction_id`` gets one derived from its content
+(:data:`DERIVED_ID`), so the same rows in another file are recognised too.
+
+See docs/ingest.md for the columns and every rule.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from store.connection import transaction, utc_now
+from store.errors import ValidationError
+from store.readers import (
+    Staged,
+    arrow_sha256,
+    detect_format,
+    drop_staged,
+    file_sha256,
+    stage_arrow,
+    stage_file,
+    temp_name,
+)
+from store.sql import quote_ident
+from store.validation import (
+    Rule,
+    Unique,
+    boolean_rules,
+    boolean_sql,
+    check_columns,
+    choice_rules,
+    choice_sql,
+    ensure_utc,
+    missing_sql,
+    number_sql,
+    raise_problems,
+    raw_sql,
+    required_rules,
+    text_sql,
+    timestamp_rules,
+    timestamp_sql,
+)
+
+REQUIRED_COLUMNS = ("doc_id", "doc_type", "field", "confidence", "extracted_at")
+OPTIONAL_COLUMNS = (
+    "extraction_id",
+    "form_version",
+    "value",
+    "value_status",
+    "model",
+    "conflict",
+    "conflict_value",
+    "source_excerpt",
+)
+VALUE_STATUSES = ("present", "null", "unclear", "other")
+
+#: An absent extraction_id is the SHA-256 (hex) of these fields joined by "|",
+#: the model empty when absent and extracted_at in UTC as
+#: ``YYYY-MM-DD HH:MM:SS.ffffff``.
+DERIVED_ID = ("doc_id", "doc_type", "field", "model", "extracted_at")
+
+#: ``progress(stage, done, total)``: ``stage`` names the step starting now
+#: ("reading a.csv"); ``done`` of ``total`` steps are finished.
+Progress = Callable[[str, int, int], None]
+
+_STORED = (
+    "extraction_id",
+    "doc_id",
+    "doc_type",
+    "form_version",
+    "field",
+    "value",
+    "value_status",
+    "confidence",
+    "model",
+    "extracted_at",
+    "conflict",
+    "conflict_value",
+    "source_excerpt",
+)
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """What one file (or table) did to the store.
+
+    ``rows_already_stored`` counts rows skipped because their extraction_id
+    was stored before (every row, when the same content was ingested before;
+    ``batch_id`` is then that earlier batch).
+    """
+
+    batch_id: str
+    source: str
+    fmt: str
+    rows_in_file: int
+    rows_added: int
+    rows_already_stored: int
+
+
+@dataclass(frozen=True)
+class _Input:
+    source: str
+    fmt: str
+    sha256: str
+    staged: Staged | None  # None: this content was ingested before
+    path: str | None = None  # set for files read twice (Parquet), to re-check the hash
+
+
+def ingest_files(
+    con: duckdb.DuckDBPyConnection,
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    progress: Progress | None = None,
+) -> list[IngestResult]:
+    """Validate every file, then add all of them to the store in one transaction.
+
+    Parameters
+    ----------
+    con
+        A read-write store connection.
+    paths
+        Files ending in .csv, .parquet, .jsonl / .ndjson, or .json (JSON Lines
+        or one array of objects).
+    progress
+        Called as ``progress(stage, done, total)`` as each step starts.
+
+    Returns
+    -------
+    list of IngestResult
+        One per path, in order.
+
+    Raises
+    ------
+    ValidationError
+        A file cannot be read or has a bad row (the first such file is
+        reported); nothing was written. The message lists the first 20
+        problems by 1-based data row, and their count.
+    """
+    report = progress or _silent
+    total = 3 * len(paths)
+    inputs: list[_Input] = []
+    ensure_utc(con)
+    try:
+        for index, path in enumerate(paths):
+            source, fmt = Path(path).name, detect_format(path)
+            report(f"reading {source}", 3 * index, total)
+            sha = file_sha256(path)
+            if _batch_for(con, sha) is not None:
+                report(f"skipping {source}: ingested before", 3 * index + 1, total)
+                inputs.append(_Input(source, fmt, sha, None))
+                continue
+            staged = stage_file(con, path, fmt, temp_name("ft_ingest"))
+            inputs.append(_Input(source, fmt, sha, staged, str(path) if staged.is_view else None))
+            report(f"validating {source}", 3 * index + 1, total)
+            validate_extractions(con, staged, source=source)
+        results = []
+        with transaction(con):
+            for index, item in enumerate(inputs):
+                report(f"storing {item.source}", 3 * index + 2, total)
+                results.append(_store(con, item))
+        report("done", total, total)
+        return results
+    finally:
+        for item in inputs:
+            drop_staged(con, item.staged)
+
+
+def ingest_table(
+    con: duckdb.DuckDBPyConnection,
+    table: pa.Table,
+    *,
+    source: str,
+    fmt: str = "arrow",
+    source_sha256: str | None = None,
+) -> IngestResult:
+    """Validate in-memory rows and add them, as :func:`ingest_files` does for a file.
+
+    Parameters
+    ----------
+    con
+        A read-write store connection, not inside a transaction: the rows get
+        their own, all or nothing.
+    table
+        Rows with the columns of the file formats (docs/ingest.md); typed
+        columns (float confidence, timestamp extracted_at) or text.
+    source
+        Name recorded in ``ingest_batches`` and used in error messages.
+    fmt
+        Recorded as the batch's format ('demo', 'extract', ...).
+    source_sha256
+        Identity of the content for re-ingest checks; by default the SHA-256
+        of the table's Arrow IPC stream.
+
+    Raises
+    ------
+    ValidationError
+        A bad row; nothing was written.
+    """
+    sha = source_sha256 or arrow_sha256(table)
+    ensure_utc(con)
+    if _batch_for(con, sha) is not None:
+        with transaction(con):
+            return _store(con, _Input(source, fmt, sha, None))
+    staged = None
+    try:
+        staged = stage_arrow(con, table, temp_name("ft_ingest"), source)
+        validate_extractions(con, staged, source=source)
+        with transaction(con):
+            return _store(con, _Input(source, fmt, sha, staged))
+    finally:
+        drop_staged(con, staged)
+
+
+def _silent(stage: str, done: int, total: int) -> None:
+    """The default progress callback: report nothing."""
+
+
+# --- validation ---------------------------------------------------------------------
+
+
+def validate_extractions(con: duckdb.DuckDBPyConnection, staged: Staged, *, source: str) -> None:
+    """Raise :class:`ValidationError` unless every staged row can be stored.
+
+    Rules (docs/ingest.md): required columns present and nothing unknown;
+    required values not blank; confidence a finite number in [0, 1];
+    extracted_at an ISO 8601 timestamp; value_status one of
+    :data:`VALUE_STATUSES` and consistent with value; conflict a boolean;
+    extraction_id (given or derived) unique within the input.
+    """
+    dtypes = staged.dtypes
+    check_columns(source, dtypes, required=REQUIRED_COLUMNS, optional=OPTIONAL_COLUMNS)
+    rules = [
+        *required_rules(REQUIRED_COLUMNS, dtypes),
+        *_confidence_rules(dtypes["confidence"]),
+        *timestamp_rules("extracted_at", dtypes),
+        *choice_rules("value_status", VALUE_STATUSES, dtypes),
+        *_status_value_rules(dtypes),
+        *boolean_rules("conflict", dtypes),
+    ]
+    raise_problems(con, staged, rules, [_unique_id(dtypes)], source=source)
+
+
+def _confidence_rules(dtype: str) -> list[Rule]:
+    given = f"NOT {missing_sql('confidence', dtype)}"
+    number = number_sql("confidence", dtype)
+    raw = raw_sql("confidence", dtype)
+    rules = [
+        Rule("confidence", "{value} is not a number in [0, 1]", f"NOT isfinite({number})", raw),
+        Rule(
+            "confidence",
+            "{value} is outside [0, 1]",
+            f"isfinite({number}) AND ({number} < 0 OR {number} > 1)",
+            raw,
+        ),
+    ]
+    if dtype == "VARCHAR":
+        rules.insert(
+            0, Rule("confidence", "'{value}' is not a number", f"{given} AND {number} IS NULL", raw)
+        )
+    return rules
+
+
+def _status_value_rules(dtypes: dict[str, str]) -> list[Rule]:
+    """'null' means the field is absent, so it carries no value; 'present' needs one."""
+    if "value_status" not in dtypes:
+        return []
+    status = choice_sql("value_status", dtypes["value_status"], VALUE_STATUSES)
+    value = _value_sql(dtypes)
+    return [
+        Rule(
+            "value_status",
+            "'null' but the value is '{value}'; null means the field is absent:"
+            " clear the value, or say 'unclear' or 'other'",
+            f"{status} = 'null' AND {value} IS NOT NULL",
+            value,
+        ),
+        Rule(
+            "value",
+            "missing, but value_status is 'present'; give the value or say 'null'",
+            f"{status} = 'present' AND {value} IS NULL",
+        ),
+    ]
+
+
+def _unique_id(dtypes: dict[str, str]) -> Unique:
+    if "extraction_id" in dtypes:
+        message = "'{value}' repeats row {extra} (ids must be unique within a file)"
+    else:
+        message = (
+            "row {extra} has the same doc_id, doc_type, field, model and extracted_at,"
+            " so the same derived id; add an extraction_id column or drop the repeat"
+        )
+    # Without the column the id is a hash of five parts: the parts themselves
+    # tell repeats apart as well, without hashing a million rows twice.
+    parts = [*_id_parts(dtypes)[:-1], timestamp_sql("extracted_at", dtypes["extracted_at"])]
+    quick = None if "extraction_id" in dtypes else f"({', '.join(parts)})"
+    return Unique("extraction_id", message, _id_sql(dtypes), quick)
+
+
+# --- typed rows ---------------------------------------------------------------------
+
+
+def _col(dtypes: dict[str, str], name: str) -> tuple[str | None, str | None]:
+    return (name, dtypes[name]) if name in dtypes else (None, None)
+
+
+def _value_sql(dtypes: dict[str, str]) -> str:
+    """The value as written, NULL when absent or blank (a blank value is no value)."""
+    column, dtype = _col(dtypes, "value")
+    return _kept_text(column, dtype)
+
+
+def _kept_text(column: str | None, dtype: str | None) -> str:
+    """Free text kept as written (not trimmed), NULL when absent or blank."""
+    if column is None:
+        return "CAST(NULL AS VARCHAR)"
+    return f"CASE WHEN NOT {missing_sql(column, dtype)} THEN {raw_sql(column, dtype)} END"
+
+
+def _id_parts(dtypes: dict[str, str]) -> list[str]:
+    """The text of the :data:`DERIVED_ID` fields, as the derived id hashes them."""
+    return [
+        text_sql("doc_id", dtypes["doc_id"]),
+        text_sql("doc_type", dtypes["doc_type"]),
+        text_sql("field", dtypes["field"]),
+        f"coalesce({text_sql(*_col(dtypes, 'model'))}, '')",
+        f"strftime({timestamp_sql('extracted_at', dtypes['extracted_at'])},"
+        " '%Y-%m-%d %H:%M:%S.%f')",
+    ]
+
+
+def _id_sql(dtypes: dict[str, str]) -> str:
+    """The given extraction_id, or the one derived from the row (:data:`DERIVED_ID`)."""
+    # || (not concat_ws) so a row missing a part has no id rather than a wrong one.
+    joined = " || '|' || ".join(_id_parts(dtypes))
+    derived = f"sha256({joined})"
+    if "extraction_id" not in dtypes:
+        return derived
+    return f"coalesce({text_sql('extraction_id', dtypes['extraction_id'])}, {derived})"
+
+
+def _typed_select(dtypes: dict[str, str]) -> str:
+    """SELECT list giving the stored columns (:data:`_STORED`) of valid staged rows."""
+    value = _value_sql(dtypes)
+    status = choice_sql(*_col(dtypes, "value_status"), VALUE_STATUSES)
+    expressions = [
+        _id_sql(dtypes),
+        text_sql("doc_id", dtypes["doc_id"]),
+        text_sql("doc_type", dtypes["doc_type"]),
+        f"coalesce({text_sql(*_col(dtypes, 'form_version'))}, 'unknown')",
+        text_sql("field", dtypes["field"]),
+        value,
+        f"coalesce({status}, CASE WHEN {value} IS NULL THEN 'null' ELSE 'present' END)",
+        number_sql("confidence", dtypes["confidence"]),
+        text_sql(*_col(dtypes, "model")),
+        timestamp_sql("extracted_at", dtypes["extracted_at"]),
+        f"coalesce({boolean_sql(*_col(dtypes, 'conflict'))}, false)",
+        _kept_text(*_col(dtypes, "conflict_value")),
+        _kept_text(*_col(dtypes, "source_excerpt")),
+    ]
+    return ", ".join(
+        f"{sql} AS {quote_ident(name)}" for sql, name in zip(expressions, _STORED, strict=True)
+    )
+
+
+# --- writing ------------------------------------------------------------------------
+
+
+def _batch_for(con: duckdb.DuckDBPyConnection, sha: str) -> tuple[str, int] | None:
+    row = con.execute(
+        "SELECT batch_id, rows_in_file FROM ingest_batches WHERE source_sha256 = ?"
+        " ORDER BY ingested_at LIMIT 1",
+        [sha],
+    ).fetchone()
+    return None if row is None else (str(row[0]), int(row[1]))
+
+
+def _store(con: duckdb.DuckDBPyConnection, item: _Input) -> IngestResult:
+    """Insert one validated input's new rows; runs inside the transaction."""
+    # Asked again here: the same content may come twice in one call.
+    earlier = _batch_for(con, item.sha256)
+    if earlier is not None or item.staged is None:
+        batch_id, rows = earlier or ("", 0)
+        return IngestResult(batch_id, item.source, item.fmt, rows, 0, rows)
+    staged = item.staged
+    batch_id = f"{item.fmt}-{item.sha256[:16]}"
+    typed = f"(SELECT {_typed_select(staged.dtypes)} FROM {staged.relation})"
+    columns = ", ".join(_STORED)
+    row = con.execute(
+        f"INSERT INTO extractions ({columns}, batch_id)"
+        f" SELECT t.*, ? FROM {typed} t WHERE NOT EXISTS"
+        " (SELECT 1 FROM extractions e WHERE e.extraction_id = t.extraction_id)",
+        [batch_id],
+    ).fetchone()
+    added = int(row[0]) if row else 0
+    # A first_seen_at moves only earlier: a late file may hold older rows.
+    con.execute(
+        "INSERT INTO form_versions"
+        f" SELECT doc_type, form_version, min(extracted_at) FROM {typed} GROUP BY ALL"
+        " ON CONFLICT (doc_type, form_version) DO UPDATE"
+        " SET first_seen_at = least(form_versions.first_seen_at, excluded.first_seen_at)"
+    )
+    con.execute(
+        "INSERT INTO ingest_batches VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [batch_id, item.source, item.sha256, item.fmt, staged.rows, added, utc_now()],
+    )
+    if item.path is not None and file_sha256(item.path) != item.sha256:
+        # Read twice (validated, then inserted): it must be the same bytes both times.
+        raise ValidationError(
+            item.source, ["the file changed while it was being ingested; run the ingest again"]
+        )
+    return IngestResult(batch_id, item.source, item.fmt, staged.rows, added, staged.rows - added)

@@ -1,0 +1,280 @@
+"""Importing human labels from a file (CSV or JSON Lines), validated like ingest.
+
+Each row labels one stored extraction: ``extraction_id`` and ``verdict``
+(correct / incorrect / unclear), optionally ``reviewer``, ``corrected_value``,
+``corrected_status``, ``error_type``, ``error_detail``, ``labeled_at`` and
+``sample_id``. The file written by ``fieldtrust sample --out`` is accepted as
+it is: its item columns (doc_type, field, value, confidence...) are context
+for the reviewer and are ignored here, and rows whose verdict is still blank
+are skipped and counted, so a half-labelled sample can be imported.
+
+Imported labels get ``review_round = 'import'``. Without a ``sample_id`` the
+extraction is in no audit design, so ``store.labelled`` weighs it as a simple
+random sample of its stratum (STATS.md section 2).
+
+Import is idempotent: a file already imported (same SHA-256, table
+``label_imports``) adds nothing, and a label identical to a stored one (same
+extraction_id, verdict, reviewer and labeled_at) is not added again. Its
+``label_id`` is the SHA-256 of those four, so the same label always has the
+same id.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from store.connection import transaction, utc_now
+from store.readers import Staged, detect_format, drop_staged, file_sha256, stage_file, temp_name
+from store.sql import quote_ident
+from store.validation import (
+    Rule,
+    check_columns,
+    choice_rules,
+    choice_sql,
+    ensure_utc,
+    raise_problems,
+    raw_sql,
+    required_rules,
+    text_sql,
+    timestamp_rules,
+    timestamp_sql,
+)
+
+REQUIRED_COLUMNS = ("extraction_id", "verdict")
+OPTIONAL_COLUMNS = (
+    "reviewer",
+    "corrected_value",
+    "corrected_status",
+    "error_type",
+    "error_detail",
+    "labeled_at",
+    "sample_id",
+)
+#: Columns a sample file carries for the reviewer's eyes; read past, not stored.
+CONTEXT_COLUMNS = (
+    "doc_id",
+    "doc_type",
+    "form_version",
+    "field",
+    "value",
+    "value_status",
+    "confidence",
+    "model",
+    "extracted_at",
+    "conflict",
+    "conflict_value",
+    "source_excerpt",
+    "cell",
+    "inclusion_prob",
+)
+VERDICTS = ("correct", "incorrect", "unclear")
+STATUSES = ("present", "null", "unclear", "other")
+
+
+@dataclass(frozen=True)
+class LabelImportResult:
+    """What one labels file did to the store.
+
+    ``rows_already_stored`` counts rows with a verdict that added nothing (the
+    same label was stored before, or repeats in the file);
+    ``rows_without_verdict`` counts rows skipped because their verdict is blank.
+    """
+
+    batch_id: str
+    source: str
+    rows_in_file: int
+    rows_added: int
+    rows_already_stored: int
+    rows_without_verdict: int
+
+
+def import_labels(
+    con: duckdb.DuckDBPyConnection,
+    path: str | os.PathLike[str],
+    *,
+    reviewer_default: str = "import",
+) -> LabelImportResult:
+    """Validate a labels file and add its labels to the store in one transaction.
+
+    Parameters
+    ----------
+    con
+        A read-write store connection.
+    path
+        A .csv, .jsonl / .ndjson, .json or .parquet file (docs/ingest.md).
+    reviewer_default
+        Reviewer recorded for rows that name none.
+
+    Returns
+    -------
+    LabelImportResult
+
+    Raises
+    ------
+    ValidationError
+        The file cannot be read or has a bad row (an unknown extraction_id,
+        a verdict outside correct / incorrect / unclear, ...); nothing was
+        written. The message lists the first 20 problems and their count.
+    """
+    source, fmt = Path(path).name, detect_format(path)
+    sha = file_sha256(path)
+    ensure_utc(con)
+    earlier = _import_for(con, sha)
+    if earlier is not None:
+        batch_id, rows = earlier
+        return LabelImportResult(batch_id, source, rows, 0, 0, 0)
+    raw: Staged | None = None
+    typed: Staged | None = None
+    try:
+        raw = stage_file(con, path, fmt, temp_name("ft_labels_raw"))
+        check_columns(
+            source,
+            raw.dtypes,
+            required=REQUIRED_COLUMNS,
+            optional=OPTIONAL_COLUMNS,
+            ignored=CONTEXT_COLUMNS,
+        )
+        typed = _typed(con, raw, reviewer_default)
+        raise_problems(con, typed, _rules(raw.dtypes), source=source)
+        with transaction(con):
+            return _store(con, typed, source, sha)
+    finally:
+        drop_staged(con, typed)
+        drop_staged(con, raw)
+
+
+def _import_for(con: duckdb.DuckDBPyConnection, sha: str) -> tuple[str, int] | None:
+    row = con.execute(
+        "SELECT batch_id, rows_in_file FROM label_imports WHERE source_sha256 = ?"
+        " ORDER BY imported_at LIMIT 1",
+        [sha],
+    ).fetchone()
+    return None if row is None else (str(row[0]), int(row[1]))
+
+
+def _col(dtypes: dict[str, str], name: str) -> tuple[str | None, str | None]:
+    return (name, dtypes[name]) if name in dtypes else (None, None)
+
+
+def _typed(con: duckdb.DuckDBPyConnection, raw: Staged, reviewer_default: str) -> Staged:
+    """A temp table of the raw columns next to the typed label (``l_*`` columns).
+
+    Label files are small (a sample's worth), so the typed rows are
+    materialised once and every rule reads them.
+    """
+    d = raw.dtypes
+    parsed_at = timestamp_sql("labeled_at", d["labeled_at"]) if "labeled_at" in d else "NULL"
+    labeled_at = f"coalesce({parsed_at}, CAST($now AS TIMESTAMP))"
+    reviewer = f"coalesce({text_sql(*_col(d, 'reviewer'))}, $reviewer)"
+    typed_columns = {
+        "l_extraction_id": text_sql("extraction_id", d["extraction_id"]),
+        "l_verdict": choice_sql("verdict", d["verdict"], VERDICTS),
+        "l_reviewer": reviewer,
+        "l_labeled_at": labeled_at,
+        "l_sample_id": text_sql(*_col(d, "sample_id")),
+        "l_corrected_value": _kept_text(d, "corrected_value"),
+        "l_corrected_status": choice_sql(*_col(d, "corrected_status"), STATUSES),
+        "l_error_type": text_sql(*_col(d, "error_type")),
+        "l_error_detail": _kept_text(d, "error_detail"),
+    }
+    selects = ", ".join(f"{sql} AS {name}" for name, sql in typed_columns.items())
+    name = temp_name("ft_labels")
+    # A repeat of (extraction, reviewer, labeled_at) must say the same thing;
+    # rows still without a verdict are left out of that comparison.
+    key = "l_extraction_id, l_reviewer, l_labeled_at, l_verdict IS NULL"
+    con.execute(
+        f"CREATE TEMP TABLE {quote_ident(name)} AS"
+        " SELECT *,"
+        " sha256(concat_ws('|', l_extraction_id, l_verdict, l_reviewer,"
+        "   strftime(l_labeled_at, '%Y-%m-%d %H:%M:%S.%f'))) AS l_label_id,"
+        " count(DISTINCT (l_verdict, l_corrected_value, l_corrected_status, l_error_type,"
+        "   l_error_detail, l_sample_id))"
+        f"   OVER (PARTITION BY {key}) AS l_variants,"
+        f" min(l_row) OVER (PARTITION BY {key}) AS l_first"
+        f" FROM (SELECT *, {raw.row_sql} AS l_row, {selects} FROM {raw.relation})",
+        {"now": utc_now(), "reviewer": reviewer_default},
+    )
+    described = con.execute(f"DESCRIBE {quote_ident(name)}").fetchall()
+    dtypes = {str(r[0]): str(r[1]) for r in described}
+    return Staged(name, False, "l_row", dtypes, raw.rows)
+
+
+def _kept_text(dtypes: dict[str, str], name: str) -> str:
+    column, dtype = _col(dtypes, name)
+    if column is None:
+        return "CAST(NULL AS VARCHAR)"
+    return f"CASE WHEN {text_sql(column, dtype)} IS NOT NULL THEN {raw_sql(column, dtype)} END"
+
+
+def _rules(dtypes: dict[str, str]) -> list[Rule]:
+    return [
+        *required_rules(["extraction_id"], dtypes),
+        *choice_rules("verdict", VERDICTS, dtypes),
+        *choice_rules("corrected_status", STATUSES, dtypes),
+        *timestamp_rules("labeled_at", dtypes),
+        Rule(
+            "extraction_id",
+            "'{value}' is not in the store; ingest its extraction first, or check the store",
+            "l_extraction_id IS NOT NULL AND NOT EXISTS"
+            " (SELECT 1 FROM extractions e WHERE e.extraction_id = l_extraction_id)",
+            "l_extraction_id",
+        ),
+        Rule(
+            "sample_id",
+            "'{value}' is not an audit sample in this store",
+            "l_sample_id IS NOT NULL AND NOT EXISTS"
+            " (SELECT 1 FROM audit_samples s WHERE s.sample_id = l_sample_id)",
+            "l_sample_id",
+        ),
+        Rule(
+            "sample_id",
+            "extraction '{extra}' is not an item of sample '{value}'",
+            "l_sample_id IS NOT NULL"
+            " AND EXISTS (SELECT 1 FROM audit_samples s WHERE s.sample_id = l_sample_id)"
+            " AND NOT EXISTS (SELECT 1 FROM audit_items i"
+            "   WHERE i.sample_id = l_sample_id AND i.extraction_id = l_extraction_id)",
+            "l_sample_id",
+            "l_extraction_id",
+        ),
+        Rule(
+            "extraction_id",
+            "'{value}' is labelled differently on row {extra} by the same reviewer at the"
+            " same labeled_at; keep one of the two",
+            "l_verdict IS NOT NULL AND l_variants > 1 AND l_row > l_first",
+            "l_extraction_id",
+            "l_first",
+        ),
+    ]
+
+
+def _store(
+    con: duckdb.DuckDBPyConnection, typed: Staged, source: str, sha: str
+) -> LabelImportResult:
+    """Insert the new labels and record the import; runs inside the transaction."""
+    batch_id = f"labels-{sha[:16]}"
+    row = con.execute(
+        "INSERT INTO labels (label_id, extraction_id, sample_id, verdict, corrected_value,"
+        " corrected_status, error_type, error_detail, reviewer, review_round, labeled_at,"
+        " supersedes, import_batch_id)"
+        " SELECT DISTINCT l_label_id, l_extraction_id, l_sample_id, l_verdict, l_corrected_value,"
+        " l_corrected_status, l_error_type, l_error_detail, l_reviewer, 'import', l_labeled_at,"
+        f" NULL, ? FROM {typed.relation} t"
+        " WHERE l_verdict IS NOT NULL AND NOT EXISTS (SELECT 1 FROM labels l"
+        "   WHERE l.extraction_id = t.l_extraction_id AND l.verdict = t.l_verdict"
+        "   AND l.reviewer = t.l_reviewer AND l.labeled_at = t.l_labeled_at)",
+        [batch_id],
+    ).fetchone()
+    added = int(row[0]) if row else 0
+    counted = con.execute(
+        f"SELECT count(*) FILTER (WHERE l_verdict IS NULL) FROM {typed.relation}"
+    ).fetchone()
+    blank = int(counted[0]) if counted else 0
+    con.execute(
+        "INSERT INTO label_imports VALUES (?, ?, ?, ?, ?, ?)",
+        [batch_id, source, sha, typed.rows, added, utc_now()],
+    )
+    return LabelImportResult(batch_id, source, typed.rows, added, typed.rows - blank - added, blank)

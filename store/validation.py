@@ -1,0 +1,339 @@
+"""Validation of staged rows in SQL, reported row by row.
+
+Rows staged by :mod:`store.readers` are checked against :class:`Rule` s (a
+SQL condition true on a bad row) and :class:`Unique` keys (no repeats within
+the input). A large valid input, the common case, costs one aggregate scan
+(:func:`raise_problems` asks "any problem?" first). Only when something is
+wrong does a second query collect the first problems, ordered by row, then
+by rule, as messages naming the row, the column and the value, with the
+total count. Nothing here writes to the store.
+
+The expression helpers turn a staged column into the typed value the store
+keeps. They know the column's DuckDB type: text read from CSV or JSON Lines
+is parsed; typed Parquet or Arrow columns are used as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import duckdb
+
+from store.errors import ValidationError
+from store.readers import MAX_PROBLEMS, Staged
+from store.sql import quote_ident
+
+#: Longest value quoted in a message; longer ones are cut with "...".
+SHOWN_CHARS = 60
+
+BOOLEAN_WORDS = ("true", "false", "1", "0", "yes", "no")
+
+_NAIVE_FORMATS = (
+    "['%Y-%m-%d %H:%M:%S', '%Y-%m-%dT%H:%M:%S', '%Y-%m-%d %H:%M:%S.%f', '%Y-%m-%dT%H:%M:%S.%f']"
+)
+
+#: Inputs above this many rows are first scanned for "any problem at all?".
+QUICK_CHECK_ROWS = 20_000
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A check of one row: ``condition`` is SQL, true on a bad row.
+
+    ``message`` follows "row N, column C: " and may quote ``{value}`` and
+    ``{extra}``, the text of the SQL expressions ``value`` and ``extra``.
+    """
+
+    column: str
+    message: str
+    condition: str
+    value: str = "NULL"
+    extra: str = "NULL"
+
+
+@dataclass(frozen=True)
+class Unique:
+    """``key`` (SQL) must not repeat; ``{value}`` is the key, ``{extra}`` its first row.
+
+    ``quick``, if given, is cheaper SQL equal on exactly the rows where ``key``
+    is equal (the parts a hash is made of, say); the quick check uses it.
+    """
+
+    column: str
+    message: str
+    key: str
+    quick: str | None = None
+
+
+def check_columns(
+    source: str,
+    found: Iterable[str],
+    *,
+    required: Sequence[str],
+    optional: Sequence[str],
+    ignored: Sequence[str] = (),
+) -> None:
+    """Reject an input lacking a required column or holding one nobody knows.
+
+    An unknown column is an error rather than being dropped, so a renamed
+    column (``confidance``) is caught instead of silently lost.
+    """
+    names = list(found)
+    problems = []
+    missing = [c for c in required if c not in names]
+    if missing:
+        problems.append(
+            f"missing required column{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+            f" (columns found: {', '.join(names)})"
+        )
+    known = {*required, *optional, *ignored}
+    unknown = [c for c in names if c not in known]
+    if unknown:
+        problems.append(
+            f"unknown column{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}"
+            f" (known columns: {', '.join([*required, *optional])})"
+        )
+    if problems:
+        raise ValidationError(source, problems)
+
+
+def raise_problems(
+    con: duckdb.DuckDBPyConnection,
+    staged: Staged,
+    rules: Sequence[Rule],
+    unique: Sequence[Unique] = (),
+    *,
+    source: str,
+) -> None:
+    """Raise one :class:`ValidationError` listing every problem, if there is any."""
+    # Small inputs skip the quick check: planning it costs as much as the full query.
+    if staged.rows > QUICK_CHECK_ROWS and not _any_problem(con, staged, rules, unique):
+        return
+    problems, total = find_problems(con, staged, rules, unique)
+    if total:
+        raise ValidationError(source, problems, total)
+
+
+def _any_problem(
+    con: duckdb.DuckDBPyConnection, staged: Staged, rules: Sequence[Rule], unique: Sequence[Unique]
+) -> bool:
+    """Does any rule fire, or any key repeat? Cheap on a valid input.
+
+    One small query per rule, the condition in ``WHERE``: DuckDB then pushes
+    what it can into the scan and skips row groups whose statistics rule a
+    problem out (one query holding them all was slower). The key test counts
+    distinct hashes: a collision (vanishingly rare) only sends the input on
+    to the exact query.
+    """
+    relation = staged.relation
+    queries = [f"SELECT EXISTS (SELECT 1 FROM {relation} WHERE {r.condition})" for r in rules]
+    # Asked last: once every rule passed, no key is NULL, so none needs filtering.
+    queries += [
+        f"SELECT count(DISTINCT hash({u.quick or u.key})) < count(*) FROM {relation}"
+        for u in unique
+    ]
+    for query in queries:
+        row = con.execute(query).fetchone()
+        if row and row[0]:
+            return True
+    return False
+
+
+def find_problems(
+    con: duckdb.DuckDBPyConnection,
+    staged: Staged,
+    rules: Sequence[Rule],
+    unique: Sequence[Unique] = (),
+) -> tuple[list[str], int]:
+    """The first :data:`MAX_PROBLEMS` problem messages, ordered by row, and their total."""
+    row_sql = staged.row_sql
+    parts = [
+        f"SELECT {row_sql} AS row_, {index} AS rule_, CAST({r.value} AS VARCHAR) AS value_,"
+        f" CAST({r.extra} AS VARCHAR) AS extra_ FROM {staged.relation} WHERE {r.condition}"
+        for index, r in enumerate(rules)
+    ]
+    parts += [
+        f"SELECT row_, {len(rules) + index} AS rule_, key_ AS value_,"
+        " CAST(first_ AS VARCHAR) AS extra_ FROM ("
+        f" SELECT {row_sql} AS row_, {u.key} AS key_,"
+        f" min({row_sql}) OVER (PARTITION BY {u.key}) AS first_ FROM {staged.relation}"
+        ") WHERE key_ IS NOT NULL AND row_ > first_"
+        for index, u in enumerate(unique)
+    ]
+    sql = (
+        "SELECT row_, rule_, value_, extra_, count(*) OVER () AS total_ FROM ("
+        + " UNION ALL ".join(parts)
+        + ") ORDER BY row_, rule_ LIMIT ?"
+    )
+    rows = con.execute(sql, [MAX_PROBLEMS]).fetchall()
+    checks: list[Rule | Unique] = [*rules, *unique]
+    messages = [
+        f"row {row}, column {checks[rule].column}: "
+        + checks[rule].message.format(value=_shown(value), extra=_shown(extra))
+        for row, rule, value, extra, _ in rows
+    ]
+    return messages, (int(rows[0][4]) if rows else 0)
+
+
+def _shown(value: object) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
+
+
+# --- typed views of a staged column -------------------------------------------------
+# Written for speed on millions of rows: the common case (no padding, a
+# known word) is decided by a cheap test before any trim() or lower().
+
+
+def raw_sql(column: str, dtype: str | None) -> str:
+    """The column as it was written (text), for messages and free-text fields."""
+    quoted = quote_ident(column)
+    return quoted if dtype == "VARCHAR" else f"CAST({quoted} AS VARCHAR)"
+
+
+def text_sql(column: str | None, dtype: str | None) -> str:
+    """The column as text without surrounding spaces, NULL when absent or blank."""
+    if column is None:
+        return "CAST(NULL AS VARCHAR)"
+    if dtype != "VARCHAR":
+        return raw_sql(column, dtype)
+    q = quote_ident(column)
+    return (
+        f"CASE WHEN starts_with({q}, ' ') OR ends_with({q}, ' ')"
+        f" THEN nullif(trim({q}), '') ELSE nullif({q}, '') END"
+    )
+
+
+def missing_sql(column: str, dtype: str | None) -> str:
+    """True where the column is NULL or blank."""
+    q = quote_ident(column)
+    if dtype != "VARCHAR":
+        return f"{q} IS NULL"
+    # A blank value sorts before '!': the comparison lets DuckDB skip whole row
+    # groups by their min/max statistics, so valid files are hardly read.
+    return f"({q} IS NULL OR ({q} < '!' AND trim({q}) = ''))"
+
+
+def number_sql(column: str, dtype: str | None) -> str:
+    """The column as DOUBLE, NULL when it does not parse ("high", "0,5")."""
+    q = quote_ident(column)
+    return q if dtype == "DOUBLE" else f"TRY_CAST({q} AS DOUBLE)"
+
+
+def timestamp_sql(column: str, dtype: str | None) -> str:
+    """The column as a naive UTC TIMESTAMP, NULL when it does not parse.
+
+    Text with an offset (``Z``, ``+02:00``) or a zone name is converted to UTC;
+    text without one is taken as UTC. This relies on the session time zone
+    being UTC, which :func:`store.connect` sets and :func:`ensure_utc` checks.
+    """
+    q = quote_ident(column)
+    if dtype == "TIMESTAMP":
+        return q
+    if dtype == "TIMESTAMP WITH TIME ZONE":
+        return f"timezone('UTC', {q})"
+    if dtype is not None and (dtype.startswith("TIMESTAMP") or dtype == "DATE"):
+        return f"CAST({q} AS TIMESTAMP)"
+    # Not TRY_CAST(... AS TIMESTAMP): that one drops an offset instead of applying
+    # it. Parsing TIMESTAMPTZ is slow, though, so the common offset-free forms
+    # are tried first with strptime, which rejects anything with an offset.
+    text = text_sql(column, dtype)
+    return (
+        f"coalesce(try_strptime({text}, {_NAIVE_FORMATS}),"
+        f" timezone('UTC', TRY_CAST({text} AS TIMESTAMPTZ)))"
+    )
+
+
+def boolean_sql(column: str | None, dtype: str | None) -> str:
+    """The column as BOOLEAN (true/false/1/0/yes/no), NULL when absent or unreadable."""
+    if column is None:
+        return "CAST(NULL AS BOOLEAN)"
+    if dtype == "BOOLEAN":
+        return quote_ident(column)
+    cases = []
+    for text in ([quote_ident(column)] if dtype == "VARCHAR" else []) + [
+        f"lower({text_sql(column, dtype)})"  # exact words first: the cheap common case
+    ]:
+        cases.append(f"WHEN {text} IN ('true', '1', 'yes') THEN true")
+        cases.append(f"WHEN {text} IN ('false', '0', 'no') THEN false")
+    return f"CASE {' '.join(cases)} END"
+
+
+def choice_sql(column: str | None, dtype: str | None, allowed: Sequence[str]) -> str:
+    """The column lower-cased and trimmed, for a value from the closed set ``allowed``."""
+    if column is None:
+        return "CAST(NULL AS VARCHAR)"
+    q = quote_ident(column)
+    normalised = f"lower({text_sql(column, dtype)})"
+    if dtype != "VARCHAR":
+        return normalised
+    return f"CASE WHEN {q} IN ({_words(allowed)}) THEN {q} ELSE {normalised} END"
+
+
+def _words(words: Sequence[str]) -> str:
+    # Fixed words of this package, never input: safe to write into the SQL.
+    return ", ".join(f"'{word}'" for word in words)
+
+
+def ensure_utc(con: duckdb.DuckDBPyConnection) -> None:
+    """Make the session time zone UTC, which timestamp parsing relies on.
+
+    Store connections already are (:func:`store.connect`); this guards a
+    connection opened some other way.
+    """
+    row = con.execute("SELECT current_setting('TimeZone')").fetchone()
+    if row is None or row[0] != "UTC":
+        con.execute("SET TimeZone = 'UTC'")
+
+
+# --- rules shared by ingest and labels import ---------------------------------------
+
+
+def required_rules(columns: Sequence[str], dtypes: dict[str, str]) -> list[Rule]:
+    """A missing (NULL or blank) value in a required column."""
+    return [Rule(c, "missing (a value is required)", missing_sql(c, dtypes[c])) for c in columns]
+
+
+def timestamp_rules(column: str, dtypes: dict[str, str]) -> list[Rule]:
+    """A value that is there but does not parse as an ISO 8601 timestamp."""
+    dtype = dtypes.get(column)
+    if dtype is None or dtype.startswith("TIMESTAMP") or dtype == "DATE":
+        return []
+    return [
+        Rule(
+            column,
+            "'{value}' is not an ISO 8601 timestamp (like 2026-01-05T10:00:00Z)",
+            f"NOT {missing_sql(column, dtype)} AND {timestamp_sql(column, dtype)} IS NULL",
+            raw_sql(column, dtype),
+        )
+    ]
+
+
+def choice_rules(column: str, allowed: Sequence[str], dtypes: dict[str, str]) -> list[Rule]:
+    """A given value outside a closed set (compared lower-case, trimmed)."""
+    dtype = dtypes.get(column)
+    if dtype is None:
+        return []
+    words = _words(allowed)
+    # The first test alone is cheap and prunable; the second forgives case and
+    # spaces. NULL (not given) is no problem: both tests are then NULL.
+    condition = f"{quote_ident(column)} NOT IN ({words}) AND " if dtype == "VARCHAR" else ""
+    condition += f"lower({text_sql(column, dtype)}) NOT IN ({words})"
+    message = "'{value}' is not one of " + ", ".join(allowed)
+    return [Rule(column, message, condition, raw_sql(column, dtype))]
+
+
+def boolean_rules(column: str, dtypes: dict[str, str]) -> list[Rule]:
+    """A given value that is not a boolean word."""
+    dtype = dtypes.get(column)
+    if dtype is None or dtype == "BOOLEAN":
+        return []
+    return [
+        Rule(
+            column,
+            "'{value}' is not a boolean (" + "/".join(BOOLEAN_WORDS) + ")",
+            f"NOT {missing_sql(column, dtype)} AND {boolean_sql(column, dtype)} IS NULL",
+            raw_sql(column, dtype),
+        )
+    ]

@@ -1,0 +1,311 @@
+"""Labels import: happy path, every rule, idempotence, sample files read back."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+import store.sql
+from store.errors import ValidationError
+from store.label_import import LabelImportResult, import_labels
+from store.labelled import labelled_items
+
+AT = dt.datetime(2026, 1, 5, 9)
+
+
+def table_fingerprint(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]:
+    """Row count and order-independent checksum of every table (see test_ingest.py)."""
+    names = con.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
+        " ORDER BY table_name"
+    ).fetchall()
+    result = {}
+    for (name,) in names:
+        row = con.execute(
+            f"SELECT count(*), coalesce(bit_xor(hash(t)), 0) FROM {store.sql.quote_ident(name)} t"
+        ).fetchone()
+        assert row is not None
+        result[name] = (int(row[0]), int(row[1]))
+    return result
+
+
+@pytest.fixture
+def stored(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """A store with extractions e1..e4 and one audit sample holding e1 and e2."""
+    con.executemany(
+        "INSERT INTO extractions (extraction_id, doc_id, doc_type, form_version, field, value,"
+        " value_status, confidence, extracted_at, batch_id)"
+        " VALUES (?, ?, 'invoice', 'v1', 'total', '1', 'present', 0.9, ?, 'b')",
+        [[f"e{i}", f"d{i}", AT] for i in range(1, 5)],
+    )
+    con.execute(
+        "INSERT INTO audit_samples VALUES ('2026-W02/v1', '2026-W02', 1, 7, '{}', 'sha', ?, 'qa')",
+        [AT],
+    )
+    con.executemany(
+        "INSERT INTO audit_items VALUES ('2026-W02/v1', ?, 'invoice|total|[0.90,0.95)|established',"
+        " 0.5, 0.1, false)",
+        [["e1"], ["e2"]],
+    )
+    return con
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow(["" if row.get(c) is None else row[c] for c in columns])
+    return path
+
+
+LABELS = [
+    {"extraction_id": "e1", "verdict": "correct", "reviewer": "alice",
+     "labeled_at": "2026-01-06T10:00:00+01:00"},
+    {"extraction_id": "e3", "verdict": "incorrect", "reviewer": "bob",
+     "corrected_value": "2", "corrected_status": "present", "error_type": "misread",
+     "error_detail": "1 read as 2", "labeled_at": "2026-01-06T10:00:00Z"},
+    {"extraction_id": "e4", "verdict": "unclear", "reviewer": "",
+     "labeled_at": "2026-01-06 11:00:00"},
+]  # fmt: skip
+
+LABEL_SQL = (
+    "SELECT extraction_id, sample_id, verdict, corrected_value, corrected_status, error_type,"
+    " error_detail, reviewer, review_round, labeled_at, supersedes FROM labels"
+    " ORDER BY extraction_id"
+)
+
+
+def test_labels_are_imported_as_written(stored: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
+    path = write_csv(tmp_path / "labels.csv", LABELS)
+    result = import_labels(stored, path, reviewer_default="carol")
+    assert result == LabelImportResult(result.batch_id, "labels.csv", 3, 3, 0, 0)
+    assert stored.execute(LABEL_SQL).fetchall() == [
+        ("e1", None, "correct", None, None, None, None, "alice", "import",
+         dt.datetime(2026, 1, 6, 9), None),
+        ("e3", None, "incorrect", "2", "present", "misread", "1 read as 2", "bob", "import",
+         dt.datetime(2026, 1, 6, 10), None),
+        ("e4", None, "unclear", None, None, None, None, "carol", "import",
+         dt.datetime(2026, 1, 6, 11), None),
+    ]  # fmt: skip
+    batch = stored.execute(
+        "SELECT batch_id, source, source_sha256, rows_in_file, rows_added FROM label_imports"
+    ).fetchall()
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert batch == [(result.batch_id, "labels.csv", sha, 3, 3)]
+    assert stored.execute("SELECT DISTINCT import_batch_id FROM labels").fetchall() == [
+        (result.batch_id,)
+    ]
+
+
+def test_label_id_is_the_hash_of_the_label(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    import_labels(stored, write_csv(tmp_path / "l.csv", LABELS[:1]))
+    expected = hashlib.sha256(b"e1|correct|alice|2026-01-06 09:00:00.000000").hexdigest()
+    assert stored.execute("SELECT label_id FROM labels").fetchall() == [(expected,)]
+
+
+def test_json_lines_are_read_too(stored: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in LABELS), encoding="utf-8")
+    assert import_labels(stored, path, reviewer_default="carol").rows_added == 3
+    assert len(stored.execute(LABEL_SQL).fetchall()) == 3
+
+
+def test_imported_labels_count_as_a_simple_random_sample(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    rows = [
+        {"extraction_id": "e3", "verdict": "correct", "labeled_at": "2026-01-06"},
+        {"extraction_id": "e4", "verdict": "incorrect", "labeled_at": "2026-01-06"},
+    ]
+    import_labels(stored, write_csv(tmp_path / "l.csv", rows))
+    items = labelled_items(stored).to_pylist()
+    # Two labels in a stratum of four extractions, neither in an audit sample: pi = 2 / 4.
+    assert [(i["extraction_id"], i["correct"], i["inclusion_prob"]) for i in items] == [
+        ("e3", 1, 0.5),
+        ("e4", 0, 0.5),
+    ]
+
+
+def test_sample_file_is_read_back_with_its_sample_id(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    # The layout `fieldtrust sample --out` writes: item columns, then label columns.
+    rows = [
+        {"extraction_id": "e1", "doc_id": "d1", "doc_type": "invoice", "form_version": "v1",
+         "field": "total", "value": "1", "confidence": "0.9", "cell": "c", "inclusion_prob": "0.5",
+         "sample_id": "2026-W02/v1", "verdict": "incorrect", "reviewer": "alice",
+         "corrected_value": "7", "error_type": "misread", "labeled_at": "2026-01-07T08:00:00Z"},
+        {"extraction_id": "e2", "doc_id": "d2", "doc_type": "invoice", "form_version": "v1",
+         "field": "total", "value": "1", "confidence": "0.9", "cell": "c", "inclusion_prob": "0.5",
+         "sample_id": "2026-W02/v1", "verdict": "", "reviewer": "", "corrected_value": "",
+         "error_type": "", "labeled_at": ""},
+    ]  # fmt: skip
+    result = import_labels(stored, write_csv(tmp_path / "w02.csv", rows))
+    assert (result.rows_in_file, result.rows_added, result.rows_without_verdict) == (2, 1, 1)
+    assert stored.execute(
+        "SELECT extraction_id, sample_id, verdict, corrected_value, reviewer FROM labels"
+    ).fetchall() == [("e1", "2026-W02/v1", "incorrect", "7", "alice")]
+    [item] = labelled_items(stored).to_pylist()
+    assert (item["from_audit"], item["inclusion_prob"]) == (True, 0.5)
+
+
+def test_missing_labeled_at_is_the_import_time(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    before = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    import_labels(
+        stored, write_csv(tmp_path / "l.csv", [{"extraction_id": "e1", "verdict": "correct"}])
+    )
+    after = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    row = stored.execute("SELECT reviewer, labeled_at FROM labels").fetchone()
+    assert row is not None
+    assert row[0] == "import"
+    assert before <= row[1] <= after
+
+
+# --- rules --------------------------------------------------------------------------
+
+RULE_CASES: list[tuple[str, dict[str, Any], str]] = [
+    (
+        "unknown id",
+        {"extraction_id": "nope"},
+        r"row 2, column extraction_id: 'nope' is not in the store; ingest its extraction first",
+    ),
+    ("blank id", {"extraction_id": ""}, r"row 2, column extraction_id: missing"),
+    (
+        "bad verdict",
+        {"verdict": "wrong"},
+        r"row 2, column verdict: 'wrong' is not one of correct, incorrect, unclear",
+    ),
+    (
+        "bad corrected status",
+        {"corrected_status": "gone"},
+        r"row 2, column corrected_status: 'gone' is not one of present, null, unclear, other",
+    ),
+    (
+        "bad labeled_at",
+        {"labeled_at": "last tuesday"},
+        r"row 2, column labeled_at: 'last tuesday' is not an ISO 8601 timestamp",
+    ),
+    (
+        "unknown sample",
+        {"sample_id": "2026-W09/v1"},
+        r"row 2, column sample_id: '2026-W09/v1' is not an audit sample in this store",
+    ),
+    (
+        "not in the sample",
+        {"sample_id": "2026-W02/v1"},  # row 2 labels e3, which the sample does not hold
+        r"row 2, column sample_id: extraction 'e3' is not an item of sample '2026-W02/v1'",
+    ),
+    (
+        "conflicting repeat",
+        {
+            "extraction_id": "e1",
+            "reviewer": "alice",
+            "verdict": "incorrect",
+            "labeled_at": "2026-01-06T09:00:00Z",
+        },
+        r"row 2, column extraction_id: 'e1' is labelled differently on row 1 by the same"
+        r" reviewer at the same labeled_at",
+    ),
+    ("renamed column", {"verdikt": "correct"}, r"unknown column verdikt \(known columns:"),
+]
+
+
+@pytest.mark.parametrize(
+    ("changes", "pattern"), [c[1:] for c in RULE_CASES], ids=[c[0] for c in RULE_CASES]
+)
+def test_every_rule_rejects_the_file_with_its_message(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path, changes: dict[str, Any], pattern: str
+) -> None:
+    rows = [dict(r) for r in LABELS]
+    rows[1].update(changes)
+    before = table_fingerprint(stored)
+    with pytest.raises(ValidationError, match=pattern) as caught:
+        import_labels(stored, write_csv(tmp_path / "bad.csv", rows))
+    assert caught.value.total == 1
+    assert table_fingerprint(stored) == before
+
+
+def test_missing_verdict_column_is_named(stored: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
+    with pytest.raises(
+        ValidationError, match=r"missing required column verdict \(columns found: extraction_id\)"
+    ):
+        import_labels(stored, write_csv(tmp_path / "l.csv", [{"extraction_id": "e1"}]))
+
+
+def test_all_problems_are_reported_together(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    rows = [
+        {"extraction_id": f"u{i}", "verdict": "maybe" if i % 2 else "correct"} for i in range(30)
+    ]
+    with pytest.raises(ValidationError) as caught:
+        import_labels(stored, write_csv(tmp_path / "l.csv", rows))
+    assert caught.value.total == 45  # 30 unknown ids, 15 bad verdicts
+    assert caught.value.problems[:3] == [
+        "row 1, column extraction_id: 'u0' is not in the store; ingest its extraction first,"
+        " or check the store",
+        "row 2, column verdict: 'maybe' is not one of correct, incorrect, unclear",
+        "row 2, column extraction_id: 'u1' is not in the store; ingest its extraction first,"
+        " or check the store",
+    ]
+
+
+# --- idempotence --------------------------------------------------------------------
+
+
+def test_the_same_file_twice_adds_nothing(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    path = write_csv(tmp_path / "l.csv", LABELS)
+    first = import_labels(stored, path)
+    before = table_fingerprint(stored)
+    again = import_labels(stored, path)
+    assert again == LabelImportResult(first.batch_id, "l.csv", 3, 0, 0, 0)
+    assert table_fingerprint(stored) == before
+
+
+def test_stored_labels_in_another_file_are_not_added_again(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    import_labels(stored, write_csv(tmp_path / "a.csv", LABELS[:2]))
+    # Same labels in another file (other column order, equal instant), plus one new.
+    rows = [
+        {"labeled_at": "2026-01-06T09:00:00Z", "reviewer": "alice", "verdict": "correct",
+         "extraction_id": "e1"},
+        {**LABELS[1], "error_detail": "edited later"},  # same identity: not added
+        {**LABELS[2], "reviewer": "dave"},
+    ]  # fmt: skip
+    result = import_labels(stored, write_csv(tmp_path / "b.csv", rows))
+    assert (result.rows_added, result.rows_already_stored) == (1, 2)
+    assert stored.execute("SELECT count(*) FROM labels").fetchone() == (3,)
+
+
+def test_a_label_stored_by_review_is_not_imported_twice(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    stored.execute(
+        "INSERT INTO labels (label_id, extraction_id, verdict, reviewer, review_round, labeled_at)"
+        " VALUES ('r1', 'e1', 'correct', 'alice', 'primary', TIMESTAMP '2026-01-06 09:00:00')"
+    )
+    result = import_labels(stored, write_csv(tmp_path / "a.csv", LABELS[:1]))
+    assert (result.rows_added, result.rows_already_stored) == (0, 1)
+
+
+def test_identical_rows_in_one_file_are_added_once(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    result = import_labels(stored, write_csv(tmp_path / "a.csv", [LABELS[0], LABELS[0]]))
+    assert (result.rows_in_file, result.rows_added, result.rows_already_stored) == (2, 1, 1)
