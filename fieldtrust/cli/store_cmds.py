@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 
 import click
-import duckdb
 
 from fieldtrust.cli.common import echo_json, open_db, settings
 from fieldtrust.settings import Settings
@@ -36,13 +35,6 @@ def show_settings(ctx: click.Context) -> None:
         click.echo(f"{name:>16} = {getattr(resolved, name)!s:<22} {help_line}")
 
 
-def _open_quietly(ctx: click.Context) -> duckdb.DuckDBPyConnection:
-    """The store, without DuckDB's own progress bar: it prints to stdout over our output."""
-    con = open_db(ctx)
-    con.execute("SET enable_progress_bar = false")
-    return con
-
-
 def _progress_line(stage: str, done: int, total: int) -> None:
     """One line per step on stderr, so stdout keeps only the result."""
     if stage != "done":
@@ -63,7 +55,7 @@ def ingest(ctx: click.Context, files: tuple[str, ...], quiet: bool, as_json: boo
     rows already stored are skipped, so ingesting again is safe. See
     docs/ingest.md.
     """
-    results = ingest_files(_open_quietly(ctx), files, progress=None if quiet else _progress_line)
+    results = ingest_files(open_db(ctx), files, progress=None if quiet else _progress_line)
     if as_json:
         echo_json([dataclasses.asdict(r) for r in results])
         return
@@ -101,7 +93,7 @@ def labels_import(ctx: click.Context, file: str, reviewer: str, as_json: bool) -
     row rejects the file and nothing is written (exit code 2). See
     docs/ingest.md.
     """
-    result = import_labels(_open_quietly(ctx), file, reviewer_default=reviewer)
+    result = import_labels(open_db(ctx), file, reviewer_default=reviewer)
     if as_json:
         echo_json(dataclasses.asdict(result))
         return
