@@ -1,0 +1,357 @@
+"""The benchmark cases: each library call beside the baseline it is compared with.
+
+A :class:`Side` is one thing timed: ``prepare`` (untimed, once) builds its
+state, ``reset`` (untimed, before every run) puts it back where a run starts,
+``run`` is the timed call, ``finish`` cleans up. :func:`time_side` runs it
+after a warm-up and returns the seconds of each run; the runner calls it in a
+fresh child process per side (:mod:`bench.isolate`), so each side's peak
+memory is its own.
+
+Goals are the issue's: ratios are fieldtrust's median over the baseline's
+(below 1: fieldtrust is faster), seconds and memory are at 10M rows unless
+said otherwise.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+import store
+from bench import baselines
+from calibration.report import calibration_report
+from fieldtrust.settings import Settings
+from sampling.alerts import weekly_alerts
+from sampling.design import Design
+from sampling.draw import draw_sample
+from sampling.estimates import weekly_estimates
+from store.ingest import ingest_files
+from store.scope import Scope, last_weeks
+
+GB = 1024**3
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every side needs: the size's files, a scratch folder, the settings."""
+
+    rows: int
+    store: Path
+    parquet: Path
+    work: Path
+    settings: Settings
+
+
+@dataclass(frozen=True)
+class Side:
+    """One timed thing; see the module docstring."""
+
+    label: str
+    prepare: Callable[[Context], dict[str, Any]]
+    run: Callable[[dict[str, Any]], object]
+    reset: Callable[[dict[str, Any]], None] | None = None
+    finish: Callable[[dict[str, Any]], None] | None = None
+
+
+@dataclass(frozen=True)
+class Goal:
+    """What a case should reach; None where the issue sets nothing."""
+
+    max_ratio: float | None = None
+    max_seconds_10m: float | None = None
+    max_rss_10m: float = 1.5 * GB
+
+    def text(self) -> str:
+        parts = []
+        if self.max_ratio is not None:
+            parts.append(
+                f"ratio <= {self.max_ratio:g}"
+                + (f" ({1 / self.max_ratio:.0f}x faster)" if self.max_ratio < 1 else "")
+            )
+        if self.max_seconds_10m is not None:
+            parts.append(f"< {self.max_seconds_10m:g} s at 10M")
+        parts.append(f"peak < {self.max_rss_10m / GB:g} GB at 10M")
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class Case:
+    """A library call, its baseline and its goal."""
+
+    name: str
+    title: str
+    library: Side
+    baseline: Side
+    goal: Goal
+
+
+def time_side(side: Side, ctx: Context, runs: int, warmup: int = 1) -> dict[str, Any]:
+    """Seconds of each of ``runs`` timed runs after ``warmup`` untimed ones."""
+    ctx.work.mkdir(parents=True, exist_ok=True)
+    state = side.prepare(ctx)
+    times = []
+    try:
+        for index in range(warmup + runs):
+            if side.reset is not None:
+                side.reset(state)
+            started = time.perf_counter()
+            side.run(state)
+            elapsed = time.perf_counter() - started
+            if index >= warmup:
+                times.append(elapsed)
+    finally:
+        if side.finish is not None:
+            side.finish(state)
+    return {"times": times, "detail": state.get("detail", {})}
+
+
+# --- shared helpers ---------------------------------------------------------------------------
+
+
+def _read(ctx: Context) -> dict[str, Any]:
+    con = store.connect(ctx.store, read_only=True)
+    return {"con": con, "ctx": ctx}
+
+
+def _close(state: dict[str, Any]) -> None:
+    con = state.get("con")
+    if con is not None:
+        con.close()
+
+
+def _window(con: duckdb.DuckDBPyConnection, weeks: int) -> tuple[str, ...]:
+    cursor = con.cursor()  # last_weeks leaves a result open; keep it off the main cursor
+    try:
+        return last_weeks(cursor, weeks)
+    finally:
+        cursor.close()
+
+
+def _remove_store(path: Path) -> None:
+    for stale in (path, path.with_name(path.name + ".wal")):
+        stale.unlink(missing_ok=True)
+
+
+# --- ingest -----------------------------------------------------------------------------------
+
+
+def _ingest_prepare(ctx: Context) -> dict[str, Any]:
+    return {"ctx": ctx, "path": ctx.work / "ingest.duckdb", "con": None}
+
+
+def _fresh_store(state: dict[str, Any]) -> None:
+    """An empty, migrated store (the same schema for both sides), not timed."""
+    _close(state)
+    _remove_store(state["path"])
+    state["con"] = store.connect(state["path"])
+
+
+def _ingest_finish(state: dict[str, Any]) -> None:
+    _close(state)
+    _remove_store(state["path"])
+
+
+INGEST = Case(
+    name="ingest",
+    title="Ingest a Parquet file into an empty store",
+    library=Side(
+        "store.ingest.ingest_files (validation, derived ids, dedup, form_versions, batch)",
+        _ingest_prepare,
+        lambda s: ingest_files(s["con"], [s["ctx"].parquet]),
+        _fresh_store,
+        _ingest_finish,
+    ),
+    baseline=Side(
+        "INSERT INTO extractions SELECT * FROM read_parquet(...)",
+        _ingest_prepare,
+        lambda s: baselines.bare_insert(s["con"], s["ctx"].parquet),
+        _fresh_store,
+        _ingest_finish,
+    ),
+    goal=Goal(max_ratio=1.5),
+)
+
+
+# --- calibration report -----------------------------------------------------------------------
+
+
+def _calibrate_prepare(ctx: Context) -> dict[str, Any]:
+    state = _read(ctx)
+    state["weeks"] = _window(state["con"], ctx.settings.weeks)
+    return state
+
+
+def _calibrate(state: dict[str, Any]) -> object:
+    s: Settings = state["ctx"].settings
+    return calibration_report(
+        state["con"], Scope(weeks=state["weeks"]), target=s.target, confidence=s.confidence,
+        n_min=s.n_min, stability_weeks=s.stability_weeks,
+    )
+
+
+def _calibrate_pandas(state: dict[str, Any]) -> object:
+    s: Settings = state["ctx"].settings
+    return baselines.pandas_calibration(
+        state["con"], state["weeks"], target=s.target, confidence=s.confidence, n_min=s.n_min
+    )
+
+
+CALIBRATE = Case(
+    name="calibrate",
+    title="Calibration report: every stratum's table, bins and thresholds (8 weeks)",
+    library=Side(
+        "calibration.report.calibration_report", _calibrate_prepare, _calibrate, None, _close
+    ),
+    baseline=Side(
+        "pandas: load extractions, labels and audit items, then the same table",
+        _calibrate_prepare,
+        _calibrate_pandas,
+        None,
+        _close,
+    ),
+    goal=Goal(max_ratio=0.1, max_seconds_10m=2.0),
+)
+
+
+# --- drawing a week's sample ------------------------------------------------------------------
+
+
+def _draw_prepare(ctx: Context) -> dict[str, Any]:
+    """A private copy of the store (each run adds a sample version), and the newest week."""
+    copy = ctx.work / "draw.duckdb"
+    _remove_store(copy)
+    shutil.copyfile(ctx.store, copy)
+    con = store.connect(copy)
+    week = store.latest_week(con.cursor())
+    return {"con": con, "ctx": ctx, "week": week, "path": copy}
+
+
+def _draw_finish(state: dict[str, Any]) -> None:
+    _close(state)
+    _remove_store(state["path"])
+
+
+def _draw(state: dict[str, Any]) -> object:
+    result = draw_sample(
+        state["con"], state["week"], Design(), seed=state["ctx"].settings.seed, redraw=True
+    )
+    state["detail"] = {"week": result.week, "n_sample": result.n_sample,
+                       "n_population": result.n_population}
+    return result
+
+
+def _hash_prepare(ctx: Context) -> dict[str, Any]:
+    state = _read(ctx)
+    con = state["con"]
+    week = store.latest_week(con.cursor())
+    row = con.execute(
+        "SELECT sum(n_sample) FROM audit_cells c JOIN audit_samples s USING (sample_id)"
+        " WHERE s.week = ? AND s.version = 1",
+        [week],
+    ).fetchall()
+    state.update(week=week, size=int(row[0][0]))
+    return state
+
+
+def _hash_draw(state: dict[str, Any]) -> object:
+    return baselines.hash_sample(
+        state["con"], state["week"], state["ctx"].settings.seed, state["size"]
+    )
+
+
+DRAW = Case(
+    name="draw",
+    title="Draw the newest week's audit sample",
+    library=Side(
+        "sampling.draw.draw_sample (cells, md5 PRN, partitioned top-n, insert)",
+        _draw_prepare,
+        _draw,
+        None,
+        _draw_finish,
+    ),
+    baseline=Side(
+        "SELECT ... WHERE week ORDER BY hash(seed, id) LIMIT n (same n, unstratified)",
+        _hash_prepare,
+        _hash_draw,
+        None,
+        _close,
+    ),
+    goal=Goal(max_ratio=2.0, max_seconds_10m=2.0, max_rss_10m=1.0 * GB),
+)
+
+
+# --- weekly estimates and alerts --------------------------------------------------------------
+
+
+def _estimates(state: dict[str, Any]) -> object:
+    return weekly_estimates(
+        state["con"], Scope(weeks=state["weeks"]), confidence=state["ctx"].settings.confidence
+    )
+
+
+def _sql_estimates(state: dict[str, Any]) -> object:
+    return baselines.weighted_accuracy_sql(state["con"], list(state["weeks"]))
+
+
+ESTIMATES = Case(
+    name="estimates",
+    title="Weekly estimates per (week, doc_type, field), 8 weeks",
+    library=Side(
+        "sampling.estimates.weekly_estimates (variances, Korn-Graubard intervals)",
+        _calibrate_prepare,
+        _estimates,
+        None,
+        _close,
+    ),
+    baseline=Side(
+        "one SQL query: Hajek point estimates only",
+        _calibrate_prepare,
+        _sql_estimates,
+        None,
+        _close,
+    ),
+    goal=Goal(),
+)
+
+
+def _alerts_prepare(ctx: Context) -> dict[str, Any]:
+    state = _read(ctx)
+    state["weeks"] = _window(state["con"], 5)  # the week and the 4 it is compared with
+    return state
+
+
+def _alerts(state: dict[str, Any]) -> object:
+    s: Settings = state["ctx"].settings
+    return weekly_alerts(
+        state["con"], state["weeks"][-1], target=s.target, confidence=s.confidence
+    )
+
+
+ALERTS = Case(
+    name="alerts",
+    title="Alerts for the newest week (below target, drop vs 4 weeks, new versions)",
+    library=Side("sampling.alerts.weekly_alerts", _alerts_prepare, _alerts, None, _close),
+    baseline=Side(
+        "one SQL query: Hajek estimates of the 5 weeks compared (no tests)",
+        _alerts_prepare,
+        _sql_estimates,
+        None,
+        _close,
+    ),
+    goal=Goal(),
+)
+
+CASES: tuple[Case, ...] = (INGEST, CALIBRATE, DRAW, ESTIMATES, ALERTS)
+
+
+def case_named(name: str) -> Case:
+    for case in CASES:
+        if case.name == name:
+            return case
+    raise KeyError(f"no case {name!r}; cases: {', '.join(c.name for c in CASES)}")

@@ -1,0 +1,351 @@
+"""The markdown report: machine, data, each case beside its baseline, pages, scaling, memory."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+GB = 1024**3
+MB = 1024**2
+TEN_M = 10_000_000
+ONE_M = 1_000_000
+#: The issue's goals that are not tied to one case.
+SCALING_GOAL = 1.3
+PAGE_WARM_GOAL, PAGE_COLD_GOAL = 1.0, 3.0
+RSS_GOAL = 1.5 * GB
+#: Cases whose goals carry seconds and memory at 10M: (seconds, bytes).
+CASE_LIMITS = {"calibrate": (2.0, RSS_GOAL), "draw": (2.0, 1.0 * GB)}
+CASE_RATIOS = {"ingest": 1.5, "calibrate": 0.1, "draw": 2.0}
+
+
+def machine() -> dict[str, Any]:
+    """Cores, memory, CPU, versions and the code's commit."""
+    versions = {}
+    for package in ("duckdb", "pandas", "pyarrow", "numpy", "scipy", "scikit-learn", "streamlit"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "absent"
+    return {
+        "cores": os.cpu_count(),
+        "memory_gb": round(_meminfo_kb("MemTotal") / 1024**2, 1),
+        "cpu": _cpu_model(),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "versions": versions,
+        "commit": _commit(),
+    }
+
+
+def _meminfo_kb(key: str) -> int:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _commit() -> str:
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, check=True,
+                              capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, check=True, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + (" (with uncommitted changes)" if dirty.strip() else "")
+
+
+# --- formatting -------------------------------------------------------------------------------
+
+
+def seconds(value: float) -> str:
+    if value >= 100:
+        return f"{value:.0f} s"
+    if value >= 10:
+        return f"{value:.1f} s"
+    if value >= 1:
+        return f"{value:.2f} s"
+    return f"{value * 1000:.0f} ms" if value >= 0.01 else f"{value * 1000:.1f} ms"
+
+
+def timing(side: dict[str, Any]) -> str:
+    if "error" in side:
+        return f"**failed**: {side['error']}"
+    if len(side["times"]) == 1:
+        return seconds(side["median"])
+    return f"{seconds(side['median'])} ({seconds(side['min'])}–{seconds(side['max'])})"
+
+
+def memory(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value / GB:.2f} GB" if value >= GB else f"{value / MB:.0f} MB"
+
+
+def size_label(rows: int) -> str:
+    if rows % ONE_M == 0:
+        return f"{rows // ONE_M}M"
+    if rows % 1000 == 0:
+        return f"{rows // 1000}k"
+    return f"{rows:,}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+# --- goals ------------------------------------------------------------------------------------
+
+
+def case_verdict(name: str, rows: int, result: dict[str, Any]) -> str:
+    """Which of the case's goals hold at this size ("–" where none applies here)."""
+    lib, base = result["library"], result["baseline"]
+    if "error" in lib:
+        return "**no** (failed)"
+    ratio = lib["median"] / base["median"] if "error" not in base else None
+    checks = []
+    if name in CASE_RATIOS:
+        limit = CASE_RATIOS[name]
+        checks.append(("ratio", ratio is not None and ratio <= limit))
+    if rows >= TEN_M:
+        limit_s, limit_rss = CASE_LIMITS.get(name, (None, RSS_GOAL))
+        if limit_s is not None:
+            checks.append(("time", lib["median"] < limit_s))
+        checks.append(("memory", lib["peak_rss"] < limit_rss))
+    if not checks:
+        return "–"
+    failed = [what for what, ok in checks if not ok]
+    return "yes" if not failed else "**no** (" + ", ".join(failed) + ")"
+
+
+def page_verdict(rows: int, result: dict[str, Any]) -> str:
+    if "error" in result:
+        return "**no** (failed)"
+    if rows != ONE_M:
+        return "– (goal at 1M)"
+    failed = []
+    if result["warm"]["median"] >= PAGE_WARM_GOAL:
+        failed.append("warm")
+    if result["cold"]["median"] >= PAGE_COLD_GOAL:
+        failed.append("cold")
+    return "yes" if not failed else "**no** (" + ", ".join(failed) + ")"
+
+
+# --- sections ---------------------------------------------------------------------------------
+
+
+def _machine_section(m: dict[str, Any]) -> list[str]:
+    v = m["versions"]
+    return [
+        "## Machine",
+        "",
+        *_table(
+            ["cores", "memory", "CPU", "OS", "Python", "DuckDB", "pandas", "pyarrow", "numpy",
+             "scipy", "code"],
+            [[str(m["cores"]), f"{m['memory_gb']} GB", m["cpu"], m["os"], m["python"],
+              v["duckdb"], v["pandas"], v["pyarrow"], v["numpy"], v["scipy"], m["commit"]]],
+        ),
+        "",
+    ]
+
+
+def _data_section(sizes: list[dict[str, Any]]) -> list[str]:
+    rows = []
+    for s in sizes:
+        d = s["dataset"]
+        rows.append([
+            size_label(s["rows"]), f"{s['rows']:,}",
+            f"{d['labelled']:,} ({d['label_share']:.2%})", f"{d['audit_items']:,}",
+            str(len(d["weeks"])), f"{d['parquet_mb']:,.0f} MB", f"{d['store_mb']:,.0f} MB",
+            seconds(d["build_seconds"]), s["date"], str(s["runs"]),
+            f"{s['load_start'][0]:.1f} → {s['load_end'][0]:.1f}",
+        ])
+    return [
+        "## Data",
+        "",
+        *_table(["size", "extractions", "labelled (share)", "audit items", "weeks",
+                 "Parquet", "store", "built in", "measured", "runs", "load avg (1 min)"], rows),
+        "",
+        "Load average is the 1-minute figure at the start and end of the size's cases; the"
+        " machine is shared, so anything well above the core count means other work was"
+        " competing for the CPUs.",
+        "",
+    ]
+
+
+def _cases_section(size: dict[str, Any]) -> list[str]:
+    rows = []
+    for name, result in size["cases"].items():
+        lib, base = result["library"], result["baseline"]
+        ok = "error" not in lib and "error" not in base
+        rows.append([
+            f"**{name}**", timing(lib), timing(base),
+            f"{lib['median'] / base['median']:.2f}" if ok else "–", result["goal"],
+            case_verdict(name, size["rows"], result),
+            memory(lib.get("peak_rss")), memory(base.get("peak_rss")),
+        ])
+    if not rows:
+        return []
+    return [
+        f"### Library vs baseline, {size_label(size['rows'])} extractions",
+        "",
+        *_table(["case", "fieldtrust median (min–max)", "baseline median (min–max)",
+                 "ratio", "goal", "met", "peak RSS fieldtrust", "peak RSS baseline"], rows),
+        "",
+    ]
+
+
+def _pages_section(size: dict[str, Any]) -> list[str]:
+    rows = []
+    for page, result in size["pages"].items():
+        if "error" in result:
+            rows.append([f"**{page}**", timing(result), "–", "–", "", page_verdict(0, result),
+                         "–", ""])
+            continue
+        warm, cold = result["warm"], result["cold"]
+        slow = sorted(warm["detail"].items(), key=lambda kv: -kv[1])[:3]
+        rows.append([
+            f"**{page}**", timing(warm), timing(cold),
+            f"{cold['median'] / warm['median']:.2f}",
+            f"< {PAGE_WARM_GOAL:g} s warm, < {PAGE_COLD_GOAL:g} s cold at 1M",
+            page_verdict(size["rows"], result),
+            memory(max(warm["peak_rss"], cold["peak_rss"])),
+            ", ".join(f"{n} {seconds(t)}" for n, t in slow),
+        ])
+    if not rows:
+        return []
+    return [
+        f"### Dashboard pages, {size_label(size['rows'])} extractions",
+        "",
+        *_table(["page", "warm median (min–max)", "cold median (min–max)", "ratio cold/warm",
+                 "goal", "met", "peak RSS", "slowest reads (warm)"], rows),
+        "",
+    ]
+
+
+def _series(sizes: list[dict[str, Any]]) -> dict[str, list[tuple[int, float, float]]]:
+    """(rows, median seconds, peak RSS) per timed thing, across sizes."""
+    out: dict[str, list[tuple[int, float, float]]] = {}
+    for s in sizes:
+        for name, result in s["cases"].items():
+            for side in ("library", "baseline"):
+                r = result[side]
+                if "error" in r:
+                    continue
+                out.setdefault(f"{name} ({side})", []).append(
+                    (s["rows"], r["median"], r["peak_rss"]))
+        for page, result in s["pages"].items():
+            if "error" in result:
+                continue
+            for kind in ("warm", "cold"):
+                r = result[kind]
+                out.setdefault(f"page {page} ({kind})", []).append(
+                    (s["rows"], r["median"], r["peak_rss"]))
+    return out
+
+
+def growth(points: list[tuple[int, float, float]]) -> list[float]:
+    """Time growth over row growth between consecutive sizes (1.0 = linear)."""
+    return [
+        (t2 / t1) / (n2 / n1)
+        for (n1, t1, _), (n2, t2, _) in itertools.pairwise(points)
+    ]
+
+
+def _scaling_section(sizes: list[dict[str, Any]]) -> list[str]:
+    if len(sizes) < 2:
+        return []
+    labels = [size_label(s["rows"]) for s in sizes]
+    steps = [f"{a}→{b}" for a, b in itertools.pairwise(labels)]
+    rows = []
+    for name, points in _series(sizes).items():
+        if len(points) != len(sizes):
+            continue
+        factors = growth(points)
+        library = "(baseline)" not in name
+        worst = max(factors)
+        met = ("yes" if worst <= SCALING_GOAL else "**no**") if library else "–"
+        rows.append([name, *(seconds(t) for _, t, _ in points),
+                     *(f"{f:.2f}" for f in factors), met])
+    return [
+        "## Scaling",
+        "",
+        f"Growth factor = (time ratio) / (rows ratio) between consecutive sizes: 1.0 is"
+        f" linear, below 1 sub-linear (fixed costs dominate). Goal for fieldtrust:"
+        f" no step above {SCALING_GOAL}.",
+        "",
+        *_table(["timed", *labels, *(f"growth {s}" for s in steps), "met"], rows),
+        "",
+    ]
+
+
+def _memory_section(sizes: list[dict[str, Any]]) -> list[str]:
+    labels = [size_label(s["rows"]) for s in sizes]
+    rows = [[name, *(memory(m) for _, _, m in points)]
+            for name, points in _series(sizes).items() if len(points) == len(sizes)]
+    return [
+        "## Peak memory (RSS of the process running the side)",
+        "",
+        "Each side runs in its own forked process that starts with the libraries imported"
+        " (about 0.2-0.3 GB of the figures below). Goal for fieldtrust: under 1.5 GB at 10M"
+        " (the sample draw: under 1 GB).",
+        "",
+        *_table(["timed", *labels], rows),
+        "",
+    ]
+
+
+def _sides_section(sizes: list[dict[str, Any]]) -> list[str]:
+    seen: dict[str, tuple[str, str, str]] = {}
+    for s in sizes:
+        for name, result in s["cases"].items():
+            seen[name] = (result["title"], result["library"]["label"],
+                          result["baseline"]["label"])
+    if not seen:
+        return []
+    rows = [[f"**{name}**", title, lib, base] for name, (title, lib, base) in seen.items()]
+    return ["## What each case compares", "",
+            *_table(["case", "what", "fieldtrust", "baseline"], rows), ""]
+
+
+def render(results: dict[str, Any]) -> str:
+    """The whole report from the results JSON."""
+    sizes = sorted(results["sizes"].values(), key=lambda s: s["rows"])
+    commands = sorted({s.get("command", "python -m bench") for s in sizes})
+    lines = [
+        "# fieldtrust benchmarks",
+        "",
+        "Generated by " + ", ".join(f"`{c}`" for c in commands) + ". How the cases work and"
+        " how to read the ratios: [docs/benchmarks.md](../docs/benchmarks.md). Ratio ="
+        " fieldtrust median / baseline median (below 1: fieldtrust is faster).",
+        "",
+        *_machine_section(results["machine"]),
+        *_data_section(sizes),
+        "## Results",
+        "",
+    ]
+    for s in sizes:
+        lines += _cases_section(s) + _pages_section(s)
+    lines += _scaling_section(sizes) + _memory_section(sizes) + _sides_section(sizes)
+    return "\n".join(lines).rstrip() + "\n"
