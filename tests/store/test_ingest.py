@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import store
-import store.sql
 from store.errors import ValidationError
 from store.ingest import IngestResult, ingest_files, ingest_table
+from tests.conftest import table_fingerprint
 
 GOOD: list[dict[str, Any]] = [
     {
@@ -61,26 +61,6 @@ GOOD: list[dict[str, Any]] = [
         "conflict": "yes",
     },
 ]
-
-
-def table_fingerprint(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]:
-    """Row count and order-independent checksum of every table.
-
-    tests.conftest.table_fingerprint hashes ``t.*``, which DuckDB 2.0 refuses;
-    hashing the row struct ``t`` checks the same thing.
-    """
-    names = con.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
-        " ORDER BY table_name"
-    ).fetchall()
-    result = {}
-    for (name,) in names:
-        row = con.execute(
-            f"SELECT count(*), coalesce(bit_xor(hash(t)), 0) FROM {store.sql.quote_ident(name)} t"
-        ).fetchone()
-        assert row is not None
-        result[name] = (int(row[0]), int(row[1]))
-    return result
 
 
 @pytest.fixture(scope="module")

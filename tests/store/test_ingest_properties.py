@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import store
-import store.sql
 import store.validation
 from store.errors import ValidationError
 from store.ingest import ingest_files
+from tests.conftest import table_fingerprint
 
 COLUMNS = ["extraction_id", "doc_id", "doc_type", "field", "value", "confidence", "extracted_at"]
 _counter = itertools.count()
@@ -108,17 +108,6 @@ def write(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-def fingerprint(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int, int]]:
-    out = []
-    for table in ("extractions", "ingest_batches", "form_versions"):
-        row = con.execute(
-            f"SELECT count(*), coalesce(bit_xor(hash(t)), 0) FROM {store.sql.quote_ident(table)} t"
-        ).fetchone()
-        assert row is not None
-        out.append((table, int(row[0]), int(row[1])))
-    return out
-
-
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb.DuckDBPyConnection]:
     """One store file for every example: a rejected file must leave it exactly as it was."""
@@ -171,7 +160,7 @@ def test_bad_rows_never_reach_the_store_and_are_all_reported(
 ) -> None:
     rows, bad = case
     path = write(tmp_path_factory.mktemp("f") / f"rows{suffix}", rows)
-    before = fingerprint(shared)
+    before = table_fingerprint(shared)
     # Small files skip the quick "any problem?" check; a threshold of 0 runs it,
     # so both ways through validation meet the same rows.
     threshold = store.validation.QUICK_CHECK_ROWS
@@ -185,7 +174,7 @@ def test_bad_rows_never_reach_the_store_and_are_all_reported(
             ingest_files(shared, [path])
     finally:
         store.validation.QUICK_CHECK_ROWS = threshold
-    assert fingerprint(shared) == before
+    assert table_fingerprint(shared) == before
     error = caught.value
     assert error.total == len(bad)
     reported = [int(p.split(",")[0].removeprefix("row ")) for p in error.problems]

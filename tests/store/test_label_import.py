@@ -12,28 +12,12 @@ from typing import Any
 import duckdb
 import pytest
 
-import store.sql
 from store.errors import ValidationError
 from store.label_import import LabelImportResult, import_labels
 from store.labelled import labelled_items
+from tests.conftest import table_fingerprint
 
 AT = dt.datetime(2026, 1, 5, 9)
-
-
-def table_fingerprint(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]:
-    """Row count and order-independent checksum of every table (see test_ingest.py)."""
-    names = con.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
-        " ORDER BY table_name"
-    ).fetchall()
-    result = {}
-    for (name,) in names:
-        row = con.execute(
-            f"SELECT count(*), coalesce(bit_xor(hash(t)), 0) FROM {store.sql.quote_ident(name)} t"
-        ).fetchone()
-        assert row is not None
-        result[name] = (int(row[0]), int(row[1]))
-    return result
 
 
 @pytest.fixture
