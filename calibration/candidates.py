@@ -181,7 +181,9 @@ def automation_candidates(
     """
     assessments = []
     loaded = {(s.doc_type, s.field): s for s in load_strata(con, scope)}
-    for name in sorted(set(strata_names(con, scope)) | set(loaded)):
+    # Without a weeks filter every stratum the filters select has extractions.
+    names = set(strata_names(con, scope)) | set(loaded) if scope.weeks else set(loaded)
+    for name in sorted(names):
         data = loaded.get(name) or empty_stratum(*name)
         thresholds = select_thresholds(
             data.design, data.labels, target=target, confidence=confidence, n_min=n_min

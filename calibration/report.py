@@ -275,7 +275,7 @@ def calibration_report(
     if stability_weeks < 1:
         raise CalibrationInputError(f"stability_weeks must be at least 1, got {stability_weeks}")
     loaded = {(s.doc_type, s.field): s for s in load_strata(con, scope)}
-    names = sorted(set(strata_names(con, scope)) | set(loaded))
+    names = sorted(set(strata_names(con, scope)) | set(loaded)) if scope.weeks else sorted(loaded)
     reports = [
         stratum_report(
             loaded.get(name) or empty_stratum(*name),

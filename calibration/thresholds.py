@@ -157,9 +157,12 @@ def select_thresholds(
     failure: ThresholdPoint | None = None
     tested = 0
     for k in grid:
-        if sums.labels[k] < n_min or int(kept_labels(design, labels, int(k)).sum()) < n_min:
+        if sums.labels[k] < n_min:
             continue  # too few labels to test yet (a count, not an outcome): skipped, not failed
-        bound = error_bound(design, labels, int(k), delta=delta)
+        keep = kept_labels(design, labels, int(k))
+        if int(keep.sum()) < n_min:
+            continue  # the same, counting the labels the bound can use
+        bound = error_bound(design, labels, int(k), delta=delta, keep=keep)
         tested += 1
         point = _point(sums, int(k), bound)
         # Both must hold: the bound (the guarantee) and the estimate itself, so a

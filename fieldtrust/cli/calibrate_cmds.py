@@ -15,13 +15,7 @@ from store.scope import Scope, last_weeks
 
 
 def _scope(con: duckdb.DuckDBPyConnection, weeks: int) -> Scope:
-    # A cursor of its own: store.scope.latest_week leaves its fetchone() result
-    # open, which DuckDB 2.0 refuses to run the next query beside.
-    cursor = con.cursor()
-    try:
-        return Scope(weeks=last_weeks(cursor, weeks))
-    finally:
-        cursor.close()
+    return Scope(weeks=last_weeks(con, weeks))
 
 
 def _pct(value: float | None, digits: int = 1) -> str | None:

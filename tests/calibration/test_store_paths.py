@@ -111,3 +111,4 @@ def test_certification_through_a_real_store_with_a_boosted_design(tmp_path) -> N
         failures += truth < 0.95
     assert certified >= 8
     assert failures <= 2  # at most 5% expected; 2 of 16 is already far beyond that
+
