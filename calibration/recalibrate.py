@@ -17,6 +17,7 @@ extraction inside DuckDB with an ASOF join.
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from dataclasses import dataclass
 
@@ -302,6 +303,37 @@ def fit_recalibration(
             RecalibrationResult(**{**vars(result), "map_id": map_id})
         )
     return results
+
+
+@dataclass(frozen=True)
+class StoredMap:
+    """A stratum's current stored map with what was recorded when it was fitted."""
+
+    map_id: str
+    method: str
+    n_labels: int
+    cv_score: float | None
+    ece_before: float | None
+    ece_after: float | None
+    fitted_at: dt.datetime
+    map: RecalibrationMap
+
+
+def stored_map(
+    con: duckdb.DuckDBPyConnection, doc_type: str, field: str
+) -> StoredMap | None:
+    """The current map of a stratum with its metadata, or None when it has none."""
+    rows = con.execute(
+        "SELECT map_id, method, n_labels, cv_score, ece_before, ece_after, fitted_at"
+        " FROM current_recalibration_maps WHERE doc_type = ? AND field = ?",
+        [doc_type, field],
+    ).fetchall()
+    fitted = current_map(con, doc_type, field)
+    if not rows or fitted is None:
+        return None
+    map_id, method, n_labels, cv_score, before, after, fitted_at = rows[0]
+    return StoredMap(str(map_id), str(method), int(n_labels), cv_score, before, after,
+                     fitted_at, fitted)
 
 
 def current_map(

@@ -14,6 +14,7 @@ from calibration.recalibrate import (
     current_map,
     fit_map,
     fit_recalibration,
+    stored_map,
 )
 
 
@@ -119,6 +120,18 @@ def test_each_stratum_gets_a_stored_map(fitted_store) -> None:
         assert stored is not None and stored.x[0] == 0.0
         np.testing.assert_array_equal(stored.x, result.map.x)
         np.testing.assert_array_equal(stored.y, result.map.y)
+
+
+def test_stored_map_carries_what_was_recorded(fitted_store) -> None:
+    con, results = fitted_store
+    info = stored_map(con, "invoice", "total")
+    result = results[("invoice", "total")]
+    assert info is not None and info.map_id == result.map_id
+    assert (info.method, info.n_labels) == (result.method, result.n_labels)
+    assert info.ece_before == pytest.approx(result.ece_before)
+    assert info.ece_after == pytest.approx(result.ece_after)
+    assert info.cv_score == pytest.approx(result.cv_brier[result.method])
+    assert stored_map(con, "invoice", "nope") is None
 
 
 def test_the_view_applies_the_fitted_maps_to_every_extraction(fitted_store) -> None:
