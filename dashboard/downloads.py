@@ -56,12 +56,12 @@ def parquet_bytes(frame: pd.DataFrame) -> bytes:
 
 def download_buttons(name: str, frame: pd.DataFrame) -> None:
     """CSV and Parquet download buttons for ``frame``, files named ``name``."""
-    left, right, _ = st.columns([1, 1, 6])
-    left.download_button(
+    row = st.container(horizontal=True)
+    row.download_button(
         "CSV", data=lambda: csv_bytes(frame), file_name=f"{name}.csv", mime="text/csv",
         key=state.download_key(name, "csv"), icon=":material/download:", on_click="ignore",
     )
-    right.download_button(
+    row.download_button(
         "Parquet", data=lambda: parquet_bytes(frame), file_name=f"{name}.parquet",
         mime="application/vnd.apache.parquet", key=state.download_key(name, "parquet"),
         icon=":material/download:", on_click="ignore",

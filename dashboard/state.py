@@ -24,6 +24,7 @@ CAL_BINS = "calibration.bins"
 
 # Weekly audit page.
 AUDIT_WEEK = "audit.week"
+AUDIT_TAB = "audit.tab"
 AUDIT_BASE_RATE = "audit.base_rate"
 AUDIT_MINIMUM = "audit.minimum"
 AUDIT_BOOST = "audit.boost"
@@ -40,6 +41,7 @@ AUDIT_ADJ_SUBMIT = "audit.adjudication_submit"
 AUDIT_ADJ_FLASH = "audit.adjudication_flash"
 
 # Review page.
+REVIEW_TAB = "review.tab"
 REVIEW_CORRECTED = "review.corrected_value"
 REVIEW_ABSENT = "review.field_absent"
 REVIEW_ERROR_TYPE = "review.error_type"

@@ -184,19 +184,26 @@ identity = auth.current_identity()
 weeks = data.cached("filter_options").weeks
 week = st.selectbox("Audit week", list(reversed(weeks)), key=state.AUDIT_WEEK)
 
+# Lazy tabs: only the open tab runs its queries (the trend and alerts are the costly ones).
 design_tab, progress_tab, trend_tab, adjudication_tab, errors_tab = st.tabs(
-    ["Design and draw", "Labelling progress", "Trend and alerts", "Adjudication", "Error types"]
+    ["Design and draw", "Labelling progress", "Trend and alerts", "Adjudication", "Error types"],
+    key=state.AUDIT_TAB, on_change="rerun",
 )
-with design_tab:
-    _design_section(identity, week)
-with progress_tab:
-    _progress_section(week)
-with trend_tab:
-    st.subheader(f"Alerts for {week}")
-    _alerts_section(week, settings)
-    st.subheader("Weekly trend")
-    _trend_section(scope, settings)
-with adjudication_tab:
-    _adjudication_section(identity, scope)
-with errors_tab:
-    _errors_section(scope)
+if design_tab.open:
+    with design_tab:
+        _design_section(identity, week)
+if progress_tab.open:
+    with progress_tab:
+        _progress_section(week)
+if trend_tab.open:
+    with trend_tab:
+        st.subheader(f"Alerts for {week}")
+        _alerts_section(week, settings)
+        st.subheader("Weekly trend")
+        _trend_section(scope, settings)
+if adjudication_tab.open:
+    with adjudication_tab:
+        _adjudication_section(identity, scope)
+if errors_tab.open:
+    with errors_tab:
+        _errors_section(scope)

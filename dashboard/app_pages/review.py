@@ -143,8 +143,11 @@ def _priority_tab() -> None:
 
 st.title("Review")
 identity = auth.current_identity()
-audit_tab, priority_tab = st.tabs(["Assigned audit items", "Priority queue"])
-with audit_tab:
-    _audit_tab(identity)
-with priority_tab:
-    _priority_tab()
+audit_tab, priority_tab = st.tabs(["Assigned audit items", "Priority queue"],
+                                  key=state.REVIEW_TAB, on_change="rerun")
+if audit_tab.open:
+    with audit_tab:
+        _audit_tab(identity)
+if priority_tab.open:
+    with priority_tab:
+        _priority_tab()

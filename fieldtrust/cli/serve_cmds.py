@@ -22,6 +22,8 @@ def streamlit_command(db: str, port: int, *, address: str | None = None) -> list
         "--server.headless", "true",
         "--server.port", str(port),
         "--browser.gatherUsageStats", "false",
+        # A served dashboard does not reload itself when source files change.
+        "--server.fileWatcherType", "none",
     ]
     if address:
         command += ["--server.address", address]

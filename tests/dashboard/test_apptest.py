@@ -110,6 +110,29 @@ def test_page_renders_on_the_demo_store(
     assert at.get("download_button"), "every table has its downloads"
 
 
+@pytest.mark.parametrize(
+    ("tab", "expected"),
+    [
+        ("Labelling progress", "labelled"),
+        ("Trend and alerts", "Weekly trend"),
+        ("Adjudication", "Adjudicating"),
+        ("Error types", "misread_characters"),
+    ],
+)
+def test_audit_tab_renders_on_the_demo_store(
+    tab: str, expected: str, shared_demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(shared_demo_db)
+    at = _open("audit", user="ben")  # a reviewer: no draw or adjudication controls
+    at.session_state[state.AUDIT_TAB] = tab
+    at.run()
+    assert not at.exception, at.exception[0].message
+    shown = _texts(at) + "\n".join(str(p.text) for p in at.get("progress"))
+    shown += "\n".join(d.value.to_csv() for d in at.dataframe)
+    shown += "\n".join(s.value for s in at.subheader)
+    assert expected in shown
+
+
 def test_overview_puts_the_strata_below_target_next_to_the_overall_figure(
     shared_demo_db: Path, use_db: Callable[[Path], None]
 ) -> None:
@@ -119,7 +142,8 @@ def test_overview_puts_the_strata_below_target_next_to_the_overall_figure(
     assert "below 95%" in headline and "n = " in headline and "[" in headline
     tables = at.dataframe
     below = tables[0].value
-    assert ("handwritten_receipt", "tax") in set(zip(below["doc_type"], below["field"], strict=True))
+    pairs = set(zip(below["doc_type"], below["field"], strict=True))
+    assert ("handwritten_receipt", "tax") in pairs
     assert (below["accuracy"] < 0.95).all()
 
 
@@ -225,7 +249,7 @@ def test_an_approval_writes_a_decision_with_its_evidence(
     assert evidence["accuracy_low"] >= 0.95
     assert evidence["labels_above"] >= 100
     assert any("approve of" in s.value for s in at.success)
-    policy = [d.value for d in at.dataframe if "status" in d.value.columns][0]
+    policy = next(d.value for d in at.dataframe if "status" in d.value.columns)
     assert list(policy["status"]) == ["active"]
 
 
@@ -301,3 +325,26 @@ def test_a_busy_store_gives_a_friendly_warning(
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_serve_refuses_a_missing_store_without_demo(tmp_path: Path) -> None:
+    missing = tmp_path / "nothing.duckdb"
+    result = subprocess.run(
+        [sys.executable, "-m", "fieldtrust.cli.main", "--db", str(missing), "serve"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )
+    assert result.returncode == 2
+    assert "no store at" in result.stderr
+    assert not missing.exists()
+
+
+def test_serve_runs_streamlit_on_the_dashboard_with_the_store() -> None:
+    from fieldtrust.cli.serve_cmds import APP as SERVED
+    from fieldtrust.cli.serve_cmds import streamlit_command
+
+    command = streamlit_command("/data/store.duckdb", 8765)
+    assert Path(APP) == SERVED
+    assert command[1:4] == ["-m", "streamlit", "run"]
+    assert command[4] == APP
+    assert command[command.index("--server.port") + 1] == "8765"
+    assert command[-3:] == ["--", "--db", "/data/store.duckdb"]

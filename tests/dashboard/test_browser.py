@@ -1,0 +1,203 @@
+"""End to end: `fieldtrust serve` on a demo store, driven by Playwright in headless Chromium.
+
+A reviewer labels three items with the keyboard and a manager approves a
+candidate; the test then reads both back from the DuckDB file. A screenshot
+of every page lands in test-artifacts/ (gitignored) for a person to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import store
+
+CHROMIUM = "/usr/bin/chromium"
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+PAGES = {"overview": "", "calibration": "calibration", "audit": "audit", "review": "review",
+         "automation": "automation"}
+
+#: Tabs whose content is screenshotted too.
+TABS = {"audit": ("Labelling progress", "Adjudication", "Error types"),
+        "review": ("Priority queue",)}
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(),
+        reason=f"no Chromium at {CHROMIUM}: `apt-get install chromium` (CI's .ci/run does)",
+    ),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"fieldtrust serve exited early with code {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError(f"the dashboard at {url} did not become healthy in {timeout:.0f} s")
+
+
+@pytest.fixture
+def server(demo_db: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """`fieldtrust serve --demo` on a private demo store; yields (url, db path)."""
+    port = _free_port()
+    log_path = tmp_path / "serve.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "fieldtrust.cli.main", "--db", str(demo_db), "serve",
+             "--demo", "--port", str(port), "--address", "127.0.0.1"],
+            stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_healthy(url, process)
+            yield url, demo_db
+        finally:
+            print(log_path.read_text(errors="replace")[-4000:])  # shown when the test fails
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture
+def page() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        tab = browser.new_page(viewport={"width": 1400, "height": 1000})
+        tab.set_default_timeout(120_000)
+        yield tab
+        browser.close()
+
+
+def _settle(page: Any, timeout: float = 240.0) -> None:
+    """Wait until Streamlit has finished running the script (status widget gone for 1.5 s)."""
+    page.wait_for_selector("[data-testid='stApp']")
+    quiet_since = None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        running = page.evaluate(
+            "() => !!document.querySelector('[data-testid=\"stStatusWidget\"]')"
+            " || !!document.querySelector('[data-testid=\"stSkeleton\"]')"
+        )
+        if running:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since > 1.5:
+            return
+        time.sleep(0.2)
+    page.screenshot(path=str(ARTIFACTS / "stuck.png"), full_page=True)
+    raise AssertionError("the page kept running for more than four minutes (see stuck.png)")
+
+
+def _no_exception(page: Any) -> None:
+    errors = page.query_selector_all("[data-testid='stException']")
+    assert not errors, errors[0].inner_text()
+
+
+def _act_as(page: Any, label: str) -> None:
+    """Pick a user in the demo-mode sidebar picker."""
+    page.get_by_label("Act as (demo)").click()
+    page.get_by_role("option", name=label).click()
+    _settle(page)
+
+
+def _shot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def test_every_page_then_label_by_keyboard_and_approve(
+    server: tuple[str, Path], page: Any
+) -> None:
+    url, db = server
+    for name, path in PAGES.items():
+        page.goto(f"{url}/{path}")
+        _settle(page)
+        _no_exception(page)
+        _shot(page, name)
+        for tab in TABS.get(name, ()):
+            page.get_by_role("tab", name=tab).click()
+            _settle(page)
+            _shot(page, f"{name}-{tab.lower().replace(' ', '-')}")
+
+    # A reviewer labels three items with the keyboard: "1" is Correct.
+    page.goto(f"{url}/review")
+    _settle(page)
+    _act_as(page, "ana (reviewer)")
+    shown = []
+    for _ in range(3):
+        heading = page.locator("[data-testid='stMain'] h3").first.inner_text()
+        document = page.locator("code").filter(has_text=re.compile(r"^demo-\d+$")).first
+        shown.append((heading, document.inner_text()))
+        page.locator("h1").click()  # focus the page, not a text field
+        page.keyboard.press("1")
+        page.get_by_text("Recorded correct").first.wait_for()
+        _settle(page)
+        _no_exception(page)
+    assert len(set(shown)) == 3, "each verdict moved on to a new item"
+    _shot(page, "review-after-labelling")
+
+    # A manager approves the first candidate with a comment.
+    page.goto(f"{url}/automation")
+    _settle(page)
+    _act_as(page, "maya (manager)")
+    page.get_by_label("Comment").fill("approved in the end-to-end test")
+    page.get_by_role("button", name="Approve").click()
+    page.get_by_text("approve of").first.wait_for()
+    _settle(page)
+    _no_exception(page)
+    _shot(page, "automation-after-approval")
+
+    # Read both back (read-only: a reader does not block the server, nor it us).
+    con = store.connect(db, read_only=True)
+    try:
+        labels = con.execute(
+            "SELECT count(*) FROM labels l JOIN assignments a USING (extraction_id, review_round)"
+            " WHERE l.reviewer = 'ana' AND a.reviewer = 'ana' AND l.verdict = 'correct'"
+        ).fetchall()
+        decisions = con.execute(
+            "SELECT d.action, d.decided_by, d.comment, d.threshold, e.payload_json"
+            " FROM decisions d JOIN evidence_snapshots e USING (evidence_id)"
+        ).fetchall()
+    finally:
+        con.close()
+    assert labels == [(3,)]
+    assert len(decisions) == 1
+    action, who, comment, threshold, payload = decisions[0]
+    assert (action, who, comment) == ("approve", "maya", "approved in the end-to-end test")
+    assert f'"threshold":{threshold}' in payload
