@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 import pytest
 
 from store.errors import ValidationError
@@ -142,6 +143,28 @@ def test_sample_file_is_read_back_with_its_sample_id(
     ).fetchall() == [("e1", "2026-W02/v1", "incorrect", "7", "alice")]
     [item] = labelled_items(stored).to_pylist()
     assert (item["from_audit"], item["inclusion_prob"]) == (True, 0.5)
+
+
+def test_a_file_written_by_sample_export_reads_back(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    from sampling.export import ITEM_COLUMNS, write_items_csv
+
+    items = pa.table(
+        {c: ["e1", "e2"] if c == "extraction_id" else ["=1+1", "x"] for c in ITEM_COLUMNS}
+        | {"sample_id": ["2026-W02/v1", "2026-W02/v1"], "confidence": [0.9, 0.5]}
+    )
+    path = tmp_path / "w02.csv"
+    write_items_csv(items, path)
+    with path.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    rows[0].update(verdict="Correct", reviewer="alice", labeled_at="2026-01-08T12:00:00Z")
+    write_csv(path, rows)  # the reviewer filled in one row; the other stays blank
+    result = import_labels(stored, path)
+    assert (result.rows_added, result.rows_without_verdict) == (1, 1)
+    assert stored.execute("SELECT extraction_id, sample_id, verdict FROM labels").fetchall() == [
+        ("e1", "2026-W02/v1", "correct")
+    ]
 
 
 def test_missing_labeled_at_is_the_import_time(
