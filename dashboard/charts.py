@@ -246,11 +246,13 @@ def error_breakdown(
             y=part["group"], x=part["count"], name=str(error_type), orientation="h",
             hovertemplate="%{y}: %{x:,} " + str(error_type) + "<extra></extra>",
         ))
-    figure.update_layout(barmode="stack", title="Error types", margin=_MARGIN,
-                         height=160 + 26 * len(order),
+    figure.update_layout(barmode="stack", title="Error types (incorrect labels)",
+                         margin={"l": 10, "r": 10, "t": 90, "b": 10},
+                         height=200 + 24 * len(order),
                          yaxis={"categoryorder": "array", "categoryarray": order, "title": None},
-                         xaxis={"title": "incorrect labels"},
-                         legend={"orientation": "h", "y": -0.15})
+                         xaxis={"title": "incorrect labels", "side": "top"},
+                         legend={"orientation": "h", "y": 1.0, "yanchor": "bottom",
+                                 "x": 0, "title": None})
     return figure
 
 

@@ -18,7 +18,7 @@ from labels.errors import LabelConflict, LabelError, PermissionDenied
 from labels.roles import allowed
 from labels.taxonomy import ERROR_TYPES
 from labels.verdicts import record_verdict
-from store.errors import FieldtrustError
+from store.errors import FieldtrustError, StoreLockedError
 
 SKIP_REASON = "skipped by reviewer (next)"
 
@@ -40,7 +40,12 @@ def _verdict(identity: auth.Identity, item: ReviewItem, verdict: str) -> None:
             record_verdict, actor=identity.user, extraction_id=item.extraction_id,
             verdict=verdict, sample_id=item.sample_id, review_round=item.review_round, **fields,
         )
-    except (LabelError, LabelConflict, PermissionDenied) as exc:
+    except StoreLockedError as exc:
+        # Another process (an ingest) holds the store longer than we wait: say so
+        # kindly; nothing was recorded, so the same key press simply works later.
+        st.session_state[state.REVIEW_FLASH] = ("warning", data.busy_message(exc))
+        return
+    except (LabelError, LabelConflict, PermissionDenied, FieldtrustError) as exc:
         st.session_state[state.REVIEW_FLASH] = ("error", str(exc))
         return
     for key in (state.REVIEW_CORRECTED, state.REVIEW_ERROR_DETAIL):

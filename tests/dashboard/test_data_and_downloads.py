@@ -1,0 +1,85 @@
+"""Store access and downloads of the dashboard, without a browser."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+import store
+from dashboard import data
+from dashboard.downloads import csv_bytes, escape_formula, parquet_bytes
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        ("=HYPERLINK(\"http://x\")", "'=HYPERLINK(\"http://x\")"),
+        ("+41 22 000", "'+41 22 000"),
+        ("-2+3", "'-2+3"),
+        ("@SUM(A1)", "'@SUM(A1)"),
+        ("\tcmd", "'\tcmd"),
+        ("ACME GmbH", "ACME GmbH"),
+        ("", ""),
+        (-0.5, -0.5),
+        (None, None),
+    ],
+)
+def test_formula_looking_text_is_escaped(cell: object, expected: object) -> None:
+    assert escape_formula(cell) == expected
+
+
+def test_csv_escapes_text_cells_but_keeps_numbers() -> None:
+    frame = pd.DataFrame({"value": ["=1+1", "total"], "delta": [-1.5, 2.0]})
+    back = pd.read_csv(io.BytesIO(csv_bytes(frame)))
+    assert back["value"].tolist() == ["'=1+1", "total"]
+    assert back["delta"].tolist() == [-1.5, 2.0]
+
+
+def test_parquet_keeps_values_exactly() -> None:
+    frame = pd.DataFrame({"value": ["=1+1", None], "n": [3, 4], "p": [0.125, float("nan")]})
+    back = pq.read_table(io.BytesIO(parquet_bytes(frame))).to_pandas()
+    pd.testing.assert_frame_equal(back, frame)
+
+
+def test_data_version_changes_when_a_label_lands(con_path: Path) -> None:
+    before = data.data_version(str(con_path))
+    assert before is not None and before.empty
+    con = store.connect(con_path)
+    try:
+        con.execute(
+            "INSERT INTO labels (label_id, extraction_id, verdict, reviewer, review_round,"
+            " labeled_at) VALUES ('l1', 'e1', 'correct', 'ana', 'import', now()::TIMESTAMP)"
+        )
+    finally:
+        con.close()
+    after = data.data_version(str(con_path))
+    assert after is not None
+    assert (after.labels, before.labels) == (1, 0)
+    assert after != before  # a new cache key: the next page run reads fresh data
+
+
+def test_no_version_and_no_file_for_a_missing_store(tmp_path: Path) -> None:
+    missing = tmp_path / "none.duckdb"
+    assert data.data_version(str(missing)) is None
+    assert not missing.exists()
+
+
+def test_db_path_comes_from_the_command_line_then_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("sys.argv", ["app.py", "--db", "/a/b.duckdb"])
+    assert data.db_path() == "/a/b.duckdb"
+    monkeypatch.setattr("sys.argv", ["app.py"])
+    monkeypatch.setenv("FIELDTRUST_DB", "/c/d.duckdb")
+    assert data.db_path() == "/c/d.duckdb"
+
+
+@pytest.fixture
+def con_path(tmp_path: Path) -> Path:
+    path = tmp_path / "store.duckdb"
+    store.connect(path).close()
+    return path
