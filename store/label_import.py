@@ -138,7 +138,7 @@ def import_labels(
             optional=OPTIONAL_COLUMNS,
             ignored=CONTEXT_COLUMNS,
         )
-        typed = _typed(con, raw, reviewer_default)
+        typed = _typed(con, raw, reviewer_default, csv=fmt == "csv")
         raise_problems(con, typed, _rules(raw.dtypes), source=source)
         with transaction(con):
             return _store(con, typed, source, sha)
@@ -160,7 +160,9 @@ def _col(dtypes: dict[str, str], name: str) -> tuple[str | None, str | None]:
     return (name, dtypes[name]) if name in dtypes else (None, None)
 
 
-def _typed(con: duckdb.DuckDBPyConnection, raw: Staged, reviewer_default: str) -> Staged:
+def _typed(
+    con: duckdb.DuckDBPyConnection, raw: Staged, reviewer_default: str, *, csv: bool
+) -> Staged:
     """A temp table of the raw columns next to the typed label (``l_*`` columns).
 
     Label files are small (a sample's worth), so the typed rows are
@@ -171,11 +173,11 @@ def _typed(con: duckdb.DuckDBPyConnection, raw: Staged, reviewer_default: str) -
     labeled_at = f"coalesce({parsed_at}, CAST($now AS TIMESTAMP))"
     reviewer = f"coalesce({text_sql(*_col(d, 'reviewer'))}, $reviewer)"
     typed_columns = {
-        "l_extraction_id": text_sql("extraction_id", d["extraction_id"]),
+        "l_extraction_id": _key_sql(text_sql("extraction_id", d["extraction_id"]), csv),
         "l_verdict": choice_sql("verdict", d["verdict"], VERDICTS),
         "l_reviewer": reviewer,
         "l_labeled_at": labeled_at,
-        "l_sample_id": text_sql(*_col(d, "sample_id")),
+        "l_sample_id": _key_sql(text_sql(*_col(d, "sample_id")), csv),
         "l_corrected_value": _kept_text(d, "corrected_value"),
         "l_corrected_status": choice_sql(*_col(d, "corrected_status"), STATUSES),
         "l_error_type": text_sql(*_col(d, "error_type")),
@@ -201,6 +203,20 @@ def _typed(con: duckdb.DuckDBPyConnection, raw: Staged, reviewer_default: str) -
     described = con.execute(f"DESCRIBE {quote_ident(name)}").fetchall()
     dtypes = {str(r[0]): str(r[1]) for r in described}
     return Staged(name, False, "l_row", dtypes, raw.rows)
+
+
+def _key_sql(text: str, csv: bool) -> str:
+    """An id as stored: in a CSV, a leading ' before = + - @ tab or CR is dropped.
+
+    That quote is how CSV exports keep a spreadsheet from running a cell as a
+    formula (OWASP "CSV injection"); an id written so reads back as itself.
+    """
+    if not csv:
+        return text
+    return (
+        f"CASE WHEN starts_with({text}, chr(39)) AND substr({text}, 2, 1)"
+        f" IN ('=', '+', '-', '@', chr(9), chr(13)) THEN substr({text}, 2) ELSE {text} END"
+    )
 
 
 def _kept_text(dtypes: dict[str, str], name: str) -> str:

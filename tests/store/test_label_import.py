@@ -167,6 +167,25 @@ def test_a_file_written_by_sample_export_reads_back(
     ]
 
 
+def test_formula_escaped_ids_in_a_csv_read_back_as_themselves(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    stored.execute(
+        "INSERT INTO extractions (extraction_id, doc_id, doc_type, form_version, field,"
+        " value_status, confidence, extracted_at, batch_id)"
+        " VALUES ('=HYPERLINK(\"x\")', 'd9', 'invoice', 'v1', 'total', 'null', 0.5, ?, 'b')",
+        [AT],
+    )
+    row = {"extraction_id": '\'=HYPERLINK("x")', "verdict": "correct"}
+    assert import_labels(stored, write_csv(tmp_path / "l.csv", [row])).rows_added == 1
+    assert stored.execute("SELECT extraction_id FROM labels").fetchall() == [('=HYPERLINK("x")',)]
+    # Only CSV exports escape so; in JSON Lines the quote is part of the id.
+    path = tmp_path / "l.jsonl"
+    path.write_text(json.dumps({**row, "reviewer": "bob"}) + "\n", encoding="utf-8")
+    with pytest.raises(ValidationError, match=r"row 1, column extraction_id: ''=HYPERLINK"):
+        import_labels(stored, path)
+
+
 def test_missing_labeled_at_is_the_import_time(
     stored: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
