@@ -22,7 +22,7 @@ def report(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
         con.close()
 
 
-def test_handwritten_receipt_tax_is_below_target_and_not_a_candidate(report) -> None:  # type: ignore[no-untyped-def]  # noqa: E501
+def test_handwritten_receipt_tax_is_below_target_and_not_a_candidate(report) -> None:  # type: ignore[no-untyped-def]
     tax = report.stratum("handwritten_receipt", "tax")
     assert tax.table.accuracy_high < 0.95
     assert tax.assessment.candidate is False
@@ -34,7 +34,7 @@ def test_some_strata_are_candidates(report) -> None:  # type: ignore[no-untyped-
     assert ("invoice", "currency") in candidates
 
 
-def test_the_overall_figure_comes_with_the_strata_below_target(report) -> None:  # type: ignore[no-untyped-def]  # noqa: E501
+def test_the_overall_figure_comes_with_the_strata_below_target(report) -> None:  # type: ignore[no-untyped-def]
     summary = report.to_dict()["overall"]
     assert 0.95 < summary["accuracy"] < 0.98
     below = {(s["doc_type"], s["field"]) for s in summary["strata_below_target"]}
