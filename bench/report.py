@@ -201,7 +201,8 @@ def _cases_section(size: dict[str, Any]) -> list[str]:
         ok = "error" not in lib and "error" not in base
         rows.append([
             f"**{name}**", timing(lib), timing(base),
-            f"{lib['median'] / base['median']:.2f}" if ok else "–", result["goal"],
+            f"{lib['median'] / base['median']:.2f}" if ok else "–",
+            _cpu_ratio(lib, base) if ok else "–", result["goal"],
             case_verdict(name, size["rows"], result),
             memory(lib.get("peak_rss")), memory(base.get("peak_rss")),
         ])
@@ -211,23 +212,34 @@ def _cases_section(size: dict[str, Any]) -> list[str]:
         f"### Library vs baseline, {size_label(size['rows'])} extractions",
         "",
         *_table(["case", "fieldtrust median (min–max)", "baseline median (min–max)",
-                 "ratio", "goal", "met", "peak RSS fieldtrust", "peak RSS baseline"], rows),
+                 "ratio", "CPU s fieldtrust / baseline (ratio)", "goal", "met",
+                 "peak RSS fieldtrust", "peak RSS baseline"], rows),
         "",
     ]
+
+
+def _cpu_ratio(lib: dict[str, Any], base: dict[str, Any]) -> str:
+    """CPU seconds of both sides and their ratio: less disturbed by a busy machine."""
+    if "cpu_median" not in lib or "cpu_median" not in base:
+        return "–"
+    a, b = lib["cpu_median"], base["cpu_median"]
+    ratio = f"{a / b:.2f}" if b > 0 else "–"
+    return f"{a:.2f} / {b:.2f} ({ratio})"
 
 
 def _pages_section(size: dict[str, Any]) -> list[str]:
     rows = []
     for page, result in size["pages"].items():
         if "error" in result:
-            rows.append([f"**{page}**", timing(result), "–", "–", "", page_verdict(0, result),
-                         "–", ""])
+            rows.append([f"**{page}**", timing(result), "–", "–", "–", "",
+                         page_verdict(0, result), "–", ""])
             continue
         warm, cold = result["warm"], result["cold"]
         slow = sorted(warm["detail"].items(), key=lambda kv: -kv[1])[:3]
         rows.append([
             f"**{page}**", timing(warm), timing(cold),
             f"{cold['median'] / warm['median']:.2f}",
+            f"{warm.get('cpu_median', float('nan')):.2f}",
             f"< {PAGE_WARM_GOAL:g} s warm, < {PAGE_COLD_GOAL:g} s cold at 1M",
             page_verdict(size["rows"], result),
             memory(max(warm["peak_rss"], cold["peak_rss"])),
@@ -239,7 +251,7 @@ def _pages_section(size: dict[str, Any]) -> list[str]:
         f"### Dashboard pages, {size_label(size['rows'])} extractions",
         "",
         *_table(["page", "warm median (min–max)", "cold median (min–max)", "ratio cold/warm",
-                 "goal", "met", "peak RSS", "slowest reads (warm)"], rows),
+                 "warm CPU s", "goal", "met", "peak RSS", "slowest reads (warm)"], rows),
         "",
     ]
 
@@ -329,6 +341,68 @@ def _sides_section(sizes: list[dict[str, Any]]) -> list[str]:
             *_table(["case", "what", "fieldtrust", "baseline"], rows), ""]
 
 
+def _verdict(ok: bool | None) -> str:
+    return "–" if ok is None else ("yes" if ok else "**no**")
+
+
+def _goal_rows(sizes: list[dict[str, Any]]) -> list[list[str]]:
+    """One row per goal of the issue, with what was measured and whether it holds."""
+    rows = []
+    for name, limit in CASE_RATIOS.items():
+        found = [(s["rows"], s["cases"][name]) for s in sizes if name in s["cases"]]
+        good = [(n, r) for n, r in found if "error" not in r["library"]
+                and "error" not in r["baseline"]]
+        ratios = [(n, r["library"]["median"] / r["baseline"]["median"]) for n, r in good]
+        text = ", ".join(f"{size_label(n)}: {x:.2f}" for n, x in ratios) or "not measured"
+        ok = all(x <= limit for _, x in ratios) and len(good) == len(found) if found else None
+        rows.append([f"{name}: ratio <= {limit:g}", text, _verdict(ok)])
+    largest = sizes[-1] if sizes and sizes[-1]["rows"] >= TEN_M else None
+    for name, (limit_s, limit_rss) in CASE_LIMITS.items():
+        r = largest["cases"].get(name) if largest else None
+        if r is None or "error" in r["library"]:
+            rows.append([f"{name}: < {limit_s:g} s at 10M", "not measured at 10M", "–"])
+            continue
+        lib = r["library"]
+        rows.append([f"{name}: < {limit_s:g} s at 10M", seconds(lib["median"]),
+                     _verdict(lib["median"] < limit_s)])
+        rows.append([f"{name}: peak < {memory(limit_rss)} at 10M", memory(lib["peak_rss"]),
+                     _verdict(lib["peak_rss"] < limit_rss)])
+    if largest:
+        peaks = [(n, r["library"]["peak_rss"]) for n, r in largest["cases"].items()
+                 if "error" not in r["library"]]
+        worst = max(peaks, key=lambda kv: kv[1]) if peaks else None
+        rows.append(["every case: peak < 1.5 GB at 10M",
+                     f"highest: {worst[0]} {memory(worst[1])}" if worst else "not measured",
+                     _verdict(all(m < RSS_GOAL for _, m in peaks)) if peaks else "–"])
+    one = next((s for s in sizes if s["rows"] == ONE_M), None)
+    if one is not None:
+        for page, r in one["pages"].items():
+            if "error" in r:
+                rows.append([f"page {page}: < 1 s warm, < 3 s cold at 1M", "failed", "**no**"])
+                continue
+            rows.append([f"page {page}: < 1 s warm, < 3 s cold at 1M",
+                         f"{seconds(r['warm']['median'])} warm, {seconds(r['cold']['median'])}"
+                         " cold", page_verdict(ONE_M, r).split(" (")[0]])
+    if len(sizes) >= 2:
+        worst_growth: list[tuple[float, str]] = []
+        for name, points in _series(sizes).items():
+            if "(baseline)" in name or len(points) != len(sizes):
+                continue
+            worst_growth.append((max(growth(points)), name))
+        if worst_growth:
+            factor, name = max(worst_growth)
+            rows.append([f"scaling: no fieldtrust step above {SCALING_GOAL}x linear",
+                         f"worst: {name} {factor:.2f}", _verdict(factor <= SCALING_GOAL)])
+    return rows
+
+
+def _goals_section(sizes: list[dict[str, Any]]) -> list[str]:
+    rows = _goal_rows(sizes)
+    if not rows:
+        return []
+    return ["## Goals", "", *_table(["goal", "measured", "met"], rows), ""]
+
+
 def render(results: dict[str, Any]) -> str:
     """The whole report from the results JSON."""
     sizes = sorted(results["sizes"].values(), key=lambda s: s["rows"])
@@ -342,6 +416,7 @@ def render(results: dict[str, Any]) -> str:
         "",
         *_machine_section(results["machine"]),
         *_data_section(sizes),
+        *_goals_section(sizes),
         "## Results",
         "",
     ]

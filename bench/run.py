@@ -54,12 +54,14 @@ def _say(message: str) -> None:
     print(f"[bench {dt.datetime.now():%H:%M:%S}] {message}", file=sys.stderr, flush=True)
 
 
-def _summary(times: list[float]) -> dict[str, Any]:
+def _summary(times: list[float], cpu: list[float]) -> dict[str, Any]:
     return {
         "times": times,
         "median": statistics.median(times),
         "min": min(times),
         "max": max(times),
+        "cpu": cpu,
+        "cpu_median": statistics.median(cpu),
     }
 
 
@@ -78,12 +80,13 @@ def _side(case: cases.Case, which: str, ctx: cases.Context, runs: int, timeout: 
     except ChildFailed as exc:
         _say(f"  {case.name} {which}: FAILED: {exc}")
         return {"label": side.label, "error": _failure(exc)}
-    result = _summary(isolated.value["times"])
+    result = _summary(isolated.value["times"], isolated.value["cpu"])
     result.update(
         label=side.label, peak_rss=isolated.peak_rss, detail=isolated.value["detail"],
         load=[round(load_before, 2), round(os.getloadavg()[0], 2)],
     )
-    _say(f"  {case.name} {which}: median {result['median']:.3f} s,"
+    _say(f"  {case.name} {which}: median {result['median']:.3f} s"
+         f" (CPU {result['cpu_median']:.3f} s),"
          f" peak {isolated.peak_rss / 1e6:,.0f} MB")
     return result
 
@@ -124,9 +127,11 @@ def run_pages(ctx: cases.Context, names: list[str], runs: int, timeout: float
             out[page] = {"error": _failure(exc)}
             continue
         out[page] = {
-            "warm": {**_summary(warm.value["times"]), "peak_rss": warm.peak_rss,
+            "warm": {**_summary(warm.value["times"], warm.value["cpu"]),
+                     "peak_rss": warm.peak_rss,
                      "detail": warm.value["detail"]},
-            "cold": {**_summary([r.value["times"][0] for r in cold_runs]),
+            "cold": {**_summary([r.value["times"][0] for r in cold_runs],
+                                [r.value["cpu"][0] for r in cold_runs]),
                      "peak_rss": max(r.peak_rss for r in cold_runs),
                      "detail": cold_runs[0].value["detail"]},
         }
