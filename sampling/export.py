@@ -7,8 +7,9 @@ labels import FILE`` reads it back by extraction_id and sample_id.
 Spreadsheet programs run a cell that starts with ``=``, ``+``, ``-`` or ``@``
 as a formula (CSV injection, OWASP). Every text cell that starts so, or with a
 tab or carriage return, gets a leading single quote, which spreadsheets show
-as text. The two key columns, extraction_id and sample_id, are written as they
-are: the import must match them exactly.
+as text. That includes the two key columns, extraction_id and sample_id: ids
+come from ingested files anyone can write, and ``fieldtrust labels import``
+reads an id so escaped back as the id itself (store.label_import).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ ITEM_COLUMNS = (
     "sample_id",
 )
 LABEL_COLUMNS = ("verdict", "reviewer", "corrected_value", "error_type", "labeled_at")
-KEY_COLUMNS = frozenset({"extraction_id", "sample_id"})
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -53,7 +53,7 @@ def write_items_csv(items: pa.Table, path: str | os.PathLike[str]) -> int:
         writer = csv.writer(handle)
         writer.writerow([*ITEM_COLUMNS, *LABEL_COLUMNS])
         for row in rows:
-            cells = [row[c] if c in KEY_COLUMNS else escape_cell(row[c]) for c in ITEM_COLUMNS]
+            cells = [escape_cell(row[c]) for c in ITEM_COLUMNS]
             writer.writerow(
                 [*("" if v is None else v for v in cells), *([""] * len(LABEL_COLUMNS))]
             )
