@@ -196,7 +196,7 @@ def test_hostile_values_and_file_names_round_trip_through_ingest_sample_and_expo
                   str(out))
     assert result.exit_code == 0, result.output + result.stderr
     assert f"wrote {rows.num_rows} items to {out}" in result.output
-    _assert_no_live_formula(out, keys=("extraction_id", "sample_id"))
+    _assert_no_live_formula(out)
 
 
 def _design(tmp_path: Path) -> str:
@@ -312,24 +312,7 @@ def test_labels_export_csv_defuses_formulas_and_parquet_keeps_values(
         assert expected in shown, text
 
 
-def test_sample_csv_defuses_formulas_in_item_columns(
-    pcon: duckdb.DuckDBPyConnection, tmp_path: Path
-) -> None:
-    ingest_table(pcon, _hostile_rows(), source="hostile")
-    sample = draw_sample(pcon, "2026-W48", Design(base_rate=1.0, minimum=2), seed=2,
-                         redraw=True)
-    out = tmp_path / "items.csv"
-    write_items_csv(sample_items(pcon, sample.sample_id), out)
-    _assert_no_live_formula(out, keys=("extraction_id", "sample_id"))
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="sampling.export writes extraction_id unescaped so labels import can match it; an"
-    " id such as '=HYPERLINK(...)' stays a live formula. Needs escaping here and unescaping in"
-    " store.label_import (see the report to the lead)",
-)
-def test_sample_csv_defuses_formula_looking_extraction_ids(
+def test_sample_csv_defuses_formulas_in_every_column(
     pcon: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
     ingest_table(pcon, _hostile_rows(), source="hostile")
@@ -338,6 +321,39 @@ def test_sample_csv_defuses_formula_looking_extraction_ids(
     out = tmp_path / "items.csv"
     write_items_csv(sample_items(pcon, sample.sample_id), out)
     _assert_no_live_formula(out)
+
+
+def _unescaped(cell: str) -> str:
+    return cell[1:] if cell.startswith("'") and cell[1:2] in FORMULA_START else cell
+
+
+def test_sample_csv_defuses_formula_looking_ids_and_they_import_back(
+    pcon: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    ingest_table(pcon, _hostile_rows(), source="hostile")
+    sample = draw_sample(pcon, "2026-W48", Design(base_rate=1.0, minimum=2), seed=2,
+                         redraw=True)
+    out = tmp_path / "items.csv"
+    write_items_csv(sample_items(pcon, sample.sample_id), out)
+    _assert_no_live_formula(out)
+    # A reviewer fills the verdict column of the hostile rows and imports the file back.
+    rows = _cells(out)
+    hostile_ids = {f"{text}#{i}" for i, text in enumerate(t for t in HOSTILE for _ in (0, 1))}
+    filled = [dict(r, verdict="correct", reviewer="offline") for r in rows
+              if _unescaped(r["extraction_id"]) in hostile_ids]
+    assert len(filled) == len(hostile_ids)
+    back = tmp_path / "filled.csv"
+    with back.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(filled)
+    from store.label_import import import_labels
+
+    result = import_labels(pcon, back)
+    assert result.rows_added == len(hostile_ids)
+    labelled = {x for (x,) in pcon.execute(
+        "SELECT extraction_id FROM labels WHERE reviewer = 'offline'").fetchall()}
+    assert labelled == hostile_ids
 
 
 def test_dashboard_csv_downloads_defuse_formulas_in_cells_and_headers() -> None:
