@@ -14,7 +14,6 @@ import streamlit as st
 
 from dashboard import auth, data, downloads, layout, sidebar, state
 from labels.assignment import ReviewItem, next_items, skip
-from labels.errors import LabelConflict, LabelError, PermissionDenied
 from labels.roles import allowed
 from labels.taxonomy import ERROR_TYPES
 from labels.verdicts import record_verdict
@@ -45,7 +44,7 @@ def _verdict(identity: auth.Identity, item: ReviewItem, verdict: str) -> None:
         # kindly; nothing was recorded, so the same key press simply works later.
         st.session_state[state.REVIEW_FLASH] = ("warning", data.busy_message(exc))
         return
-    except (LabelError, LabelConflict, PermissionDenied, FieldtrustError) as exc:
+    except FieldtrustError as exc:  # a refusal (role, conflict, bad fields): the library's words
         st.session_state[state.REVIEW_FLASH] = ("error", str(exc))
         return
     for key in (state.REVIEW_CORRECTED, state.REVIEW_ERROR_DETAIL):
