@@ -18,7 +18,7 @@ if str(_ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from dashboard import auth, data, layout, sidebar  # noqa: E402
+from dashboard import auth, data, layout, sidebar, state  # noqa: E402
 from store.errors import FieldtrustError, StoreLockedError  # noqa: E402
 
 st.set_page_config(page_title="fieldtrust", page_icon=":material/fact_check:", layout="wide")
@@ -42,6 +42,7 @@ def main() -> None:
     path = data.db_path()
     try:
         version = data.data_version(path)
+        st.session_state[state.DATA_VERSION] = version
         if version is None or version.empty:
             auth.draw_identity(path, has_store=version is not None)
             st.title(page.title)

@@ -53,7 +53,7 @@ def current_identity() -> Identity | None:
 
 
 def _oidc_identity() -> Identity:
-    if not st.user.is_logged_in:
+    if not st.user.get("is_logged_in", False):
         st.title("fieldtrust")
         st.write("Sign in to see where the extraction model can be trusted.")
         st.button("Sign in", on_click=st.login, type="primary")

@@ -34,6 +34,7 @@ import pyarrow as pa
 import streamlit as st
 
 import store
+from dashboard import state
 from fieldtrust.settings import load_settings
 from store.errors import StoreError, StoreLockedError
 from store.scope import Scope
@@ -151,9 +152,15 @@ def _cached_call(
 
 
 def cached(name: str, *args: Any, **kwargs: Any) -> Any:
-    """Run the registered read ``name`` against the current store, cached on its version."""
+    """Run the registered read ``name`` against the current store, cached on its version.
+
+    The version is the one the entry point read at the start of this run (one
+    query per run, not per read); outside a run it is read now.
+    """
     path = db_path()
-    version = current_version()
+    version = st.session_state.get(state.DATA_VERSION)
+    if not isinstance(version, DataVersion):
+        version = current_version()
     return _cached_call(path, version, name, args, tuple(sorted(kwargs.items())))
 
 

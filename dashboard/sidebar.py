@@ -51,7 +51,7 @@ def _week_window(weeks: tuple[str, ...]) -> tuple[str, ...]:
         "Weeks", options=list(weeks), key=state.FILTER_WEEKS,
         help="ISO weeks (UTC) of extraction time that every page looks at.",
     )
-    start, end = window  # type: ignore[misc,str-unpack]  # a range slider returns (start, end)
+    start, end = window  # type: ignore[str-unpack]  # a range slider returns (start, end)
     return weeks[weeks.index(start): weeks.index(end) + 1]
 
 

@@ -7,6 +7,9 @@ tests set or read a widget by the same name the page uses.
 
 from __future__ import annotations
 
+# The store's data version read at the start of this run (the cache key of every read).
+DATA_VERSION = "data.version"
+
 # Shared sidebar filters (the entry point owns them; every page reads them).
 FILTER_WEEKS = "filters.weeks"
 FILTER_DOC_TYPES = "filters.doc_types"

@@ -138,7 +138,7 @@ def trend_series(trend: pd.DataFrame) -> pd.DataFrame:
 def worst_series(series: pd.DataFrame, *, count: int) -> list[str]:
     """The ``count`` series with the lowest estimate in their latest week (chart default)."""
     latest = series.sort_values("week").groupby("series").tail(1)
-    return latest.sort_values("accuracy")["series"].head(count).tolist()
+    return [str(name) for name in latest.sort_values("accuracy")["series"].head(count)]
 
 
 def alerts_frame(alerts: Sequence[Any]) -> pd.DataFrame:

@@ -73,9 +73,14 @@ def _design_section(identity: auth.Identity | None, week: str) -> None:
     with st.expander("Cells of the preview", expanded=False):
         downloads.show_table("design_preview", plan)
     layout.flash(state.AUDIT_DRAW_FLASH)
+    current = data.cached("week_sample", week)
+    if current is not None:
+        st.caption(f"Current sample of {week}: `{current}`. Drawing again with the same design"
+                   " returns it; another design makes a new version (labels are kept).")
     if identity is not None and allowed(identity.role, "draw_sample"):
         seed = views.settings().seed
-        st.button(f"Draw the sample of {week}", key=state.AUDIT_DRAW, type="primary",
+        label = f"Draw the sample of {week}" if current is None else f"Draw {week} with this design"
+        st.button(label, key=state.AUDIT_DRAW, type="primary",
                   on_click=_on_draw, args=(identity, week, seed))
     else:
         st.caption("Drawing a sample needs the qa_lead role.")
