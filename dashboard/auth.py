@@ -79,12 +79,16 @@ def _demo_identity(has_store: bool) -> Identity | None:
         return None
     roles = dict(users)
     names = list(roles)
-    if st.session_state.get(state.AUTH_DEMO_USER) not in roles:
-        st.session_state[state.AUTH_DEMO_USER] = _default_user(roles)
+    # A run that cannot draw the picker (the store was busy) drops the widget's
+    # state; the copy kept outside it stops the next run from quietly acting as
+    # the default user instead of the one picked.
+    chosen = st.session_state.get(state.AUTH_DEMO_USER, st.session_state.get(state.AUTH_DEMO_KEPT))
+    st.session_state[state.AUTH_DEMO_USER] = chosen if chosen in roles else _default_user(roles)
     user = st.sidebar.selectbox(
         "Act as (demo)", names, key=state.AUTH_DEMO_USER,
         format_func=lambda name: f"{name} ({roles[name]})",
     )
+    st.session_state[state.AUTH_DEMO_KEPT] = user
     return Identity(user=user, role=roles[user], demo=True)
 
 

@@ -19,6 +19,7 @@ FILTER_SCOPE = "filters.scope"  # the Scope the filters produced on this run
 # Identity.
 AUTH_IDENTITY = "auth.identity"
 AUTH_DEMO_USER = "auth.demo_user"
+AUTH_DEMO_KEPT = "auth.demo_user_kept"  # the pick, outside the widget (survives busy runs)
 
 # Calibration page.
 CAL_STRATUM = "calibration.stratum"
