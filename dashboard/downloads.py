@@ -92,9 +92,13 @@ _PERCENT_WORDS = ("accuracy", "coverage", "share", "estimate", "lower", "upper",
 
 
 def _percent_columns(frame: pd.DataFrame) -> dict[str, Any]:
-    return {
-        column: st.column_config.NumberColumn(format="percent")
-        for column in frame.columns
-        if any(word in str(column) for word in _PERCENT_WORDS)
-        and pd.api.types.is_float_dtype(frame[column])
-    }
+    config: dict[str, Any] = {}
+    for column in frame.columns:
+        if not pd.api.types.is_float_dtype(frame[column]):
+            continue
+        name = str(column)
+        if name.startswith("p_value"):  # tiny p-values need an exponent
+            config[name] = st.column_config.NumberColumn(format="%.2e")
+        elif any(word in name for word in _PERCENT_WORDS):
+            config[name] = st.column_config.NumberColumn(format="percent")
+    return config

@@ -124,9 +124,10 @@ def _alerts_section(week: str, settings: object) -> None:
     if not alerts:
         st.success(f"No alerts for {week}.")
         return
-    for alert in alerts:
-        st.warning(alert.message, icon=":material/notifications:")
-    downloads.show_table("alerts", views.alerts_frame(alerts))
+    st.warning("\n".join(f"- {alert.message}" for alert in alerts),
+               icon=":material/notifications:")
+    with st.expander(f"{len(alerts)} alerts as a table"):
+        downloads.show_table("alerts", views.alerts_frame(alerts))
 
 
 def _on_adjudicate(identity: auth.Identity, extraction_id: str) -> None:
