@@ -25,8 +25,9 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def write_big_parquet(path: Path, rows: int, *, seed: int = 1) -> Path:
-    """``rows`` valid extractions of ISO week 2026-W48, written fast with Arrow compute."""
+def write_big_parquet(path: Path, rows: int, *, seed: int = 1, week_start: str = "2026-11-23",
+                      prefix: str = "e") -> Path:
+    """``rows`` valid extractions of the ISO week starting ``week_start``, written fast."""
     rng = np.random.default_rng(seed)
     index = np.arange(rows)
     doc = index // 5
@@ -35,7 +36,7 @@ def write_big_parquet(path: Path, rows: int, *, seed: int = 1) -> Path:
         return pc.binary_join_element_wise(prefix, pc.cast(pa.array(values), pa.string()), "")
 
     table = pa.table({
-        "extraction_id": text("e", index),
+        "extraction_id": text(prefix, index),
         "doc_id": text("d", doc),
         "doc_type": pc.take(pa.array(["invoice", "receipt", "purchase_order"]), pa.array(doc % 3)),
         "form_version": pc.take(pa.array(["v1", "v2"]), pa.array((doc // 7) % 2)),
@@ -44,7 +45,7 @@ def write_big_parquet(path: Path, rows: int, *, seed: int = 1) -> Path:
         "value": text("v", index % 977),
         "confidence": rng.uniform(0.0, 1.0, rows),
         "extracted_at": pa.array(
-            np.datetime64("2026-11-23T00:00:00", "s")
+            np.datetime64(f"{week_start}T00:00:00", "s")
             + rng.integers(0, 7 * 86400, rows).astype("timedelta64[s]")
         ),
     })
