@@ -166,6 +166,9 @@ def lower_rate_p_value(p1: float, n1: float, p0: float, n0: float) -> float:
     share of errors on side 1 (Fisher 1935; conditional on the margins, so
     valid however rare the errors).
     """
+    # Callers pass effective sizes capped at the label counts: with a nearly
+    # complete census the finite-population correction drives n_eff towards
+    # infinity, and an exact test on such a table neither ends nor means more.
     if min(n1, n0) <= 0 or not (np.isfinite(p1) and np.isfinite(p0)):
         return float("nan")
     size1, size0 = round(n1), round(n0)
@@ -217,7 +220,10 @@ def _drops(
     span = f"{previous[0]}..{previous[-1]}" if len(previous) > 1 else previous[0]
     alerts = []
     for row in both.itertuples(index=False):
-        p_value = lower_rate_p_value(row.estimate, row.n_eff, row.estimate_before, row.n_eff_before)
+        p_value = lower_rate_p_value(
+            row.estimate, min(row.n_eff, row.n), row.estimate_before,
+            min(row.n_eff_before, row.n_before),
+        )
         if p_value < alpha:
             alerts.append(
                 Alert(
@@ -264,7 +270,9 @@ def _new_versions(
     both = new.merge(established, on=["doc_type", "field"], suffixes=("", "_old"))
     alerts = []
     for row in both.itertuples(index=False):
-        p_value = lower_rate_p_value(row.estimate, row.n_eff, row.estimate_old, row.n_eff_old)
+        p_value = lower_rate_p_value(
+            row.estimate, min(row.n_eff, row.n), row.estimate_old, min(row.n_eff_old, row.n_old)
+        )
         if p_value < alpha:
             alerts.append(
                 Alert(
