@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import streamlit as st
@@ -13,6 +14,29 @@ EMPTY_HINT = (
     "No extractions yet: run `fieldtrust demo` (a demo store to explore) or"
     " `fieldtrust ingest FILE` (your own extractions), then reload this page."
 )
+
+
+#: Characters Streamlit markdown gives a meaning: CommonMark's, its :color[...] and
+#: :emoji: directives (the colon) and $math$.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+
+
+def plain(text: object) -> str:
+    """``text`` escaped so markdown shows it as written, for values from documents and files.
+
+    A doc_type like ``[click](http://...)`` or ``:red[ALERT]`` must read as those
+    characters, not become a link or a red word on a reviewer's screen. (HTML is
+    never rendered: no page passes ``unsafe_allow_html``.)
+    """
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
+
+
+def code_span(text: object) -> str:
+    """``text`` as inline code that no backtick inside it can close early."""
+    value = str(text)
+    longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
+    fence = "`" * (longest + 1)
+    return f"{fence} {value} {fence}" if longest else f"`{value}`"
 
 
 def empty_state(path: str) -> None:

@@ -66,8 +66,9 @@ def policy_frame(policy: Sequence[Any]) -> pd.DataFrame:
 def revocation_text(recommendation: Any) -> str:
     """One warning line for an approved stratum failing its later audits."""
     return (
-        f"**{recommendation.doc_type} · {recommendation.field}** (approved at"
-        f" {recommendation.threshold:.3f} by {recommendation.approved_by}): "
+        f"**{layout.plain(recommendation.doc_type)} · {layout.plain(recommendation.field)}**"
+        f" (approved at {recommendation.threshold:.3f} by"
+        f" {layout.plain(recommendation.approved_by)}): "
         f"{recommendation.reason}"
     )
 

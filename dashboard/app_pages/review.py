@@ -51,7 +51,8 @@ def _verdict(identity: auth.Identity, item: ReviewItem, verdict: str) -> None:
         st.session_state[key] = ""
     st.session_state[state.REVIEW_ABSENT] = False
     st.session_state[state.REVIEW_FLASH] = (
-        "success", f"Recorded **{verdict}** for {item.doc_id} · {item.field}."
+        "success",
+        f"Recorded **{verdict}** for {layout.plain(item.doc_id)} · {layout.plain(item.field)}.",
     )
 
 
@@ -61,11 +62,14 @@ def _skip(identity: auth.Identity, item: ReviewItem) -> None:
     except FieldtrustError as exc:
         st.session_state[state.REVIEW_FLASH] = ("error", str(exc))
         return
-    st.session_state[state.REVIEW_FLASH] = ("info", f"Skipped {item.doc_id} · {item.field}.")
+    st.session_state[state.REVIEW_FLASH] = (
+        "info", f"Skipped {layout.plain(item.doc_id)} · {layout.plain(item.field)}."
+    )
 
 
 def _show_item(item: ReviewItem, context: data.ItemContext) -> None:
-    st.subheader(f"{item.doc_type} · {item.field}")
+    # Everything below comes from ingested files: shown as written, never as markdown.
+    st.subheader(f"{layout.plain(item.doc_type)} · {layout.plain(item.field)}")
     left, right = st.columns([3, 2])
     with left:
         value = item.value if item.value is not None else f"({item.value_status})"
@@ -77,12 +81,13 @@ def _show_item(item: ReviewItem, context: data.ItemContext) -> None:
         else:
             st.caption("No source excerpt stored for this extraction: open the document.")
         if context.conflict:
-            st.warning(f"Another source says: `{context.conflict_value}`")
+            st.warning(f"Another source says: {layout.code_span(context.conflict_value)}")
     with right:
         st.markdown(
-            f"Document `{item.doc_id}`  \nType **{item.doc_type}** · form version"
-            f" **{item.form_version}**  \nField **{item.field}**  \nRound {item.review_round}"
-            f" · cell `{item.cell}`"
+            f"Document {layout.code_span(item.doc_id)}  \nType **{layout.plain(item.doc_type)}**"
+            f" · form version **{layout.plain(item.form_version)}**  \nField"
+            f" **{layout.plain(item.field)}**  \nRound {item.review_round}"
+            f" · cell {layout.code_span(item.cell)}"
         )
         with st.expander("Model's stated confidence (judge first: numbers anchor)"):
             st.metric("stated confidence", f"{context.confidence:.3f}")
