@@ -12,6 +12,7 @@ formula; Parquet keeps values exact.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
 from pathlib import Path
@@ -380,3 +381,38 @@ def test_hostile_scope_filters_match_nothing_and_run_nothing(
     with pytest.raises(ValueError, match="week"):
         Scope(weeks=("2026-W48'; DROP TABLE labels; --",))
     assert table_fingerprint(pcon) == before
+
+
+# --- shown verbatim in the dashboard -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [HOSTILE[0], HOSTILE[12], ":red[ALERT] $x^2$ # heading",
+                                  "a`b``c"], ids=["sql", "markdown", "streamlit", "backticks"])
+def test_the_review_page_shows_hostile_extractions_as_written(
+    pcon: duckdb.DuckDBPyConnection, populated: Path, monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from dashboard import state
+    from dashboard.layout import code_span, plain
+
+    rows = extraction_rows(2, seed=9, prefix="md",
+                           start=WEEK_START + dt.timedelta(days=7)).to_pylist()
+    for row in rows:
+        row.update(doc_id=text, doc_type=text, form_version=text, field=text, value=text)
+    rows[1]["field"] = "total"
+    ingest_table(pcon, pa.Table.from_pylist(rows), source="markdown")
+    draw_sample(pcon, "2026-W49", Design(base_rate=1.0, minimum=2), seed=1)
+    pcon.close()
+    monkeypatch.setenv("FIELDTRUST_DB", str(populated))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py"),
+                           default_timeout=120)
+    at.session_state[state.AUTH_DEMO_USER] = "ben"
+    at.run()
+    at.switch_page("app_pages/review.py").run()
+    assert not at.exception
+    shown_field = text if at.subheader[0].value.endswith(plain(text)) else "total"
+    assert at.subheader[0].value == f"{plain(text)} · {plain(shown_field)}"
+    assert [c.value for c in at.code][:1] == [text]  # the value, in a code block
+    details = next(m.value for m in at.markdown if m.value.startswith("Document "))
+    assert details.startswith(f"Document {code_span(text)}  \nType **{plain(text)}**")
