@@ -127,9 +127,9 @@ def test_a_busy_moment_does_not_change_who_the_demo_user_is(
 CHROMIUM = "/usr/bin/chromium"
 THREAD_REVIEWERS = tuple(f"rev{i}" for i in range(1, 9))
 BROWSER_REVIEWERS = ("ana", "ben", "chloe")
-THREAD_LABELS = 6
-BROWSER_LABELS = 3
-NEW_WEEK_ROWS = 300_000
+THREAD_LABELS = 5
+BROWSER_LABELS = 2
+NEW_WEEK_ROWS = 200_000
 RAW_ERRORS = ("Could not set lock", "Conflicting lock", "IOException", "Traceback",
               "TransactionException", "ConstraintException")
 

@@ -33,7 +33,7 @@ import store
 from fieldtrust.cli.main import cli
 
 TRIED: Counter[str] = Counter()
-FUZZ = settings(max_examples=25, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=15, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
@@ -224,6 +224,7 @@ def _csv_text(rows: list[list[str]]) -> str:
 corruption = st.tuples(st.integers(0, 9), st.sampled_from(sorted(BAD_VALUES)), st.data())
 
 
+@pytest.mark.slow
 @FUZZ
 @given(count=st.integers(1, 10), spoil=st.lists(corruption, min_size=1, max_size=4))
 def test_generated_bad_cells_are_each_named_and_nothing_is_written(
@@ -244,6 +245,7 @@ def test_generated_bad_cells_are_each_named_and_nothing_is_written(
         assert f"row {row}, column {column}:" in message, (row, column, message)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(content=st.binary(max_size=2_000), header=st.booleans(),
        suffix=st.sampled_from([".csv", ".jsonl", ".json", ".parquet"]))
@@ -272,6 +274,7 @@ def test_random_bytes_never_crash_and_never_half_write(
             assert f"{stored} rows read" in result.output or f"{stored:,} added" in result.output
 
 
+@pytest.mark.slow
 @FUZZ
 @given(verdicts=st.lists(st.sampled_from(["correct", "incorrect", "unclear", "yes", "Correct ",
                                            "1", "wrong"]), min_size=1, max_size=8),

@@ -221,26 +221,24 @@ def _all_text(at: AppTest) -> str:
     return "\n".join(parts)
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_with_sign_in_configured_a_visitor_sees_no_data(
-    dashboard_db: Path, page: str
-) -> None:
+def test_with_sign_in_configured_a_visitor_sees_no_data(dashboard_db: Path) -> None:
     at = _app(dashboard_db)
     at.secrets["auth"] = AUTH
     at.user = {"is_logged_in": False}
     # A forged demo-picker value must not help either.
     at.session_state[state.AUTH_DEMO_USER] = MANAGER
     at.run()
-    if page != PAGES[0]:
-        at.switch_page(page).run()
-    assert not at.exception
-    shown = _all_text(at)
-    assert "Sign in" in shown
-    for secret in ("x000001", "doc0", "invoice", "receipt", "240", str(dashboard_db), "quinn",
-                   "maya", "DEMO MODE", "Weeks"):
-        assert secret not in shown, f"{secret!r} shown to a visitor who has not signed in"
-    assert not at.get("dataframe") and not at.get("download_button")
-    assert not at.get("plotly_chart")
+    for page in PAGES:
+        if page != PAGES[0]:
+            at.switch_page(page).run()
+        assert not at.exception, page
+        shown = _all_text(at)
+        assert "Sign in" in shown, page
+        for secret in ("x000001", "doc0", "invoice", "receipt", "240", str(dashboard_db),
+                       "quinn", "maya", "DEMO MODE", "Weeks"):
+            assert secret not in shown, f"{secret!r} shown on {page} before sign-in"
+        assert not at.get("dataframe") and not at.get("download_button"), page
+        assert not at.get("plotly_chart"), page
 
 
 def test_a_signed_in_reviewer_cannot_become_a_manager_through_the_demo_picker(
@@ -259,7 +257,7 @@ def test_a_signed_in_reviewer_cannot_become_a_manager_through_the_demo_picker(
     assert not [b for b in at.button if b.label in ("Approve", "Reject", "Revoke")]
 
 
-@pytest.mark.parametrize("forged", ["ANA", "\u0430na", "maya'; --", "ghost"])
+@pytest.mark.parametrize("forged", ["\u0430na", "maya'; --"])
 def test_the_demo_picker_ignores_a_forged_user_in_the_session(
     dashboard_db: Path, forged: str
 ) -> None:

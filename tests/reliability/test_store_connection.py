@@ -21,6 +21,7 @@ from store.errors import StoreLockedError
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_a_slow_query_prints_nothing_on_stdout(db_path: Path) -> None:
     # Three seconds of work on one thread: over DuckDB's two-second progress-bar delay.
     code = (
