@@ -416,3 +416,46 @@ def test_the_review_page_shows_hostile_extractions_as_written(
     assert [c.value for c in at.code][:1] == [text]  # the value, in a code block
     details = next(m.value for m in at.markdown if m.value.startswith("Document "))
     assert details.startswith(f"Document {code_span(text)}  \nType **{plain(text)}**")
+
+
+def test_the_review_form_stores_hostile_text_and_refuses_incomplete_input(
+    populated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from dashboard import state
+
+    monkeypatch.setenv("FIELDTRUST_DB", str(populated))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py"),
+                           default_timeout=120)
+    at.session_state[state.AUTH_DEMO_USER] = "ben"
+    at.run()
+    at.switch_page("app_pages/review.py").run()
+    corrected = HOSTILE[0] + " " + HOSTILE[7] + " " + HOSTILE[6]
+    at.text_input(key=state.REVIEW_CORRECTED).set_value(corrected)
+    at.selectbox(key=state.REVIEW_ERROR_TYPE).set_value("other")
+    con = store.connect(populated, read_only=True)
+    before = table_fingerprint(con)
+    con.close()
+
+    at.button(key=state.REVIEW_INCORRECT).click().run()  # 'other' without a detail
+    assert not at.exception
+    assert any("needs error_detail" in e.value for e in at.error)
+    con = store.connect(populated, read_only=True)
+    try:
+        assert table_fingerprint(con) == before
+    finally:
+        con.close()
+
+    at.text_input(key=state.REVIEW_CORRECTED).set_value(corrected)
+    at.selectbox(key=state.REVIEW_ERROR_TYPE).set_value("other")
+    at.text_input(key=state.REVIEW_ERROR_DETAIL).set_value(HOSTILE[1])
+    at.button(key=state.REVIEW_INCORRECT).click().run()
+    assert not at.exception
+    con = store.connect(populated, read_only=True)
+    try:
+        assert con.execute(
+            "SELECT corrected_value, error_type, error_detail FROM labels WHERE reviewer = 'ben'"
+        ).fetchall() == [(corrected, "other", HOSTILE[1])]
+    finally:
+        con.close()
