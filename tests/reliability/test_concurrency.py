@@ -197,8 +197,13 @@ class Reviewer:
     ended: float = 0.0
 
 
-def _thread_reviewer(reviewer: Reviewer, sample_id: str) -> None:
-    """A reviewer on the dashboard's own write path (dashboard.data.write), retrying when busy."""
+def _thread_reviewer(reviewer: Reviewer, sample_id: str, stop: str | None = None,
+                     pause: float = 0.0) -> None:
+    """A reviewer on the dashboard's own write path (dashboard.data.write), retrying when busy.
+
+    Labels :data:`THREAD_LABELS` items, and goes on until the file ``stop`` exists if
+    given, ``pause`` seconds between items (a person reading the document).
+    """
     reviewer.started = time.monotonic()
 
     def patiently(call: Any) -> Any:
@@ -212,7 +217,7 @@ def _thread_reviewer(reviewer: Reviewer, sample_id: str) -> None:
         raise AssertionError("the store stayed busy for minutes")
 
     try:
-        while len(reviewer.recorded) < THREAD_LABELS:
+        while len(reviewer.recorded) < THREAD_LABELS or (stop and not Path(stop).exists()):
             items = patiently(lambda: data.write(next_items, reviewer.name, sample_id, count=1))
             if not items:
                 break
@@ -221,6 +226,7 @@ def _thread_reviewer(reviewer: Reviewer, sample_id: str) -> None:
                 record_verdict, actor=reviewer.name, extraction_id=item.extraction_id,
                 verdict="correct", sample_id=item.sample_id, review_round=item.review_round))
             reviewer.recorded.append((item.extraction_id, label.label_id))
+            time.sleep(pause)
     except Exception as exc:
         reviewer.raw.append(f"{type(exc).__name__}: {exc}")
     reviewer.ended = time.monotonic()
@@ -417,3 +423,83 @@ def test_reviewers_on_two_dashboards_and_a_cli_ingest_share_the_store(
 
 def _count(con: Any, sql: str, params: list[Any] | None = None) -> int:
     return int(con.execute(sql, params or []).fetchall()[0][0])
+
+
+# --- the same without browsers, for every CI run -------------------------------------------------
+
+SECOND_PROCESS = """
+import json, sys, threading
+sys.path.insert(0, sys.argv[3])
+from test_concurrency import Reviewer, _thread_reviewer
+reviewers = [Reviewer(name) for name in sys.argv[2].split(",")]
+workers = [threading.Thread(target=_thread_reviewer, args=(r, sys.argv[1], sys.argv[4], 0.3))
+           for r in reviewers]
+for worker in workers:
+    worker.start()
+for worker in workers:
+    worker.join()
+print(json.dumps([[r.name, r.recorded, r.busy, r.raw] for r in reviewers]))
+"""
+CI_WEEK_ROWS = 100_000
+
+
+@pytest.mark.slow
+def test_eight_reviewers_in_two_processes_and_a_cli_ingest_share_the_store(
+    populated: Path, sample_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four reviewers here, four in a second process (two dashboards' write paths), an ingest."""
+    monkeypatch.setenv("FIELDTRUST_DB", str(populated))
+    new_week = write_big_parquet(tmp_path / "week 49.parquet", CI_WEEK_ROWS,
+                                 week_start="2026-11-30", prefix="w49-")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FIELDTRUST_DB": str(populated)}
+    stop = tmp_path / "ingest finished"  # reviewers keep labelling until the ingest is done
+    here = [Reviewer(name) for name in THREAD_REVIEWERS[:4]]
+    there = subprocess.Popen(
+        [sys.executable, "-c", SECOND_PROCESS, sample_id, ",".join(THREAD_REVIEWERS[4:]),
+         str(Path(__file__).parent), str(stop)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    workers = [threading.Thread(target=_thread_reviewer, args=(r, sample_id, str(stop), 0.3))
+               for r in here]
+    for worker in workers:
+        worker.start()
+    ingest = subprocess.Popen(
+        [sys.executable, "-m", "fieldtrust.cli.main", "--db", str(populated), "ingest",
+         "--json", str(new_week)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    out, err = ingest.communicate(timeout=600)
+    stop.touch()
+    ingest_done = time.monotonic()
+    for worker in workers:
+        worker.join(timeout=600)
+    second_out, second_err = there.communicate(timeout=600)
+
+    assert ingest.returncode == 0, err
+    assert json.loads(out)[0]["rows_added"] == CI_WEEK_ROWS
+    assert there.returncode == 0, second_err
+    reviewers = here + [Reviewer(name, [tuple(x) for x in recorded], busy, raw)
+                        for name, recorded, busy, raw in json.loads(second_out)]
+    assert [r.raw for r in reviewers] == [[] for _ in reviewers]
+    assert all(len(r.recorded) >= THREAD_LABELS for r in reviewers)
+    assert all(r.ended >= ingest_done for r in here)  # they labelled on through the ingest
+    assert "[3/3] storing" in err  # the CLI really wrote while they labelled
+    con = store.connect(populated)
+    try:
+        for reviewer in reviewers:  # exactly the labels each writer was told it wrote
+            stored = {x for (x,) in con.execute(
+                "SELECT label_id FROM labels WHERE reviewer = ?", [reviewer.name]).fetchall()}
+            assert stored == {label for _, label in reviewer.recorded}
+        labelled = con.execute(
+            "SELECT extraction_id, review_round, reviewer FROM labels WHERE reviewer LIKE 'rev%'"
+        ).fetchall()
+        rounds = [(extraction, rnd) for extraction, rnd, _ in labelled]
+        total = sum(len(r.recorded) for r in reviewers)
+        assert len(rounds) == len(set(rounds)) == total  # no item twice in one round
+        people = [(extraction, who) for extraction, _, who in labelled]
+        assert len(people) == len(set(people))  # double review always by two people
+        assert _count(con, "SELECT count(*) FROM extractions WHERE extraction_id LIKE 'w49-%'"
+                      ) == CI_WEEK_ROWS
+    finally:
+        con.close()
+    record_figure("concurrency_ci", {"reviewers": 8, "processes": 2,
+                                     "labels": total, "ingest_rows": CI_WEEK_ROWS,
+                                     "busy_messages_seen": sum(r.busy for r in reviewers)})
