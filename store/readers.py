@@ -177,6 +177,7 @@ def _csv_header(path: str | os.PathLike[str], source: str) -> list[str]:
     names = [h.strip() for h in header]
     if not names:
         raise ValidationError(source, ["no rows: the file is empty"])
+    _refuse_other_separators(source, names)
     problems = [
         f"header column {i}: has no name" for i, n in enumerate(names, start=1) if not n
     ] + [
@@ -187,6 +188,26 @@ def _csv_header(path: str | os.PathLike[str], source: str) -> list[str]:
     if problems:
         raise ValidationError(source, problems)
     return names
+
+
+#: Separators spreadsheets write instead of commas (Excel in many locales: ';').
+_OTHER_SEPARATORS = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}
+
+
+def _refuse_other_separators(source: str, names: list[str]) -> None:
+    """A header that is one column holding ``;`` (or tabs, or ``|``) is another separator.
+
+    Said plainly, instead of a column-count error on line 2 or ``doc_id;doc_type``
+    reported as an unknown column.
+    """
+    if len(names) != 1:
+        return
+    for separator, word in _OTHER_SEPARATORS.items():
+        if separator in names[0]:
+            raise ValidationError(source, [
+                f"the header {names[0][:60]!r} is separated by {word}, not commas; save the"
+                " file as comma-separated CSV (in Excel: 'CSV UTF-8 (Comma delimited)')"
+            ])
 
 
 def _stage_json(
