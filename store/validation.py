@@ -237,11 +237,14 @@ def timestamp_sql(column: str, dtype: str | None) -> str:
         return f"CAST({q} AS TIMESTAMP)"
     # Not TRY_CAST(... AS TIMESTAMP): that one drops an offset instead of applying
     # it. Parsing TIMESTAMPTZ is slow, though, so the common offset-free forms
-    # are tried first with strptime, which rejects anything with an offset.
+    # are tried first with strptime, which rejects anything with an offset. An
+    # ISO 8601 time starts with the year's digits: the test keeps out the words
+    # both also take ('infinity', '-infinity', 'epoch'), which are no extraction time.
     text = text_sql(column, dtype)
     return (
-        f"coalesce(try_strptime({text}, {_NAIVE_FORMATS}),"
-        f" timezone('UTC', TRY_CAST({text} AS TIMESTAMPTZ)))"
+        f"CASE WHEN left({text}, 1) BETWEEN '0' AND '9'"
+        f" THEN coalesce(try_strptime({text}, {_NAIVE_FORMATS}),"
+        f" timezone('UTC', TRY_CAST({text} AS TIMESTAMPTZ))) END"
     )
 
 
