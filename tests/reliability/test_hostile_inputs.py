@@ -157,11 +157,10 @@ PARQUET_CASES = [
     pytest.param(_parquet({"doc_id": [None, "d2"]}), ("row 1, column doc_id: missing",),
                  id="null-doc-id"),
     pytest.param(_parquet({"confidence": [math.nan, 0.5]}),
-                 ("row 1, column confidence: nan is not a number in [0, 1]",), id="confidence-nan",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "DuckDB prunes Parquet row groups by min/max statistics, which leave NaN"
-                     " out, so 'NOT isfinite(confidence)' finds nothing and the insert then"
-                     " fails the CHECK constraint: a raw ConstraintException, exit 1"))),
+                 ("row 1, column confidence: nan is not a number in [0, 1]",), id="confidence-nan"),
+    pytest.param(_parquet({"confidence": pa.array([math.nan, 0.5], pa.float32())}),
+                 ("row 1, column confidence: nan is not a number in [0, 1]",),
+                 id="confidence-nan-float32"),
     pytest.param(_parquet({"doc_type": [["invoice"], ["invoice"]]}),
                  ("row 1, column doc_type",), id="list-as-doc-type",
                  marks=pytest.mark.xfail(strict=True, reason=(
