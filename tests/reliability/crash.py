@@ -87,10 +87,11 @@ def run_and_kill(code: str, *args: str, marker: str, delay: float,
         process.kill()
         raise AssertionError(f"the child never printed {marker!r}")
     started = time.monotonic()
-    time.sleep(delay)
-    if process.poll() is None:
+    try:
+        process.wait(timeout=delay)  # a child that ends sooner is not waited for
+    except subprocess.TimeoutExpired:
         process.send_signal(signal.SIGKILL)
-    process.wait(timeout=60)
+        process.wait(timeout=60)
     reader.join(timeout=10)
     killed = process.returncode == -signal.SIGKILL
     if not killed and process.returncode != 0:
