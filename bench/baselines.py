@@ -54,6 +54,21 @@ def hash_sample(con: duckdb.DuckDBPyConnection, week: str, seed: int, size: int)
     ).to_arrow_table()
 
 
+def md5_sample(con: duckdb.DuckDBPyConnection, week: str, seed: int, size: int) -> pa.Table:
+    """:func:`hash_sample` ranked by the library's permanent random number (md5) instead.
+
+    Separates what the draw adds (cells, allocation, the insert) from what
+    its stable cryptographic hash costs over ``hash()``.
+    """
+    start, end = week_bounds(week)
+    return con.sql(
+        "SELECT extraction_id, doc_type, field, confidence FROM extractions"
+        " WHERE extracted_at >= ? AND extracted_at < ?"
+        " ORDER BY md5_number(CAST(? AS VARCHAR) || ':' || ? || ':' || extraction_id) LIMIT ?",
+        params=[start, end, seed, week, size],
+    ).to_arrow_table()
+
+
 # --- weekly estimates and alerts --------------------------------------------------------------
 
 _WEIGHTED_SQL = """

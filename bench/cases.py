@@ -293,6 +293,27 @@ DRAW = Case(
 )
 
 
+def _md5_draw(state: dict[str, Any]) -> object:
+    return baselines.md5_sample(
+        state["con"], state["week"], state["ctx"].settings.seed, state["size"]
+    )
+
+
+DRAW_MD5 = Case(
+    name="draw_md5",
+    title="The same draw, against a baseline ranked by the same md5 numbers",
+    library=DRAW.library,
+    baseline=Side(
+        "SELECT ... WHERE week ORDER BY md5_number(seed:week:id) LIMIT n (same n, unstratified)",
+        _hash_prepare,
+        _md5_draw,
+        None,
+        _close,
+    ),
+    goal=Goal(),
+)
+
+
 # --- weekly estimates and alerts --------------------------------------------------------------
 
 
@@ -354,7 +375,7 @@ ALERTS = Case(
     goal=Goal(),
 )
 
-CASES: tuple[Case, ...] = (INGEST, CALIBRATE, DRAW, ESTIMATES, ALERTS)
+CASES: tuple[Case, ...] = (INGEST, CALIBRATE, DRAW, DRAW_MD5, ESTIMATES, ALERTS)
 
 
 def case_named(name: str) -> Case:

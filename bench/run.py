@@ -166,6 +166,26 @@ def run_size(rows: int, *, runs: int, data_root: Path, names: list[str], seed: i
     return result
 
 
+def _merged(before: dict[str, Any] | None, now: dict[str, Any]) -> dict[str, Any]:
+    """A size's results after a run of some of its cases: the new ones replace the old.
+
+    Each case and page keeps the date and load of the run that measured it.
+    """
+    for group in ("cases", "pages"):
+        for result in now[group].values():
+            result["date"], result["load"] = now["date"], [now["load_start"], now["load_end"]]
+    if before is None:
+        return now
+    merged = dict(now)
+    for group in ("cases", "pages"):
+        merged[group] = {**before.get(group, {}), **now[group]}
+        order = [n for n in (*before.get(group, {}), *now[group])]
+        merged[group] = {n: merged[group][n] for n in dict.fromkeys(order)}
+    merged["commands"] = [*before.get("commands", [before.get("command", "")]),
+                          *now["commands"]]
+    return merged
+
+
 def _load_results(path: Path) -> dict[str, Any]:
     if path.exists():
         loaded: dict[str, Any] = json.loads(path.read_text())
@@ -211,11 +231,12 @@ def main(argv: list[str] | None = None) -> int:
     results = {"sizes": {}} if args.fresh else _load_results(results_path)
     command = "python -m bench " + " ".join(argv if argv is not None else sys.argv[1:])
     for rows in sizes:
-        results["sizes"][str(rows)] = run_size(
+        fresh = run_size(
             rows, runs=args.runs, data_root=args.data, names=names, seed=args.seed,
             timeout=args.timeout,
         )
-        results["sizes"][str(rows)]["command"] = command.strip()
+        fresh["commands"] = [command.strip()]
+        results["sizes"][str(rows)] = _merged(results["sizes"].get(str(rows)), fresh)
         results["machine"] = report.machine()
         args.out.parent.mkdir(parents=True, exist_ok=True)
         results_path.write_text(json.dumps(results, indent=1, default=str))
