@@ -173,6 +173,122 @@ def unlabelled_mass(design: Design, k: int) -> float:
     return float(np.minimum(rest, design.suffix[:, k]).sum())
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """:class:`Bound` at several grid indices, as arrays aligned with ``ks``."""
+
+    ks: IntArray
+    value: FloatArray
+    kept_labels: IntArray
+    kept_errors: IntArray
+    exact: npt.NDArray[np.bool_]
+
+    def at(self, i: int) -> Bound:
+        """The bound at ``ks[i]``."""
+        return Bound(float(self.value[i]), int(self.kept_labels[i]), int(self.kept_errors[i]),
+                     bool(self.exact[i]))
+
+
+def kept_counts(
+    design: Design, labels: Labels, ks: npt.ArrayLike
+) -> tuple[IntArray, IntArray]:
+    """Labels and errors among them that :func:`kept_labels` keeps, at every index in ``ks``.
+
+    The same rule as :func:`kept_labels`, evaluated for all indices at once
+    (a labels x indices mask): the threshold scan bounds up to 201 indices
+    per stratum, and a Python loop over them was most of a report's time.
+    """
+    ks = np.asarray(ks, dtype=np.int64)
+    active = (design.suffix[:, ks][design.cell_block] > 0) & (design.cell_cap > 0)[:, None]
+    pi_min = np.where(active, design.cell_pi[:, None], np.inf).min(axis=0, initial=np.inf)
+    cell = np.maximum(labels.cell, 0)
+    with np.errstate(invalid="ignore"):  # inf / pi where no cell is active: masked below
+        ratio = pi_min[None, :] / design.cell_pi[cell][:, None]
+    kept = (
+        (labels.k[:, None] >= ks[None, :])
+        & (labels.cell >= 0)[:, None]
+        & active[cell]
+        & (labels.u[:, None] < ratio)
+    )
+    n_kept = kept.sum(axis=0).astype(np.int64)
+    errors = np.rint(n_kept - labels.correct @ kept).astype(np.int64)
+    return n_kept, errors
+
+
+def _above_sums(labels: Labels, ks: IntArray) -> tuple[FloatArray, FloatArray, FloatArray,
+                                                        IntArray]:
+    """Per index in ``ks``: sum of weights, of squared weights, of weighted errors, and the
+    count of usable labels (``cell >= 0``) at or above it."""
+    usable = labels.cell >= 0
+    k = labels.k[usable]
+    w = labels.weight[usable]
+
+    def above(values: FloatArray) -> FloatArray:
+        per_index = np.bincount(k, weights=values, minlength=N_GRID)
+        suffix: FloatArray = np.cumsum(per_index[::-1])[::-1].astype(float)
+        return suffix[ks]
+
+    count = np.cumsum(np.bincount(k, minlength=N_GRID)[::-1])[::-1][ks]
+    return above(w), above(w * w), above(w * (1.0 - labels.correct[usable])), count
+
+
+def weighted_error_upper_bounds(labels: Labels, ks: npt.ArrayLike, *, delta: float) -> FloatArray:
+    """:func:`weighted_error_upper_bound` of the usable labels at or above every index in ``ks``."""
+    ks = np.asarray(ks, dtype=np.int64)
+    sw, sw2, swe, count = _above_sums(labels, ks)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p_err = np.minimum(swe / sw, 1.0)
+        n_eff = sw**2 / sw2
+        bound = betaincinv(n_eff * p_err + 1.0, n_eff * (1.0 - p_err), 1.0 - delta)
+    out: FloatArray = np.where((count == 0) | (sw <= 0) | (p_err >= 1.0), 1.0, bound)
+    return out
+
+
+def error_bounds(
+    design: Design,
+    labels: Labels,
+    ks: npt.ArrayLike,
+    *,
+    delta: float,
+    side: str = "upper",
+) -> Bounds:
+    """:func:`error_bound` at every grid index in ``ks``, in one vectorised pass."""
+    if side not in ("upper", "lower"):
+        raise CalibrationInputError(f"side {side!r} is not 'upper' or 'lower'")
+    ks = np.asarray(ks, dtype=np.int64).reshape(-1)
+    above_block = design.suffix[:, ks]
+    total = above_block.sum(axis=0).astype(float)
+    n_kept, errors = kept_counts(design, labels, ks)
+    if side == "upper":
+        covered = np.asarray(error_upper_bound(errors, n_kept, delta=delta), dtype=float)
+        # Thinning is valid over the draw, but one thinning of one sample can
+        # keep a lucky subset (1 error in 108 kept labels while the 325 labels
+        # above t held 46). So the bound is also never below the Korn-Graubard
+        # bound on all labels above t: the larger of two valid upper bounds is
+        # still valid, and it cannot contradict the weighted estimate.
+        covered = np.maximum(covered, weighted_error_upper_bounds(labels, ks, delta=delta))
+        rest_value = 1.0
+    else:
+        covered = np.asarray(error_lower_bound(errors, n_kept, delta=delta), dtype=float)
+        rest_value = 0.0
+    caps = np.bincount(
+        design.cell_block, weights=design.cell_cap, minlength=design.block_hist.shape[0]
+    )
+    rest_block = np.maximum(design.suffix[:, 0] - caps, 0.0)
+    rest = np.minimum(rest_block[:, None], above_block).sum(axis=0)  # as unlabelled_mass
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = (rest * rest_value + (total - rest) * covered) / total
+    usable = _above_sums(labels, ks)[3]
+    empty = total <= 0
+    return Bounds(
+        ks=ks,
+        value=np.where(empty, np.nan, value),
+        kept_labels=np.where(empty, 0, n_kept),
+        kept_errors=np.where(empty, 0, errors),
+        exact=~empty & (rest == 0) & (n_kept == usable),
+    )
+
+
 def error_bound(
     design: Design,
     labels: Labels,
@@ -180,48 +296,22 @@ def error_bound(
     *,
     delta: float,
     side: str = "upper",
-    keep: npt.NDArray[np.bool_] | None = None,
 ) -> Bound:
     """A ``1 - delta`` bound on the population error rate among extractions at grid index >= ``k``.
 
     ``side="upper"`` bounds it from above (certification); ``"lower"`` from
     below (a week significantly below target). NaN when no extraction is
     above ``k``. Extractions no cell accounts for count as errors (upper) or
-    as correct (lower). ``keep`` is :func:`kept_labels` at ``k`` when the
-    caller has it already.
+    as correct (lower); labels are thinned as :func:`kept_labels`, and an
+    upper bound is never below the Korn-Graubard bound on every usable label
+    above ``k`` (:func:`weighted_error_upper_bound`).
 
     References
     ----------
     Clopper & Pearson (1934); Hoeffding (1956), Ann. Math. Statist. 27:713;
     STATS.md section 6.
     """
-    if side not in ("upper", "lower"):
-        raise CalibrationInputError(f"side {side!r} is not 'upper' or 'lower'")
-    total = float(design.suffix[:, k].sum())
-    if total <= 0:
-        return Bound(float("nan"), 0, 0, False)
-    if keep is None:
-        keep = kept_labels(design, labels, k)
-    n_kept = int(keep.sum())
-    errors = round(n_kept - float(labels.correct[keep].sum()))
-    if side == "upper":
-        covered = float(error_upper_bound(errors, n_kept, delta=delta))
-        rest_value = 1.0
-    else:
-        covered = float(error_lower_bound(errors, n_kept, delta=delta))
-        rest_value = 0.0
-    above = (labels.k >= k) & (labels.cell >= 0)
-    if side == "upper":
-        # Thinning is valid over the draw, but one thinning of one sample can
-        # keep a lucky subset (1 error in 108 kept labels while the 325 labels
-        # above t held 46). So the bound is also never below the Korn-Graubard
-        # bound on all labels above t: the larger of two valid upper bounds is
-        # still valid, and it cannot contradict the weighted estimate.
-        covered = max(covered, weighted_error_upper_bound(labels, above, delta=delta))
-    rest = unlabelled_mass(design, k)
-    value = (rest * rest_value + (total - rest) * covered) / total
-    usable = int(above.sum())
-    return Bound(value, n_kept, errors, rest == 0 and n_kept == usable)
+    return error_bounds(design, labels, [k], delta=delta, side=side).at(0)
 
 
 def weighted_error_upper_bound(

@@ -21,7 +21,16 @@ import numpy.typing as npt
 import pandas as pd
 from scipy.special import ndtri
 
-from calibration.design import GRID, N_GRID, Bound, Design, Labels, error_bound, kept_labels
+from calibration.design import (
+    GRID,
+    N_GRID,
+    Bound,
+    Design,
+    Labels,
+    error_bound,
+    error_bounds,
+    kept_labels,
+)
 from calibration.errors import CalibrationInputError
 from calibration.intervals import labels_needed, labels_needed_at_rate
 from calibration.population import load_strata
@@ -156,18 +165,18 @@ def select_thresholds(
     certified: ThresholdPoint | None = None
     failure: ThresholdPoint | None = None
     tested = 0
-    for k in grid:
-        if sums.labels[k] < n_min:
-            continue  # too few labels to test yet (a count, not an outcome): skipped, not failed
-        keep = kept_labels(design, labels, int(k))
-        if int(keep.sum()) < n_min:
+    # Too few labels above a candidate to test it yet (a count, not an outcome):
+    # skipped, not failed.
+    enough = grid[sums.labels[grid] >= n_min]
+    bounds = error_bounds(design, labels, enough, delta=delta)
+    for i, k in enumerate(enough.tolist()):
+        if bounds.kept_labels[i] < n_min:
             continue  # the same, counting the labels the bound can use
-        bound = error_bound(design, labels, int(k), delta=delta, keep=keep)
         tested += 1
-        point = _point(sums, int(k), bound)
+        point = _point(sums, k, bounds.at(i))
         # Both must hold: the bound (the guarantee) and the estimate itself, so a
         # lucky thinning never certifies a stratum whose labels say otherwise.
-        if bound.value <= max_error and point.accuracy >= target:
+        if bounds.value[i] <= max_error and point.accuracy >= target:
             certified = point
         else:
             failure = point
@@ -282,7 +291,8 @@ def threshold_table(
     sums = _sums(design, labels)
     grid = candidate_grid(design.population_hist)
     result = select_thresholds(design, labels, target=target, confidence=confidence, n_min=n_min)
-    rows = [_point(sums, int(k), error_bound(design, labels, int(k), delta=delta)) for k in grid]
+    bounds = error_bounds(design, labels, grid, delta=delta)
+    rows = [_point(sums, k, bounds.at(i)) for i, k in enumerate(grid.tolist())]
     frame = pd.DataFrame([vars(row) for row in rows])
     if frame.empty:
         frame = pd.DataFrame(columns=[*ThresholdPoint.__dataclass_fields__])

@@ -12,6 +12,7 @@ from calibration.design import (
     Design,
     Labels,
     error_bound,
+    error_bounds,
     grid_index,
     kept_labels,
     unlabelled_mass,
@@ -207,3 +208,54 @@ def test_bad_settings_are_refused(kwargs, message) -> None:
     design, labels = srs(c, np.arange(10), np.ones(10))
     with pytest.raises(CalibrationInputError, match=message):
         select_thresholds(design, labels, **kwargs)
+
+
+def _plain_bound(design: Design, labels: Labels, k: int, delta: float, side: str) -> float:
+    """STATS.md section 6 at one index, written out with scipy: thin, bound, add the remainder."""
+    total = design.suffix[:, k].sum()
+    if total == 0:
+        return float("nan")
+    keep = kept_labels(design, labels, k)
+    n, errors = int(keep.sum()), int(round(keep.sum() - labels.correct[keep].sum()))
+    if side == "upper":
+        covered = 1.0 if errors == n else beta.ppf(1 - delta, errors + 1, n - errors)
+        above = (labels.k >= k) & (labels.cell >= 0)
+        w, wrong = labels.weight[above], 1 - labels.correct[above]
+        if w.size and (w * wrong).sum() < w.sum():
+            p, n_eff = (w * wrong).sum() / w.sum(), w.sum() ** 2 / (w**2).sum()
+            covered = max(covered, beta.ppf(1 - delta, n_eff * p + 1, n_eff * (1 - p)))
+        else:
+            covered = 1.0
+        rest_value = 1.0
+    else:
+        covered = 0.0 if errors == 0 else beta.ppf(delta, errors, n - errors + 1)
+        rest_value = 0.0
+    rest = unlabelled_mass(design, k)
+    return float((rest * rest_value + (total - rest) * covered) / total)
+
+
+@pytest.mark.parametrize("side", ["upper", "lower"])
+@pytest.mark.parametrize("seed", range(4))
+def test_the_vectorised_scan_equals_a_plain_bound_at_every_index(side: str, seed: int) -> None:
+    # Three blocks (two audited weeks and the unaudited rest), cells of unequal
+    # probability, late rows no cell accounts for, labels outside any cell.
+    rng = np.random.default_rng(seed)
+    hist = np.stack([np.bincount(grid_index(rng.beta(6, 1, size)), minlength=N_GRID)
+                     for size in (3000, 2000, 4000)])
+    design = Design(hist, cell_block=np.array([0, 0, 1, 1]),
+                    cell_pi=np.array([0.05, 0.2, 0.1, 0.1]),
+                    cell_cap=np.array([2000.0, 900.0, 1000.0, 900.0]))
+    n = 700
+    cell = rng.integers(-1, 4, n)
+    labels = Labels(k=grid_index(rng.beta(6, 1, n)), correct=(rng.random(n) < 0.93).astype(float),
+                    weight=1 / design.cell_pi[np.maximum(cell, 0)], cell=cell, u=rng.random(n))
+    ks = np.arange(N_GRID)
+    bounds = error_bounds(design, labels, ks, delta=0.05, side=side)
+    for k in ks:
+        expected = _plain_bound(design, labels, int(k), 0.05, side)
+        assert bounds.value[k] == pytest.approx(expected, rel=1e-9, abs=1e-12, nan_ok=True), k
+        assert bounds.kept_labels[k] == kept_labels(design, labels, int(k)).sum()
+        one = error_bound(design, labels, int(k), delta=0.05, side=side)
+        assert one.value == pytest.approx(bounds.value[k], nan_ok=True)
+        assert (one.kept_labels, one.kept_errors, one.exact) == (
+            bounds.kept_labels[k], bounds.kept_errors[k], bounds.exact[k])
