@@ -8,6 +8,10 @@ keeps its own types and is not copied at all: a temp view over the file is
 read once to validate and once to insert, which costs less than copying it.
 Arrow tables are copied (they are small: demo and extractor batches).
 
+Every cell holds one value: a JSON array or object, or a Parquet or Arrow
+list, struct or map column, is refused here with its rows. Cast to text,
+``["invoice"]`` would pass every rule and be stored as a doc_type.
+
 :attr:`Staged.row_sql` gives each row's 1-based data row in the file (the
 header of a CSV is not a row).
 """
@@ -41,6 +45,18 @@ FORMATS = {
 
 #: Problems listed in a rejection message; the rest are counted.
 MAX_PROBLEMS = 20
+
+#: Longest value quoted in a message; longer ones are cut with "...".
+SHOWN_CHARS = 60
+
+#: DuckDB type ids of columns holding several values per row, as messages name them.
+_NESTED_TYPES = {
+    "list": "a list",
+    "array": "an array",
+    "struct": "a struct",
+    "map": "a map",
+    "union": "a union",
+}
 
 _CHUNK = 1 << 20
 
@@ -86,6 +102,12 @@ def arrow_sha256(table: pa.Table) -> str:
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     return hashlib.sha256(memoryview(sink.getvalue())).hexdigest()
+
+
+def shown(value: object) -> str:
+    """``value`` as text for a message, cut to :data:`SHOWN_CHARS` characters."""
+    text = "" if value is None else str(value)
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
 
 
 def temp_name(prefix: str) -> str:
@@ -243,13 +265,52 @@ def _stage_json(
                 Path(path).name, ["no rows: the file holds no data rows (or only empty objects)"]
             )
         # Paths are bound as parameters: no key from the file enters the SQL text.
+        paths = [_json_key_path(k) for k in keys]
         selects = ", ".join(f"json ->> ? AS {quote_ident(k)}" for k in keys)
         con.execute(
             f"CREATE TEMP TABLE {quote_ident(name)} AS SELECT {selects} FROM {quote_ident(raw)}",
-            [_json_key_path(k) for k in keys],
+            paths,
         )
+        problems, total = _nested_json(con, raw, name, keys, paths)
+        if total:
+            _drop_table(con, name)
+            raise ValidationError(Path(path).name, problems, total)
     finally:
         _drop_table(con, raw)
+
+
+def _nested_json(
+    con: duckdb.DuckDBPyConnection, raw: str, name: str, keys: list[str], paths: list[str]
+) -> tuple[list[str], int]:
+    """Rows where a key holds a JSON array or object: the first problems and their count.
+
+    ``->>`` turns an array or object into its JSON text, which starts with ``[``
+    or ``{``. Staged text starting so is rare, and range tests on the staged
+    columns let DuckDB skip whole row groups by their min/max statistics, so a
+    valid file costs milliseconds. Only those rows go on to ``json_type`` on
+    the raw object, which tells a real array from a string like ``"[draft]"``
+    (both temp tables hold the rows in file order: a row has one rowid in both).
+    """
+    starts = " OR ".join(
+        f"({q} >= '[' AND {q} < '\\') OR ({q} >= '{{' AND {q} < '|')"
+        for q in map(quote_ident, keys)
+    )
+    rows = con.execute(
+        "SELECT row_, key_, kind_, json_extract_string(json, path_), count(*) OVER () FROM ("
+        " SELECT rowid + 1 AS row_, json, unnest($keys::VARCHAR[]) AS key_,"
+        " unnest($paths::VARCHAR[]) AS path_, unnest(range(len($keys::VARCHAR[]))) AS index_,"
+        " unnest(json_type(json, $paths::VARCHAR[])) AS kind_"
+        f" FROM {quote_ident(raw)}"
+        f" WHERE rowid IN (SELECT rowid FROM {quote_ident(name)} WHERE {starts})"
+        ") WHERE kind_ IN ('ARRAY', 'OBJECT') ORDER BY row_, index_ LIMIT $limit",
+        {"keys": keys, "paths": paths, "limit": MAX_PROBLEMS},
+    ).fetchall()
+    problems = [
+        f"row {row}, column {key}: '{shown(value)}' is a JSON {kind.lower()}, not a single"
+        " value; write one string or number"
+        for row, key, kind, value, _ in rows
+    ]
+    return problems, (int(rows[0][4]) if rows else 0)
 
 
 def _json_key_path(key: str) -> str:
@@ -271,7 +332,50 @@ def _staged(
     dtypes = {str(r[0]): str(r[1]) for r in described}
     if is_view:
         dtypes.pop("file_row_number", None)
-    return Staged(name, is_view, row_sql, dtypes, rows)
+    staged = Staged(name, is_view, row_sql, dtypes, rows)
+    problems, total = _nested_columns(con, staged)
+    if total:
+        drop_staged(con, staged)
+        raise ValidationError(source, problems, total)
+    return staged
+
+
+def _nested_columns(con: duckdb.DuckDBPyConnection, staged: Staged) -> tuple[list[str], int]:
+    """Rows of list, struct or map columns (Parquet, Arrow): the first problems and their count.
+
+    Decided by the columns' types, so a file without such columns (every
+    valid one) costs no scan. A nested column that is NULL throughout holds
+    no value to refuse and is left to the validation rules.
+    """
+    relation = con.sql(f"SELECT * FROM {staged.relation} LIMIT 0")
+    nested = [
+        (column, _NESTED_TYPES[dtype.id])
+        for column, dtype in zip(relation.columns, relation.dtypes, strict=True)
+        if column in staged.dtypes and dtype.id in _NESTED_TYPES
+    ]
+    if not nested:
+        return [], 0
+    parts = [
+        f"SELECT {staged.row_sql} AS row_, {index} AS index_,"
+        f" CAST({quote_ident(column)} AS VARCHAR) AS value_"
+        f" FROM {staged.relation} WHERE {quote_ident(column)} IS NOT NULL"
+        for index, (column, _) in enumerate(nested)
+    ]
+    rows = con.execute(
+        "SELECT row_, index_, value_, count(*) OVER () FROM ("
+        + " UNION ALL ".join(parts)
+        + ") ORDER BY row_, index_ LIMIT ?",
+        [MAX_PROBLEMS],
+    ).fetchall()
+    problems = []
+    for row, index, value, _ in rows:
+        column, kind = nested[index]
+        problems.append(
+            f"row {row}, column {column}: '{shown(value)}' is {kind}"
+            f" ({staged.dtypes[column]}), not a single value; write the column as"
+            " one text or number per row"
+        )
+    return problems, (int(rows[0][3]) if rows else 0)
 
 
 _NOISE = re.compile(r"^(Possible (fixes|Solution)|\s*file = )")

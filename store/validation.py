@@ -21,11 +21,8 @@ from dataclasses import dataclass
 import duckdb
 
 from store.errors import ValidationError
-from store.readers import MAX_PROBLEMS, Staged
+from store.readers import MAX_PROBLEMS, Staged, shown
 from store.sql import quote_ident
-
-#: Longest value quoted in a message; longer ones are cut with "...".
-SHOWN_CHARS = 60
 
 BOOLEAN_WORDS = ("true", "false", "1", "0", "yes", "no")
 
@@ -170,15 +167,10 @@ def find_problems(
     checks: list[Rule | Unique] = [*rules, *unique]
     messages = [
         f"row {row}, column {checks[rule].column}: "
-        + checks[rule].message.format(value=_shown(value), extra=_shown(extra))
+        + checks[rule].message.format(value=shown(value), extra=shown(extra))
         for row, rule, value, extra, _ in rows
     ]
     return messages, (int(rows[0][4]) if rows else 0)
-
-
-def _shown(value: object) -> str:
-    text = "" if value is None else str(value)
-    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
 
 
 # --- typed views of a staged column -------------------------------------------------

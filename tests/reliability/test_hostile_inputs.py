@@ -162,10 +162,10 @@ PARQUET_CASES = [
                  ("row 1, column confidence: nan is not a number in [0, 1]",),
                  id="confidence-nan-float32"),
     pytest.param(_parquet({"doc_type": [["invoice"], ["invoice"]]}),
-                 ("row 1, column doc_type",), id="list-as-doc-type",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "a Parquet list column is cast to text ('[invoice]') and stored as a"
-                     " doc_type instead of being refused as a wrong type"))),
+                 ("row 1, column doc_type: '[invoice]' is a list (VARCHAR[]), not a single value",
+                  "row 2, column doc_type"), id="list-as-doc-type"),
+    pytest.param(_parquet({"value": [{"amount": "12"}, None]}),
+                 ("row 1, column value: '{'amount': 12}' is a struct",), id="struct-as-value"),
 ]
 
 

@@ -150,9 +150,8 @@ EXTRACTION_CASES: tuple[Case, ...] = (
     Case("json_array_as_text.jsonl",
          b'{"doc_id":"d1","doc_type":["invoice"],"field":"total","confidence":0.5,'
          b'"extracted_at":"2026-11-24T10:00:00Z"}\n',
-         "reject", ("row 1, column doc_type",),
-         xfail="a JSON array or object in a text column is stored as its JSON text"
-               " ('[\"invoice\"]' becomes a doc_type) instead of being refused as a wrong type"),
+         "reject", ("row 1, column doc_type: '[\"invoice\"]' is a JSON array, not a single value",
+                    "write one string or number")),
     # --- files that are not extraction files ---
     Case("workbook.xlsx", b"PK\x03\x04 not a csv", "reject", ("unknown file type '.xlsx'",)),
     Case("no_extension", b"doc_id\n", "reject", ("unknown file type '(none)'",)),
