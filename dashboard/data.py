@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 import streamlit as st
 
 import store
@@ -38,7 +37,6 @@ from dashboard import state
 from fieldtrust.settings import load_settings
 from store.errors import StoreError, StoreLockedError
 from store.scope import Scope
-from store.weeks import iso_week
 
 #: Seconds a page waits for another process to release the store.
 LOCK_WAIT = 4.0
@@ -204,36 +202,15 @@ def env_db_default() -> str | None:
     return os.environ.get("FIELDTRUST_DB")
 
 
-# --- small queries the library does not offer yet (TO MOVE to store/) ---------------------------
-
-
-@dataclass(frozen=True)
-class FilterOptions:
-    """What the sidebar filters can choose from."""
-
-    weeks: tuple[str, ...]
-    doc_types: tuple[str, ...]
-    form_versions: tuple[tuple[str, str], ...]  # (doc_type, form_version)
+# --- library reads, registered for caching ---------------------------------------------------
 
 
 @query("filter_options")
-def filter_options(con: duckdb.DuckDBPyConnection) -> FilterOptions:
-    """Weeks, document types and form versions present in the store.
+def filter_options(con: duckdb.DuckDBPyConnection) -> Any:
+    """Weeks, document types and form versions in the store (store.summary.filter_options)."""
+    from store.summary import filter_options as options
 
-    TO MOVE: belongs in ``store.summary`` (one GROUP BY over extractions).
-    """
-    # Truncating to Monday is cheaper than formatting every timestamp as text.
-    mondays = con.sql(
-        "SELECT DISTINCT date_trunc('week', extracted_at) AS w FROM extractions ORDER BY w"
-    ).fetchall()
-    versions = con.sql(
-        "SELECT DISTINCT doc_type, form_version FROM extractions ORDER BY ALL"
-    ).fetchall()
-    return FilterOptions(
-        weeks=tuple(iso_week(monday) for (monday,) in mondays),
-        doc_types=tuple(sorted({d for d, _ in versions})),
-        form_versions=tuple((d, v) for d, v in versions),
-    )
+    return options(con)
 
 
 @query("users")
@@ -268,36 +245,14 @@ def sample_progress(con: duckdb.DuckDBPyConnection, sample_id: str) -> Any:
     return progress(con, sample_id)
 
 
-@dataclass(frozen=True)
-class ItemContext:
-    """What a reviewer may see beside an item that :class:`ReviewItem` leaves out."""
-
-    confidence: float
-    conflict: bool
-    conflict_value: str | None
-    reviewer_labelled: int
-
-
 @query("item_context")
 def item_context(
     con: duckdb.DuckDBPyConnection, extraction_id: str, reviewer: str, sample_id: str
-) -> ItemContext:
-    """Stated confidence and conflict of one extraction, and the reviewer's count in the sample.
+) -> Any:
+    """Stated confidence, conflict and the reviewer's count beside an item (labels.progress)."""
+    from labels.progress import item_context as context
 
-    TO MOVE: belongs in ``labels.assignment`` (the item view and the reviewer's progress).
-    """
-    row = con.execute(
-        "SELECT confidence, conflict, conflict_value,"
-        " (SELECT count(*) FROM labels WHERE reviewer = $reviewer AND sample_id = $sample)"
-        " FROM extractions WHERE extraction_id = $id LIMIT 1",
-        {"id": extraction_id, "reviewer": reviewer, "sample": sample_id},
-    ).fetchone()
-    if row is None:
-        raise StoreError(f"no extraction {extraction_id!r} in the store")
-    return ItemContext(float(row[0]), bool(row[1]), row[2], int(row[3]))
-
-
-# --- library reads, registered for caching ---------------------------------------------------
+    return context(con, extraction_id, reviewer, sample_id)
 
 
 @query("error_report")
@@ -392,25 +347,11 @@ def week_sample(con: duckdb.DuckDBPyConnection, week: str) -> str | None:
 
 
 @query("cell_progress")
-def cell_progress(con: duckdb.DuckDBPyConnection, sample_id: str) -> pa.Table:
-    """Per cell of a sample: population, drawn items, labelled items.
+def cell_progress(con: duckdb.DuckDBPyConnection, sample_id: str) -> Any:
+    """Per cell of a sample: population, drawn and labelled items (labels.progress)."""
+    from labels.progress import cell_progress as progress
 
-    TO MOVE: belongs in ``labels.assignment`` beside ``sample_progress``.
-    """
-    return con.sql(
-        """
-        SELECT c.doc_type, c.field, c.band, c.version_status, c.n_population, c.n_sample,
-               c.inclusion_prob,
-               count(l.extraction_id) AS n_labelled
-        FROM audit_cells c
-        LEFT JOIN audit_items i ON i.sample_id = c.sample_id AND i.cell = c.cell
-        LEFT JOIN effective_labels l ON l.extraction_id = i.extraction_id
-        WHERE c.sample_id = ?
-        GROUP BY ALL
-        ORDER BY c.doc_type, c.field, c.band, c.version_status
-        """,
-        params=[sample_id],
-    ).to_arrow_table()
+    return progress(con, sample_id)
 
 
 @query("priority_queue")
@@ -463,53 +404,16 @@ def threshold_curve(
 @query("confidence_histogram")
 def confidence_histogram(
     con: duckdb.DuckDBPyConnection, doc_type: str, field: str, scope: Scope, bins: int = 40
-) -> pa.Table:
-    """Counts of stated confidence in ``bins`` equal-width bins, for one stratum in scope.
+) -> Any:
+    """Counts of stated confidence of one stratum in equal-width bins (calibration.histogram)."""
+    from calibration.histogram import confidence_histogram as histogram
 
-    TO MOVE: belongs in ``calibration`` (the population histogram it already builds).
-    """
-    where, params = scope.where("e")  # bound parameters only
-    return con.sql(
-        "SELECT least(floor(e.confidence * ?), ? - 1)::INTEGER AS b, count(*) AS count"
-        f" FROM extractions e WHERE e.doc_type = ? AND e.field = ? AND {where}"
-        " GROUP BY b ORDER BY b",
-        params=[bins, bins, doc_type, field, *params],
-    ).to_arrow_table()
-
-
-@dataclass(frozen=True)
-class RecalibrationInfo:
-    """A stratum's current recalibration map and how much it helped."""
-
-    method: str
-    n_labels: int
-    ece_before: float | None
-    ece_after: float | None
-    fitted_at: Any
-    x: tuple[float, ...]
-    y: tuple[float, ...]
+    return histogram(con, doc_type, field, scope, bins=bins)
 
 
 @query("recalibration_info")
-def recalibration_info(
-    con: duckdb.DuckDBPyConnection, doc_type: str, field: str
-) -> RecalibrationInfo | None:
-    """The current map of a stratum with its ECE before/after (None: no map fitted).
+def recalibration_info(con: duckdb.DuckDBPyConnection, doc_type: str, field: str) -> Any:
+    """A stratum's current map, its knots and ECE before/after (calibration.recalibrate)."""
+    from calibration.recalibrate import stored_map
 
-    TO MOVE: ``calibration.recalibrate.current_map`` returns the knots only; the
-    map's metadata (ECE before and after, method, labels) belongs beside it.
-    """
-    from calibration.recalibrate import current_map
-
-    fitted = current_map(con, doc_type, field)
-    if fitted is None:
-        return None
-    row = con.execute(
-        "SELECT method, n_labels, ece_before, ece_after, fitted_at"
-        " FROM current_recalibration_maps WHERE doc_type = ? AND field = ?",
-        [doc_type, field],
-    ).fetchall()[0]
-    return RecalibrationInfo(
-        row[0], int(row[1]), row[2], row[3], row[4],
-        tuple(float(v) for v in fitted.x), tuple(float(v) for v in fitted.y),
-    )
+    return stored_map(con, doc_type, field)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import data, state
+from dashboard import state
 from fieldtrust.settings import load_settings
 from store.scope import Scope
+from store.summary import FilterOptions
 
 
-def draw_filters(options: data.FilterOptions) -> Scope:
+def draw_filters(options: FilterOptions) -> Scope:
     """Draw the shared filters in the sidebar and return the scope they select."""
     st.sidebar.subheader("Filters")
     weeks = _week_window(options.weeks)

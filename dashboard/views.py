@@ -260,22 +260,21 @@ def bins_frame(bins: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-def histogram_frame(hist: pa.Table | pd.DataFrame, bins: int) -> pd.DataFrame:
-    """Histogram counts with their bin edges on [0, 1]."""
+def histogram_frame(hist: pa.Table | pd.DataFrame) -> pd.DataFrame:
+    """Histogram counts with their bin edges on [0, 1] (calibration.histogram's table)."""
     frame = frame_of(hist)
     if frame.empty:
         return pd.DataFrame(columns=["bin_start", "bin_end", "count"])
     return pd.DataFrame({
-        "bin_start": frame["b"] / bins, "bin_end": (frame["b"] + 1) / bins,
-        "count": frame["count"],
+        "bin_start": frame["lower"], "bin_end": frame["upper"], "count": frame["count"],
     })
 
 
-def map_frame(info: Any) -> pd.DataFrame | None:
-    """The recalibration map's knots (x, y), or None without a map."""
-    if info is None:
+def map_frame(stored: Any) -> pd.DataFrame | None:
+    """The current recalibration map's knots (x, y), or None without a map."""
+    if stored is None:
         return None
-    return pd.DataFrame({"x": list(info.x), "y": list(info.y)})
+    return pd.DataFrame({"x": list(stored.map.x), "y": list(stored.map.y)})
 
 
 def threshold_text(stratum: Any) -> str:

@@ -1,4 +1,4 @@
-"""A short description of what a store holds, for `fieldtrust info` and the demo."""
+"""A short description of what a store holds, for `fieldtrust info`, the demo and the filters."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import duckdb
 
 from store.sql import fetch_one
-from store.weeks import week_sql
+from store.weeks import iso_week, week_sql
 
 
 @dataclass(frozen=True)
@@ -41,3 +41,46 @@ def store_summary(con: duckdb.DuckDBPyConnection) -> StoreSummary:
     )
     assert row is not None
     return StoreSummary(*row)
+
+
+@dataclass(frozen=True)
+class FilterOptions:
+    """The values a scope can filter on: what the store actually holds."""
+
+    weeks: tuple[str, ...]
+    doc_types: tuple[str, ...]
+    form_versions: tuple[tuple[str, str], ...]  # (doc_type, form_version)
+
+
+def filter_options(con: duckdb.DuckDBPyConnection) -> FilterOptions:
+    """ISO weeks, document types and form versions present in the store, sorted.
+
+    These are the values a :class:`~store.scope.Scope` can usefully hold (the
+    dashboard's sidebar filters offer them, ``fieldtrust info --values`` lists
+    them). An empty store gives empty tuples.
+
+    Parameters
+    ----------
+    con
+        Store connection (read-only is enough).
+
+    Returns
+    -------
+    FilterOptions
+        ``weeks`` oldest first (``'2026-W48'``); ``doc_types`` sorted;
+        ``form_versions`` as (doc_type, form_version) pairs sorted by both.
+    """
+    # Truncating to the Monday is cheaper than formatting every timestamp as a
+    # week label; only the few distinct Mondays are formatted, in Python.
+    mondays = con.sql(
+        "SELECT DISTINCT date_trunc('week', extracted_at) AS monday FROM extractions"
+        " ORDER BY monday"
+    ).fetchall()
+    versions = con.sql(
+        "SELECT DISTINCT doc_type, form_version FROM extractions ORDER BY ALL"
+    ).fetchall()
+    return FilterOptions(
+        weeks=tuple(iso_week(monday) for (monday,) in mondays),
+        doc_types=tuple(sorted({str(doc_type) for doc_type, _ in versions})),
+        form_versions=tuple((str(d), str(v)) for d, v in versions),
+    )

@@ -60,7 +60,7 @@ with left:
     st.plotly_chart(
         charts.reliability_diagram(
             views.bins_frame(stratum.bins),
-            confidences=views.histogram_frame(hist, HISTOGRAM_BINS),
+            confidences=views.histogram_frame(hist),
             recalibrated=views.map_frame(recal),
             title=f"Reliability: {chosen}",
         ),

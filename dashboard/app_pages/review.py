@@ -14,6 +14,7 @@ import streamlit as st
 
 from dashboard import auth, data, downloads, layout, sidebar, state
 from labels.assignment import ReviewItem, next_items, skip
+from labels.progress import ItemContext
 from labels.roles import allowed
 from labels.taxonomy import ERROR_TYPES
 from labels.verdicts import record_verdict
@@ -67,7 +68,7 @@ def _skip(identity: auth.Identity, item: ReviewItem) -> None:
     )
 
 
-def _show_item(item: ReviewItem, context: data.ItemContext) -> None:
+def _show_item(item: ReviewItem, context: ItemContext) -> None:
     # Everything below comes from ingested files: shown as written, never as markdown.
     st.subheader(f"{layout.plain(item.doc_type)} · {layout.plain(item.field)}")
     left, right = st.columns([3, 2])

@@ -1,0 +1,133 @@
+"""How a sample's review stands: per cell for the QA lead, per item for the reviewer.
+
+:func:`labels.assignment.sample_progress` gives one line for a whole sample;
+:func:`cell_progress` splits it by sampling cell, so a QA lead sees which
+cells still lack labels (an estimate needs every cell). :func:`item_context`
+is what the review screen shows beside an assigned item that
+:class:`~labels.assignment.ReviewItem` deliberately leaves out: the stated
+confidence (shown folded away, so it does not anchor the judgement), the
+other source's conflicting value and how many items the reviewer has done.
+
+"Labelled" means the same here as in ``sample_progress``: the item has a
+primary, imported or adjudicated label (a second review alone does not
+count), so the cells add up to the sample's total.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+
+from labels._tx import first_row
+from labels.assignment import current_sample
+from labels.errors import LabelError
+
+_CELL_PROGRESS_SQL = """
+SELECT c.sample_id, c.cell, c.doc_type, c.field, c.band, c.version_status, c.n_population, c.n_sample,
+       c.inclusion_prob,
+       count(i.extraction_id) FILTER (WHERE EXISTS (
+           SELECT 1 FROM labels l WHERE l.extraction_id = i.extraction_id
+             AND l.review_round IN ('primary', 'import', 'adjudication'))) AS n_labelled
+FROM audit_cells c
+LEFT JOIN audit_items i ON i.sample_id = c.sample_id AND i.cell = c.cell
+WHERE c.sample_id = ?
+GROUP BY ALL
+ORDER BY c.doc_type, c.field, c.band, c.version_status
+"""
+
+
+def cell_progress(con: duckdb.DuckDBPyConnection, sample_id: str | None = None) -> pa.Table:
+    """Per sampling cell of a sample: population, items drawn and items labelled.
+
+    Parameters
+    ----------
+    con
+        Store connection (read-only is enough).
+    sample_id
+        Sample like ``'2026-W48/v1'``; default the newest sample
+        (:func:`labels.assignment.current_sample`).
+
+    Returns
+    -------
+    pyarrow.Table
+        One row per cell, ordered by doc_type, field, band, version_status;
+        columns ``sample_id, cell, doc_type, field, band, version_status,
+        n_population, n_sample, inclusion_prob, n_labelled``. ``n_labelled`` counts items
+        with a primary, imported or adjudicated label, as
+        :func:`labels.assignment.sample_progress` does.
+
+    Raises
+    ------
+    LabelError
+        No such sample, or none drawn yet.
+    """
+    sample = _existing_sample(con, sample_id)
+    return con.sql(_CELL_PROGRESS_SQL, params=[sample]).to_arrow_table()
+
+
+@dataclass(frozen=True)
+class ItemContext:
+    """What the review screen shows beside an item that ``ReviewItem`` leaves out."""
+
+    extraction_id: str
+    confidence: float
+    conflict: bool
+    conflict_value: str | None
+    reviewer_labelled: int  # labels the reviewer has given in this sample, any round
+
+
+def item_context(
+    con: duckdb.DuckDBPyConnection, extraction_id: str, reviewer: str, sample_id: str
+) -> ItemContext:
+    """Stated confidence and source conflict of one extraction, and the reviewer's count.
+
+    Parameters
+    ----------
+    con
+        Store connection (read-only is enough).
+    extraction_id
+        The item on screen.
+    reviewer
+        Whose count of labels to give.
+    sample_id
+        The sample the count is taken in.
+
+    Returns
+    -------
+    ItemContext
+        ``reviewer_labelled`` counts every label row ``reviewer`` wrote with
+        this ``sample_id`` (superseded ones included: it measures work done).
+
+    Raises
+    ------
+    LabelError
+        No extraction ``extraction_id`` in the store.
+    """
+    row = first_row(con.execute(
+        "SELECT confidence, conflict, conflict_value,"
+        " (SELECT count(*) FROM labels WHERE reviewer = $reviewer AND sample_id = $sample)"
+        " FROM extractions WHERE extraction_id = $id",
+        {"id": extraction_id, "reviewer": reviewer, "sample": sample_id},
+    ).fetchall())
+    if row is None:
+        raise LabelError(
+            f"no extraction {extraction_id!r} in the store; item ids come from the sample's"
+            " items (fieldtrust sample --out FILE)"
+        )
+    confidence, conflict, conflict_value, labelled = row
+    return ItemContext(extraction_id, float(confidence), bool(conflict), conflict_value,
+                       int(labelled))
+
+
+def _existing_sample(con: duckdb.DuckDBPyConnection, sample_id: str | None) -> str:
+    if sample_id is None:
+        newest = current_sample(con)
+        if newest is None:
+            raise LabelError("no audit sample has been drawn yet: run `fieldtrust sample --week W`")
+        return newest
+    found = con.execute("SELECT 1 FROM audit_samples WHERE sample_id = ?", [sample_id]).fetchall()
+    if not found:
+        raise LabelError(f"no audit sample {sample_id!r}; samples look like '2026-W48/v1'")
+    return sample_id

@@ -1,0 +1,138 @@
+"""The population histogram of stated confidence, and the list of current maps."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+
+import duckdb
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import store
+from calibration.errors import CalibrationInputError
+from calibration.histogram import confidence_histogram
+from calibration.maps import MapSummary, current_maps
+from calibration.recalibrate import stored_map
+from store.scope import Scope
+
+W10 = dt.datetime(2026, 3, 2, 9)  # 2026-W10
+W11 = dt.datetime(2026, 3, 9, 9)  # 2026-W11
+
+
+def _add(con: duckdb.DuckDBPyConnection, confidences: list[float], *, doc_type: str = "invoice",
+         field: str = "total", form_version: str = "v1", at: dt.datetime = W10,
+         prefix: str = "e") -> None:
+    if not confidences:
+        return
+    con.executemany(
+        "INSERT INTO extractions (extraction_id, doc_id, doc_type, form_version, field, value,"
+        " value_status, confidence, extracted_at, batch_id)"
+        " VALUES (?, 'd', ?, ?, ?, '1', 'present', ?, ?, 'b')",
+        [[f"{prefix}{i}", doc_type, form_version, field, c, at]
+         for i, c in enumerate(confidences)],
+    )
+
+
+def test_histogram_counts_by_hand(con: duckdb.DuckDBPyConnection) -> None:
+    _add(con, [0.0, 0.05, 0.249, 0.25, 0.6, 0.99, 1.0])
+    _add(con, [0.1], field="tax", prefix="t")  # another stratum: not counted
+    table = confidence_histogram(con, "invoice", "total", bins=4)
+    assert table.column_names == ["bin", "lower", "upper", "count"]
+    assert table.to_pylist() == [
+        {"bin": 0, "lower": 0.0, "upper": 0.25, "count": 3},
+        {"bin": 1, "lower": 0.25, "upper": 0.5, "count": 1},
+        {"bin": 2, "lower": 0.5, "upper": 0.75, "count": 1},
+        {"bin": 3, "lower": 0.75, "upper": 1.0, "count": 2},  # 1.0 falls in the last bin
+    ]
+
+
+def test_histogram_follows_the_scope(con: duckdb.DuckDBPyConnection) -> None:
+    _add(con, [0.15, 0.95], at=W10)
+    _add(con, [0.95, 0.96, 0.97], at=W11, form_version="v2", prefix="n")
+    def counts(scope: Scope) -> list[int]:
+        return confidence_histogram(con, "invoice", "total", scope, bins=2)["count"].to_pylist()
+
+    assert counts(Scope()) == [1, 4]
+    assert counts(Scope(weeks=("2026-W11",))) == [0, 3]
+    assert counts(Scope(form_versions=("v1",))) == [1, 1]
+    assert counts(Scope(weeks=("2026-W12",))) == [0, 0]  # empty bins, never missing rows
+    assert counts(Scope(doc_types=("receipt",))) == [0, 0]
+
+
+def test_histogram_of_an_unknown_stratum_has_every_bin_empty(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    table = confidence_histogram(con, "nope", "nothing", bins=40)
+    assert len(table) == 40 and sum(table["count"].to_pylist()) == 0
+    assert table["upper"].to_pylist()[-1] == 1.0
+
+
+@pytest.mark.parametrize("bins", [0, -3, 2.5, "10", True])
+def test_histogram_refuses_bad_bin_counts(con: duckdb.DuckDBPyConnection, bins: object) -> None:
+    with pytest.raises(CalibrationInputError, match="bins must be a whole number of at least 1"):
+        confidence_histogram(con, "invoice", "total", bins=bins)  # type: ignore[arg-type]
+
+
+@settings(max_examples=50)
+@given(
+    confidences=st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=60),
+    bins=st.integers(1, 50),
+)
+def test_histogram_matches_numpy(
+    shared_con: duckdb.DuckDBPyConnection, confidences: list[float], bins: int
+) -> None:
+    c = np.asarray(confidences)
+    # numpy's edges come from linspace, ours from floor(c * bins): the two can
+    # differ by a rounding step for a value sitting exactly on an edge.
+    off_edge = c[np.abs(c * bins - np.round(c * bins)) > 1e-9]
+    con = shared_con
+    try:
+        _add(con, confidences)
+        _add(con, off_edge.tolist(), field="off_edge", prefix="o")
+        every = confidence_histogram(con, "invoice", "total", bins=bins)["count"].to_pylist()
+        away = confidence_histogram(con, "invoice", "off_edge", bins=bins)["count"].to_pylist()
+    finally:
+        con.execute("DELETE FROM extractions")
+    assert away == np.histogram(off_edge, bins=bins, range=(0, 1))[0].tolist()
+    by_floor = np.minimum(np.floor(c * bins), bins - 1).astype(int)
+    assert every == np.bincount(by_floor, minlength=bins).tolist()
+    assert sum(every) == len(confidences)
+
+
+@pytest.fixture(scope="module")
+def shared_con(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb.DuckDBPyConnection]:
+    """One store for every hypothesis example (each example empties it after itself)."""
+    connection = store.connect(tmp_path_factory.mktemp("hist") / "store.duckdb")
+    yield connection
+    connection.close()
+
+
+def _map(con: duckdb.DuckDBPyConnection, map_id: str, doc_type: str, field: str,
+         method: str, at: dt.datetime, knots: list[tuple[float, float]],
+         ece: tuple[float | None, float | None] = (0.08, 0.02)) -> None:
+    con.execute(
+        "INSERT INTO recalibration_maps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [map_id, doc_type, field, method, 500, 0.11, ece[0], ece[1], at],
+    )
+    con.executemany("INSERT INTO recalibration_knots VALUES (?, ?, ?)",
+                    [[map_id, x, y] for x, y in knots])
+
+
+def test_current_maps_lists_the_newest_map_of_each_stratum(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    assert current_maps(con) == []
+    _map(con, "m1", "invoice", "total", "platt", W10, [(0, 0.1), (1, 0.9)])
+    _map(con, "m2", "invoice", "total", "isotonic", W11, [(0, 0), (0.5, 0.4), (1, 1)])
+    _map(con, "m3", "receipt", "tax", "identity", W10, [(0, 0), (1, 1)], ece=(0.05, None))
+    assert current_maps(con) == [
+        MapSummary("invoice", "total", "m2", "isotonic", 500, 0.11, 0.08, 0.02, W11, 3),
+        MapSummary("receipt", "tax", "m3", "identity", 500, 0.11, 0.05, None, W10, 2),
+    ]
+    # The same current map as stored_map, which also gives its knots.
+    shown = stored_map(con, "invoice", "total")
+    assert shown is not None and shown.map_id == "m2"
+    assert shown.map.x.tolist() == [0, 0.5, 1]
