@@ -1,11 +1,20 @@
-"""`fieldtrust demo`: build the demo store and say what is planted in it."""
+"""`fieldtrust demo`: build the demo store and say what is planted in it.
+
+The demo generator (numpy, scipy, the sampling package) is imported inside the
+command: every other `fieldtrust` command would otherwise pay seconds for it
+at start-up.
+"""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import click
 
 from fieldtrust.cli.common import echo_table, settings
-from fieldtrust.demo import DemoSummary, build_demo_store
+
+if TYPE_CHECKING:
+    from fieldtrust.demo import DemoSummary
 
 
 @click.command(
@@ -34,6 +43,8 @@ def demo(ctx: click.Context, seed: int, rows: int, force: bool, no_labels: bool)
     store that already holds extractions unless --force. See docs/demo.md for
     what is planted in it.
     """
+    from fieldtrust.demo import build_demo_store
+
     path = settings(ctx).db
     summary = build_demo_store(path, seed=seed, rows=rows, force=force, labelled=not no_labels)
     _print_summary(path, seed, summary)

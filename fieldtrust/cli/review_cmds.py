@@ -5,29 +5,30 @@ Also `labels export`, added to the `labels` group of store_cmds.
 Every command that changes something takes ``--as NAME``; the library checks
 NAME's role in the store (docs/governance.md), so the CLI grants nothing the
 dashboard would refuse.
+
+Reports that need scipy or pyarrow (revocation, agreement, exports) are
+imported inside their commands, so `fieldtrust --help` starts fast.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import duckdb
 
 from fieldtrust.cli.common import echo_json, echo_table, open_db, settings
-from labels.agreement import Agreement, adjudicate, adjudication_queue, agreement
 from labels.decisions import DECISION_ACTIONS, current_policy, decide
 from labels.errors import DecisionError
-from labels.errors_report import error_report
-from labels.export import export_labels
-from labels.policy import export_policy, policy_json
-from labels.revocation import revocation_recommendations
 from labels.roles import ROLES, grant_role, list_users, role_history
 from labels.taxonomy import CORRECTED_STATUSES, ERROR_TYPES
 from labels.verdicts import VERDICTS
 from store.scope import Scope, last_weeks
+
+if TYPE_CHECKING:
+    from labels.agreement import Agreement
 
 _AS = click.option("--as", "actor", required=True, metavar="NAME",
                    help="Who is acting; their role in the store is checked.")
@@ -125,6 +126,8 @@ def decide_cmd(
     else:
         evidence: dict[str, Any] = {}
         if action == "revoke":
+            from labels.revocation import revocation_recommendations
+
             flagged = [r for r in revocation_recommendations(
                 con, target=conf.target, confidence=conf.confidence)
                 if (r.doc_type, r.field) == (doc_type, field_name)]
@@ -151,6 +154,8 @@ def policy_group() -> None:
 @click.pass_context
 def policy_export(ctx: click.Context, out: str | None) -> None:
     """Write the approved thresholds as JSON, for production pipelines to read."""
+    from labels.policy import export_policy, policy_json
+
     text = policy_json(export_policy(open_db(ctx, read_only=True)))
     if out is None:
         click.echo(text, nl=False)
@@ -164,6 +169,8 @@ def policy_export(ctx: click.Context, out: str | None) -> None:
 @click.pass_context
 def policy_show(ctx: click.Context, as_json: bool) -> None:
     """Every decided stratum with its latest decision, and revocation recommendations."""
+    from labels.revocation import revocation_recommendations
+
     con = open_db(ctx, read_only=True)
     conf = settings(ctx)
     flagged = {(r.doc_type, r.field): r.reason for r in revocation_recommendations(
@@ -202,6 +209,8 @@ def _agreement_rows(results: list[Agreement], names: tuple[str, str]) -> list[di
 @click.pass_context
 def agreement_cmd(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
     """Percent agreement and Cohen's kappa of double reviews, per field and reviewer pair."""
+    from labels.agreement import agreement
+
     con = open_db(ctx, read_only=True)
     report = agreement(con, _scope(con, weeks))
     per_field = _agreement_rows(report.per_field, ("doc_type", "field"))
@@ -240,6 +249,8 @@ def adjudicate_cmd(
     error_detail: str | None, actor: str | None, as_json: bool,
 ) -> None:
     """Settle a double-review disagreement (qa_lead); the verdict becomes the truth."""
+    from labels.agreement import adjudicate, adjudication_queue
+
     if queue:
         pairs = adjudication_queue(open_db(ctx, read_only=True))
         rows = [dataclasses.asdict(p) for p in pairs]
@@ -267,6 +278,8 @@ def adjudicate_cmd(
 @click.pass_context
 def errors_cmd(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
     """Error types found by reviewers, per (doc_type, field, form_version)."""
+    from labels.errors_report import error_report
+
     con = open_db(ctx, read_only=True)
     rows = error_report(con, _scope(con, weeks)).to_pylist()
     echo_json(rows) if as_json else echo_table(rows)
@@ -282,6 +295,8 @@ def labels_export(ctx: click.Context, out: str) -> None:
     In CSV, text starting with = + - @ (or a tab / carriage return) gets a
     leading single quote so spreadsheets do not run it as a formula.
     """
+    from labels.export import export_labels
+
     rows = export_labels(open_db(ctx, read_only=True), out)
     click.echo(f"wrote {rows:,} labels to {out}")
 

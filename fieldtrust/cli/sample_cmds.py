@@ -1,20 +1,21 @@
-"""Audit commands: sample, plan, report, queue."""
+"""Audit commands: sample, plan, progress, report, queue.
+
+The sampling modules (pandas, scipy) are imported inside the commands, so
+`fieldtrust --help` and the other commands start fast.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import pandas as pd
 
 from fieldtrust.cli.common import echo_json, echo_table, open_db, settings
 from sampling.design import Design, load_design
-from sampling.draw import draw_sample, sample_items
-from sampling.export import write_items_csv
-from sampling.planner import preview_design
-from sampling.queue import priority_queue
-from sampling.report import audit_report
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _CELL_COLUMNS = ["cell", "n_population", "n_sample", "inclusion_prob"]
 
@@ -31,8 +32,12 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 @click.command(
-    epilog="Example: fieldtrust sample --week 2026-W48 --design design.toml --out w48.csv\n\n"
-    "Fill the verdict and reviewer columns of w48.csv, then: fieldtrust labels import w48.csv",
+    epilog="Example: fieldtrust sample --week 2026-W48 --design design.toml --out w48.csv"
+    " --as carol\n\n"
+    "Fill the verdict and reviewer columns of w48.csv, then: fieldtrust labels import w48.csv\n\n"
+    "Drawing needs a user with the qa_lead role. A scheduled nightly draw runs as a user"
+    " granted qa_lead for it: fieldtrust users grant nightly-audit qa_lead --as ADMIN, then"
+    " fieldtrust sample --week ... --as nightly-audit.",
 )
 @click.option("--week", required=True, help="ISO week to sample, e.g. 2026-W48 (UTC).")
 @click.option(
@@ -54,7 +59,14 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     is_flag=True,
     help="Draw a new version even if this design and seed were drawn already.",
 )
-@click.option("--drawn-by", default=None, help="Name recorded as the drawer.")
+@click.option(
+    "--as",
+    "actor",
+    default=None,
+    metavar="NAME",
+    help="Who draws: a user with the qa_lead role, checked in the store and recorded with"
+    " the sample (required unless --preview).",
+)
 @click.pass_context
 def sample(
     ctx: click.Context,
@@ -65,22 +77,28 @@ def sample(
     as_json: bool,
     preview: bool,
     redraw: bool,
-    drawn_by: str | None,
+    actor: str | None,
 ) -> None:
     """Draw the week's audit sample (or return it if drawn already) and show its cells."""
+    from sampling.draw import draw_sample, sample_items
+    from sampling.export import write_items_csv
+    from sampling.planner import preview_design
+
     design = _design(design_file)
     if preview:
         if out:
             raise click.UsageError("--preview writes nothing; drop --out or --preview")
         _print_preview(preview_design(open_db(ctx, read_only=True), week, design), as_json)
         return
+    if actor is None:
+        raise click.UsageError("drawing needs --as NAME, a user with the qa_lead role")
     con = open_db(ctx)
     result = draw_sample(
         con,
         week,
         design,
         seed=settings(ctx).seed if seed is None else seed,
-        drawn_by=drawn_by,
+        actor=actor,
         redraw=redraw,
     )
     written = write_items_csv(sample_items(con, result.sample_id), out) if out else None
@@ -130,6 +148,8 @@ def sample(
 @click.pass_context
 def plan(ctx: click.Context, week: str, design_file: str | None, as_json: bool) -> None:
     """Preview a design on a week: cells, sizes, inclusion probabilities, expected margins."""
+    from sampling.planner import preview_design
+
     _print_preview(
         preview_design(open_db(ctx, read_only=True), week, _design(design_file)), as_json
     )
@@ -156,6 +176,8 @@ def _print_preview(cells: pd.DataFrame, as_json: bool) -> None:
 @click.pass_context
 def report(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
     """Weekly design-weighted accuracy per (doc_type, field), and this week's alerts."""
+    from sampling.report import audit_report
+
     resolved = settings(ctx)
     result = audit_report(
         open_db(ctx, read_only=True),
@@ -188,6 +210,8 @@ def report(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
 
 def _trend_grid(trend: pd.DataFrame, overall: pd.DataFrame) -> pd.DataFrame:
     """Strata as rows, weeks as columns, with the last week's interval and label count."""
+    import pandas as pd
+
     rows = pd.concat([trend, overall.assign(doc_type="(overall)", field="")], ignore_index=True)
     grid = rows.pivot_table(
         index=["doc_type", "field"], columns="week", values="estimate", aggfunc="first", sort=True
@@ -205,6 +229,8 @@ def _trend_grid(trend: pd.DataFrame, overall: pd.DataFrame) -> pd.DataFrame:
 @click.pass_context
 def queue(ctx: click.Context, limit: int, as_json: bool) -> None:
     """The priority review queue: unautomated extractions most likely wrong, first."""
+    from sampling.queue import priority_queue
+
     rows = priority_queue(open_db(ctx, read_only=True), limit=limit).to_pylist()
     if as_json:
         echo_json({"queue": rows})
@@ -224,7 +250,34 @@ def queue(ctx: click.Context, limit: int, as_json: bool) -> None:
     )
 
 
+@click.command(
+    epilog="Example: fieldtrust progress --sample 2026-W48/v1\n\n"
+    "A cell counts an item as labelled once it has a primary, imported or adjudicated"
+    " label (second reviews are shown by the dashboard's progress bar).",
+)
+@click.option("--sample", "sample_id", default=None,
+              help="Sample id like 2026-W48/v1 (default: the newest sample).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def progress(ctx: click.Context, sample_id: str | None, as_json: bool) -> None:
+    """How far the labelling of an audit sample has got, per sampling cell."""
+    from labels.progress import cell_progress
+
+    rows = cell_progress(open_db(ctx, read_only=True), sample_id).to_pylist()
+    shown = rows[0]["sample_id"] if rows else sample_id
+    labelled = sum(r["n_labelled"] for r in rows)
+    drawn = sum(r["n_sample"] for r in rows)
+    missing = [r["cell"] for r in rows if r["n_labelled"] == 0]
+    if as_json:
+        echo_json({"sample_id": shown, "labelled": labelled, "items": drawn,
+                   "cells_without_labels": missing, "cells": rows})
+        return
+    echo_table(rows, ["cell", "n_population", "n_sample", "n_labelled", "inclusion_prob"])
+    click.echo(f"{shown}: {labelled} of {drawn} items labelled;"
+               f" {len(missing)} of {len(rows)} cells without a label yet")
+
+
 def register(group: click.Group) -> None:
     """Add this module's commands to ``group``."""
-    for command in (sample, plan, report, queue):
+    for command in (sample, plan, progress, report, queue):
         group.add_command(command)

@@ -13,20 +13,23 @@ from fieldtrust.settings import Settings
 
 #: The dashboard's entry script, found beside the installed package.
 APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+#: Only this machine can reach the dashboard unless asked otherwise: without
+#: sign-in configured it runs in demo mode, where anyone can act as anyone.
+DEFAULT_ADDRESS = "127.0.0.1"
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
-def streamlit_command(db: str, port: int, *, address: str | None = None) -> list[str]:
+def streamlit_command(db: str, port: int, *, address: str = DEFAULT_ADDRESS) -> list[str]:
     """The ``streamlit run`` command line that serves the dashboard on ``db``."""
     command = [
         sys.executable, "-m", "streamlit", "run", str(APP),
         "--server.headless", "true",
         "--server.port", str(port),
+        "--server.address", address,
         "--browser.gatherUsageStats", "false",
         # A served dashboard does not reload itself when source files change.
         "--server.fileWatcherType", "none",
     ]
-    if address:
-        command += ["--server.address", address]
     return [*command, "--", "--db", db]
 
 
@@ -61,10 +64,17 @@ def register(group: click.Group) -> None:
         "--demo", is_flag=True,
         help="Build the demo store first when the store file is missing, and add demo users.",
     )
-    @click.option("--address", default=None, help="Address to bind (default: all interfaces).")
+    @click.option(
+        "--address", default=DEFAULT_ADDRESS, show_default=True,
+        help="Address to listen on. 0.0.0.0 shares the dashboard on your network: configure"
+             " sign-in first (docs/dashboard.md).",
+    )
     @click.pass_context
-    def serve(ctx: click.Context, port: int | None, demo: bool, address: str | None) -> None:
-        """Start the dashboard (Streamlit) on the store; stops with Ctrl+C."""
+    def serve(ctx: click.Context, port: int | None, demo: bool, address: str) -> None:
+        """Start the dashboard (Streamlit) on the store; stops with Ctrl+C.
+
+        It listens on this machine only (127.0.0.1) unless --address says otherwise.
+        """
         resolved: Settings = settings(ctx)
         db = str(Path(resolved.db).resolve())
         built = _ensure_store(db, demo=demo, default_db=resolved.db == Settings().db)
@@ -74,8 +84,18 @@ def register(group: click.Group) -> None:
             # Only a demo store (one with simulated truth) gets demo users and maps.
             for added in ensure_demo_ready(db):
                 click.echo(f"demo: added {added}", err=True)
-        command = streamlit_command(db, port or resolved.port, address=address)
-        click.echo(f"serving {db} on http://localhost:{port or resolved.port}", err=True)
+        port = port or resolved.port
+        command = streamlit_command(db, port, address=address)
+        # 0.0.0.0 and :: mean every interface, this machine's own included.
+        host = "localhost" if address in {*_LOOPBACK, "0.0.0.0", "::"} else address
+        click.echo(f"serving {db} on http://{host}:{port}", err=True)
+        if address not in _LOOPBACK:
+            click.echo(
+                f"note: listening on {address}: anyone who can reach this machine can open the"
+                " dashboard. Without [auth] in .streamlit/secrets.toml it runs in demo mode,"
+                " where anyone can act as any user (docs/dashboard.md).",
+                err=True,
+            )
         sys.stdout.flush()
         sys.stderr.flush()
         # Become the server (no child left behind when this process is stopped).

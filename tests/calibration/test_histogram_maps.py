@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import duckdb
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +19,7 @@ from calibration.errors import CalibrationInputError
 from calibration.histogram import confidence_histogram
 from calibration.maps import MapSummary, current_maps
 from calibration.recalibrate import stored_map
+from fieldtrust.cli.main import cli
 from store.scope import Scope
 
 W10 = dt.datetime(2026, 3, 2, 9)  # 2026-W10
@@ -136,3 +140,39 @@ def test_current_maps_lists_the_newest_map_of_each_stratum(
     shown = stored_map(con, "invoice", "total")
     assert shown is not None and shown.map_id == "m2"
     assert shown.map.x.tolist() == [0, 0.5, 1]
+
+
+def _cli(db: Path, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["--db", str(db), *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_histogram_and_maps_commands(db_path: Path) -> None:
+    con = store.connect(db_path)
+    try:
+        _add(con, [0.1, 0.7, 0.8, 0.95])
+        _map(con, "m1", "invoice", "total", "platt", W10, [(0, 0.1), (1, 0.9)])
+    finally:
+        con.close()
+    code, out, _ = _cli(db_path, "histogram", "--doc-type", "invoice", "--field", "total",
+                        "--bins", "2", "--weeks", "1", "--json")
+    assert code == 0
+    assert [(r["lower"], r["upper"], r["count"]) for r in json.loads(out)] == [
+        (0.0, 0.5, 1), (0.5, 1.0, 3)]
+    code, out, _ = _cli(db_path, "histogram", "--doc-type", "invoice", "--field", "total",
+                        "--bins", "2")
+    assert code == 0
+    assert "4 extractions" in out and "[0.500, 1.000]  3" in out and "75.0%" in out
+    code, out, _ = _cli(db_path, "maps", "--json")
+    assert code == 0
+    (shown,) = json.loads(out)
+    assert (shown["doc_type"], shown["method"], shown["n_knots"], shown["ece_after"]) == (
+        "invoice", "platt", 2, 0.02)
+    code, _, err = _cli(db_path, "histogram", "--doc-type", "invoice", "--field", "total",
+                        "--bins", "0")
+    assert code == 2 and "0 is not in the range x>=1" in err
+
+
+def test_maps_command_before_any_fit(db_path: Path) -> None:
+    code, out, _ = _cli(db_path, "maps")
+    assert (code, out.strip()) == (0, "no recalibration maps yet: run `fieldtrust recalibrate`")

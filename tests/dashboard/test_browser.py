@@ -70,7 +70,7 @@ def server(demo_db: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "fieldtrust.cli.main", "--db", str(demo_db), "serve",
-             "--demo", "--port", str(port), "--address", "127.0.0.1"],
+             "--demo", "--port", str(port)],  # the default address: 127.0.0.1
             stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import duckdb
 import pytest
+from click.testing import CliRunner
 from conftest import CELLS, SAMPLE, Builder
 
+from fieldtrust.cli.main import cli
 from labels.assignment import sample_progress
 from labels.errors import LabelError
 from labels.progress import ItemContext, cell_progress, item_context
@@ -31,8 +36,10 @@ def test_cell_progress_counts_labelled_items_per_cell(
 
     table = cell_progress(review_store, SAMPLE)
     rows = {r["cell"]: r for r in table.to_pylist()}
-    assert table.column_names == ["sample_id", "cell", "doc_type", "field", "band", "version_status",
-                                  "n_population", "n_sample", "inclusion_prob", "n_labelled"]
+    assert table.column_names == [
+        "sample_id", "cell", "doc_type", "field", "band", "version_status", "n_population",
+        "n_sample", "inclusion_prob", "n_labelled",
+    ]
     assert {c: r["n_labelled"] for c, r in rows.items()} == {
         CELLS[0]: 2, CELLS[1]: 0, CELLS[2]: 2,
     }
@@ -53,8 +60,9 @@ def test_cell_progress_defaults_to_the_newest_sample(
     builder.sample("2026-W11/v1", "2026-W11", [("n1", CELLS[0], 0.25, 0.1, False)])
     _label(builder, "n1", "alice", sample_id="2026-W11/v1")
     (row,) = cell_progress(review_store).to_pylist()
-    assert (row["sample_id"], row["cell"], row["n_sample"], row["n_population"], row["n_labelled"]) == (
-        "2026-W11/v1", CELLS[0], 1, 4, 1)
+    shown = (row["sample_id"], row["cell"], row["n_sample"], row["n_population"],
+             row["n_labelled"])
+    assert shown == ("2026-W11/v1", CELLS[0], 1, 4, 1)
     assert len(cell_progress(review_store, SAMPLE)) == 3
 
 
@@ -95,3 +103,22 @@ def test_item_context_gives_confidence_conflict_and_the_reviewers_count(
 def test_item_context_of_an_unknown_extraction(review_store: duckdb.DuckDBPyConnection) -> None:
     with pytest.raises(LabelError, match=r"no extraction 'nope' in the store"):
         item_context(review_store, "nope", "alice", SAMPLE)
+
+
+def test_progress_command_shows_cells_and_the_total(
+    review_store: duckdb.DuckDBPyConnection, builder: Builder, db_path: Path
+) -> None:
+    _label(builder, "e00", "alice")
+    _label(builder, "e21", "carol", review_round="adjudication")
+    review_store.close()  # the command opens the file read-only, in this same process
+    result = CliRunner().invoke(cli, ["--db", str(db_path), "progress", "--json"])
+    assert result.exit_code == 0, result.stderr
+    shown = json.loads(result.stdout)
+    assert (shown["sample_id"], shown["labelled"], shown["items"]) == (SAMPLE, 2, 12)
+    assert shown["cells_without_labels"] == [CELLS[1]]
+    result = CliRunner().invoke(cli, ["--db", str(db_path), "progress", "--sample", SAMPLE])
+    assert result.exit_code == 0
+    assert f"{SAMPLE}: 2 of 12 items labelled; 1 of 3 cells without a label yet" in result.stdout
+    result = CliRunner().invoke(cli, ["--db", str(db_path), "progress", "--sample", "nope"])
+    assert result.exit_code == 2
+    assert "error: no audit sample 'nope'" in result.stderr
