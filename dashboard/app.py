@@ -53,9 +53,10 @@ def main() -> None:
         layout.sidebar_footer(path, version)
         page.run()
     except StoreLockedError as exc:
-        st.warning(data.busy_message(exc), icon=":material/hourglass_top:")
+        st.warning(layout.plain(data.busy_message(exc)), icon=":material/hourglass_top:")
     except FieldtrustError as exc:
-        st.error(str(exc), icon=":material/error:")
+        # Library messages quote values from files (a doc_type, a path): as written.
+        st.error(layout.plain(exc), icon=":material/error:")
 
 
 main()

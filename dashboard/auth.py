@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from dashboard import data, state
+from dashboard import data, layout, state
 
 
 @dataclass(frozen=True)
@@ -60,9 +60,9 @@ def _oidc_identity() -> Identity:
         st.stop()
     user = str(st.user.get("email") or st.user.get("name") or st.user.get("sub"))
     role = data.cached("role_of", user)
-    st.sidebar.markdown(f"Signed in as **{user}**  \nrole: **{role or 'none'}**")
+    st.sidebar.markdown(f"Signed in as **{layout.plain(user)}**  \nrole: **{role or 'none'}**")
     if role is None:
-        st.sidebar.caption("Ask an admin to grant you a role (`fieldtrust roles grant`).")
+        st.sidebar.caption("Ask an admin to grant you a role (`fieldtrust users grant`).")
     st.sidebar.button("Sign out", on_click=st.logout)
     return Identity(user=user, role=role, demo=False)
 

@@ -42,15 +42,15 @@ def code_span(text: object) -> str:
 def empty_state(path: str) -> None:
     """What a page shows when the store is missing or holds no extractions."""
     st.info(EMPTY_HINT, icon=":material/inbox:")
-    st.caption(f"Store: `{path}`")
+    st.caption(f"Store: {code_span(path)}")
 
 
 def sidebar_footer(path: str, version: data.DataVersion) -> None:
     """Which store the dashboard shows and how much is in it."""
     st.sidebar.divider()
     st.sidebar.caption(
-        f"Store `{path}`  \n{version.extractions:,} extractions · {version.labels:,} labels"
-        f" · {version.decisions:,} decisions"
+        f"Store {code_span(path)}  \n{version.extractions:,} extractions"
+        f" · {version.labels:,} labels · {version.decisions:,} decisions"
     )
 
 
@@ -82,7 +82,11 @@ def fmt(value: Any, digits: int = 3) -> str:
 
 
 def flash(key: str) -> None:
-    """Show (once) the message a previous run left under ``key``."""
+    """Show (once) the message a previous run left under ``key``.
+
+    The text is markdown: whoever stores it escapes library messages with
+    :func:`plain` (they quote values from files).
+    """
     message = st.session_state.pop(key, None)
     if message:
         kind, text = message

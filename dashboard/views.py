@@ -69,7 +69,7 @@ def revocation_text(recommendation: Any) -> str:
         f"**{layout.plain(recommendation.doc_type)} · {layout.plain(recommendation.field)}**"
         f" (approved at {recommendation.threshold:.3f} by"
         f" {layout.plain(recommendation.approved_by)}): "
-        f"{recommendation.reason}"
+        f"{layout.plain(recommendation.reason)}"
     )
 
 
@@ -211,7 +211,7 @@ def decision_strata(assessments: Sequence[Any], policy: Sequence[Any]) -> list[S
                 " checked."
             )
         else:
-            summary = f"Not a candidate: {a.reason}."
+            summary = f"Not a candidate: {layout.plain(a.reason_text or a.reason)}."
         key = (a.doc_type, a.field)
         if key in active:
             summary += f" Automated now above **{active[key]:.3f}**."

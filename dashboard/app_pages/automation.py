@@ -27,12 +27,13 @@ def _decide(identity: auth.Identity, action: str, stratum: views.Stratum) -> Non
             threshold=None if action == "revoke" else stratum.threshold,
         )
     except FieldtrustError as exc:
-        st.session_state[state.AUTO_FLASH] = ("error", str(exc))
+        st.session_state[state.AUTO_FLASH] = ("error", layout.plain(exc))
         return
     st.session_state[state.AUTO_COMMENT] = ""
     st.session_state[state.AUTO_FLASH] = (
         "success",
-        f"{decision.action} of {decision.doc_type} · {decision.field} recorded"
+        f"{decision.action} of {layout.plain(decision.doc_type)} ·"
+        f" {layout.plain(decision.field)} recorded"
         f" (evidence `{(decision.evidence_id or '')[:12]}`).",
     )
 
@@ -41,7 +42,7 @@ def _decision_form(identity: auth.Identity | None, strata: list[views.Stratum]) 
     st.subheader("Decide")
     if identity is None or not allowed(identity.role, "decide"):
         who = "nobody" if identity is None else f"{identity.user} ({identity.role or 'no role'})"
-        st.info(f"Decisions need the manager or admin role; you are {who}.")
+        st.info(f"Decisions need the manager or admin role; you are {layout.plain(who)}.")
         return
     layout.flash(state.AUTO_FLASH)
     if not strata:

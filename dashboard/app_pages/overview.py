@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, data, downloads, sidebar, views
+from dashboard import charts, data, downloads, layout, sidebar, views
 
 st.title("Overview")
 settings = views.settings()
@@ -23,8 +23,8 @@ if report.overall.n_labeled == 0:
 left, right = st.columns([1, 1])
 with left:
     st.markdown(f"### {views.headline(report)}")
-    st.caption(report.overall.summary + ". Intervals are 95% (Korn-Graubard, approximate);"
-               " accuracy is design-weighted.")
+    st.caption(layout.plain(report.overall.summary) + ". Intervals are 95% (Korn-Graubard,"
+               " approximate); accuracy is design-weighted.")
 with right:
     st.markdown(f"**Strata below {report.target:.0%}**, worst first")
     below = views.below_target_frame(report)

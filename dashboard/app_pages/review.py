@@ -43,10 +43,10 @@ def _verdict(identity: auth.Identity, item: ReviewItem, verdict: str) -> None:
     except StoreLockedError as exc:
         # Another process (an ingest) holds the store longer than we wait: say so
         # kindly; nothing was recorded, so the same key press simply works later.
-        st.session_state[state.REVIEW_FLASH] = ("warning", data.busy_message(exc))
+        st.session_state[state.REVIEW_FLASH] = ("warning", layout.plain(data.busy_message(exc)))
         return
     except FieldtrustError as exc:  # a refusal (role, conflict, bad fields): the library's words
-        st.session_state[state.REVIEW_FLASH] = ("error", str(exc))
+        st.session_state[state.REVIEW_FLASH] = ("error", layout.plain(exc))
         return
     for key in (state.REVIEW_CORRECTED, state.REVIEW_ERROR_DETAIL):
         st.session_state[key] = ""
@@ -61,7 +61,7 @@ def _skip(identity: auth.Identity, item: ReviewItem) -> None:
     try:
         data.write(skip, identity.user, item.sample_id, item.extraction_id, SKIP_REASON)
     except FieldtrustError as exc:
-        st.session_state[state.REVIEW_FLASH] = ("error", str(exc))
+        st.session_state[state.REVIEW_FLASH] = ("error", layout.plain(exc))
         return
     st.session_state[state.REVIEW_FLASH] = (
         "info", f"Skipped {layout.plain(item.doc_id)} · {layout.plain(item.field)}."

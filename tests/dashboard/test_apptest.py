@@ -8,7 +8,9 @@ approval.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -18,10 +20,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import store
-from dashboard import state
+from dashboard import layout, state
 from dashboard.layout import EMPTY_HINT
 from labels.decisions import decide
 from labels.errors import PermissionDenied
+from labels.roles import grant_role
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 
@@ -55,11 +58,16 @@ def _fingerprint(con: object) -> list[object]:
     return [*rows, con.execute("SELECT count(*) FROM labels").fetchall()]  # type: ignore[attr-defined]
 
 
+def _shown(markdown: str) -> str:
+    """What a reader sees of ``markdown``'s backslash escapes (CommonMark: before punctuation)."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)
+
+
 def _texts(at: AppTest) -> str:
     parts = [m.value for m in at.markdown] + [i.value for i in at.info]
     parts += [w.value for w in at.warning] + [s.value for s in at.success]
     parts += [e.value for e in at.error] + [c.value for c in at.caption]
-    return "\n".join(str(p) for p in parts)
+    return _shown("\n".join(str(p) for p in parts))
 
 
 def _rows(path: Path, sql: str, params: list[object] | None = None) -> list[tuple[object, ...]]:
@@ -199,7 +207,7 @@ def test_an_incomplete_incorrect_verdict_is_refused_with_the_library_message(
     before = _rows(demo_db, "SELECT count(*) FROM labels")
     at.button(key=state.REVIEW_INCORRECT).click().run()
     assert not at.exception
-    assert any("corrected_status" in e.value for e in at.error)
+    assert any("corrected_status" in _shown(e.value) for e in at.error)
     assert _rows(demo_db, "SELECT count(*) FROM labels") == before
 
 
@@ -350,6 +358,10 @@ def test_serve_runs_streamlit_on_the_dashboard_with_the_store() -> None:
     assert command[4] == APP
     assert command[command.index("--server.port") + 1] == "8765"
     assert command[-3:] == ["--", "--db", "/data/store.duckdb"]
+    # This machine only, unless asked: demo mode lets anyone act as anyone.
+    assert command[command.index("--server.address") + 1] == "127.0.0.1"
+    shared = streamlit_command("/data/store.duckdb", 8765, address="0.0.0.0")
+    assert shared[shared.index("--server.address") + 1] == "0.0.0.0"
 
 
 def test_with_oidc_configured_nobody_gets_in_without_signing_in(
@@ -367,3 +379,37 @@ def test_with_oidc_configured_nobody_gets_in_without_signing_in(
     assert [b.label for b in at.button] == ["Sign in"]
     assert not at.selectbox  # no demo picker, no filters: nothing before sign-in
     assert "DEMO MODE" not in _texts(at)
+
+
+HOSTILE_DOC_TYPE = "**x** [a](b) :red[ALERT] `y`"
+
+
+def test_a_library_error_quoting_a_hostile_value_shows_it_as_written(
+    tmp_path: Path, use_db: Callable[[Path], None]
+) -> None:
+    # A doc_type from an ingested file that is also markdown: bold, a link, a colour, code.
+    path = tmp_path / "hostile.duckdb"
+    con = store.connect(path)
+    try:
+        con.executemany(
+            "INSERT INTO extractions (extraction_id, doc_id, doc_type, form_version, field,"
+            " value, value_status, confidence, extracted_at, batch_id)"
+            " VALUES (?, 'd', ?, 'v1', 'total', '1', 'present', 0.9, ?, 'b')",
+            [[f"e{i}", HOSTILE_DOC_TYPE, dt.datetime(2026, 11, 23, 9)] for i in range(5)],
+        )
+        grant_role(con, "root", "root", "admin")
+        grant_role(con, "root", "maya", "manager")
+    finally:
+        con.close()
+    use_db(path)
+    at = _open("automation", user="maya")
+    at.button(key=state.AUTO_REJECT).click().run()  # no comment: the library refuses
+    assert not at.exception
+    (error,) = at.error
+    expected = f"reject of {HOSTILE_DOC_TYPE}/total needs a comment saying why"
+    # Escaped so markdown shows every character as written: no bold, link, colour or code.
+    assert _shown(error.value) == expected
+    assert error.value == layout.plain(expected)
+    for markup in ("**x**", "[a](b)", ":red[", "`y`"):
+        assert markup not in error.value
+    assert _rows(path, "SELECT count(*) FROM decisions") == [(0,)]
