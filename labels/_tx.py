@@ -6,10 +6,20 @@ fails at the insert (``ConstraintException``) when the first already
 committed. The work function re-reads the store on every attempt, so a retry
 either succeeds on fresh data or raises a clear error (a label already there,
 an item already taken).
+
+Every history write also appends to the one history chain (:mod:`store.chain`),
+so any two concurrent writes now conflict on the chain head, not only two
+writes to the same item. Writes in one process therefore take a lock for the
+length of their transaction (they are milliseconds long): threads queue instead
+of failing and redoing their work in lockstep. Processes never write at once
+(DuckDB locks the file per process); the retry stays for writers that do not
+come through here.
 """
 
 from __future__ import annotations
 
+import random
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -24,6 +34,10 @@ T = TypeVar("T")
 #: Attempts before a write gives up; the pause doubles from 10 ms up to 0.5 s.
 MAX_ATTEMPTS = 8
 
+_WRITE_LOCK = threading.RLock()
+# Jitter, so two writers that collided do not retry in step (not a statistic).
+_JITTER = random.Random()
+
 
 def write_with_retry(
     con: duckdb.DuckDBPyConnection,
@@ -35,7 +49,7 @@ def write_with_retry(
     pause = 0.01
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
-            with transaction(con):
+            with _WRITE_LOCK, transaction(con):
                 return work(con)
         except (duckdb.TransactionException, duckdb.ConstraintException) as exc:
             if attempt == MAX_ATTEMPTS:
@@ -43,7 +57,7 @@ def write_with_retry(
                     f"{what}: gave up after {MAX_ATTEMPTS} attempts because other writers kept"
                     f" changing the same rows ({exc}); try again"
                 ) from exc
-            time.sleep(pause)
+            time.sleep(pause * _JITTER.uniform(0.5, 1.5))
             pause = min(pause * 2, 0.5)
     raise AssertionError("unreachable")  # pragma: no cover
 

@@ -27,6 +27,7 @@ from labels._tx import first_row, write_with_retry
 from labels.errors import DecisionError
 from labels.evidence import freeze
 from labels.roles import require, user_name
+from store.chain import chain_rows
 from store.connection import utc_now
 
 #: What a decision can do to a stratum.
@@ -146,6 +147,7 @@ def decide(
             f"INSERT INTO decisions ({_DECISION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [getattr(decision, name.strip()) for name in _DECISION_COLUMNS.split(",")],
         )
+        chain_rows(tx, "decisions", {"decision_id": decision.decision_id})
         return decision
 
     return write_with_retry(con, work, what=f"recording {action} of {doc_type}/{field}")

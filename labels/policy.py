@@ -15,6 +15,7 @@ import duckdb
 from fieldtrust import __version__
 from labels._tx import first_row
 from labels.decisions import current_policy
+from store.chain import chain_head
 from store.connection import utc_now
 
 #: Bumped when the layout of the exported file changes.
@@ -25,9 +26,15 @@ def export_policy(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     """The current approved thresholds, ready for ``json.dump``.
 
     Keys: ``format``, ``generated_at`` (UTC, ISO), ``schema_version`` (the
-    store's newest migration), ``fieldtrust_version`` and ``thresholds``: one
-    object per approved stratum with doc_type, field, threshold, approved_by,
-    approved_at, evidence_id and decision_id, sorted by stratum.
+    store's newest migration), ``fieldtrust_version``, ``history_head`` and
+    ``thresholds``: one object per approved stratum with doc_type, field,
+    threshold, approved_by, approved_at, evidence_id and decision_id, sorted by
+    stratum.
+
+    ``history_head`` is the head of the history chain (:mod:`store.chain`):
+    ``{"seq": N, "hash": "..."}``, or None for a store that has no chain yet.
+    A copy of the file kept outside the store proves the history up to that
+    point: ``fieldtrust verify --policy FILE`` checks the store still holds it.
     """
     thresholds = [
         {
@@ -46,12 +53,21 @@ def export_policy(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         "SELECT name FROM schema_migrations ORDER BY applied_at DESC, name DESC LIMIT 1"
     ).fetchall())
     return {
+        "history_head": _history_head(con),
         "format": POLICY_FORMAT,
         "generated_at": utc_now().isoformat(timespec="seconds") + "Z",
         "schema_version": row[0] if row else None,
         "fieldtrust_version": __version__,
         "thresholds": thresholds,
     }
+
+
+def _history_head(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
+    try:
+        head = chain_head(con)
+    except duckdb.CatalogException:  # opened read-only before the chain's migration ran
+        return None
+    return {"seq": head.seq, "hash": head.row_hash}
 
 
 def policy_json(policy: dict[str, Any]) -> str:

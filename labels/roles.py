@@ -15,6 +15,7 @@ admin cannot be demoted.
 from __future__ import annotations
 
 import datetime as dt
+import unicodedata
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -22,6 +23,7 @@ import duckdb
 
 from labels._tx import first_row, write_with_retry
 from labels.errors import LabelError, PermissionDenied
+from store.chain import chain_rows
 from store.connection import utc_now
 
 #: Roles a user can hold; ``none`` (revoked) is also grantable.
@@ -34,6 +36,7 @@ ACTIONS: MappingProxyType[str, str] = MappingProxyType(
         "supersede_others": "correct another reviewer's label",
         "adjudicate": "adjudicate a disagreement",
         "draw_sample": "draw an audit sample",
+        "import_labels": "import a file of labels",
         "decide": "approve, reject or revoke automation",
         "grant_roles": "grant roles",
     }
@@ -47,6 +50,9 @@ PERMISSIONS: MappingProxyType[str, frozenset[str]] = MappingProxyType(
         "supersede_others": frozenset({"qa_lead"}),
         "adjudicate": frozenset({"qa_lead"}),
         "draw_sample": frozenset({"qa_lead"}),
+        # Imports write labels in other people's names, like a qa_lead's corrections;
+        # an admin may restore labels kept outside the store (a backup, another tool).
+        "import_labels": frozenset({"qa_lead", "admin"}),
         "decide": frozenset({"manager", "admin"}),
         "grant_roles": frozenset({"admin"}),
     }
@@ -66,14 +72,16 @@ class RoleGrant:
 
 
 def user_name(name: object, *, what: str = "user name") -> str:
-    """``name`` stripped; a :class:`LabelError` when it is empty, too long or multi-line."""
+    """``name`` stripped; a :class:`LabelError` when it is empty, too long or holds a line
+    break, tab or other control character (anywhere, even at an end).
+    """
     if not isinstance(name, str) or not name.strip():
         raise LabelError(f"{what} {name!r} is empty: give the person's user name")
     cleaned = name.strip()
-    if len(cleaned) > _MAX_NAME or any(ch in cleaned for ch in "\r\n\t\x00"):
+    if len(cleaned) > _MAX_NAME or any(unicodedata.category(ch) == "Cc" for ch in name):
         raise LabelError(
             f"{what} {cleaned[:40]!r} is not a usable name: at most {_MAX_NAME} characters,"
-            " one line"
+            " one line, no tabs or control characters"
         )
     return cleaned
 
@@ -148,6 +156,7 @@ def grant_role(con: duckdb.DuckDBPyConnection, actor: str, user: str, role: str)
             "INSERT INTO user_roles (user_name, role, granted_by, granted_at) VALUES (?, ?, ?, ?)",
             [user, role, actor, granted_at],
         )
+        chain_rows(tx, "user_roles", {"user_name": user, "granted_at": granted_at})
         return RoleGrant(user, role, actor, granted_at)
 
     return write_with_retry(con, work, what=f"granting {role} to {user}")

@@ -23,9 +23,10 @@ from typing import Any
 import duckdb
 
 from labels._tx import first_row, write_with_retry
-from labels.errors import LabelConflict, LabelError
+from labels.errors import LabelConflict, LabelError, LabelFieldError
 from labels.roles import require, user_name
 from labels.taxonomy import check_correction, check_error
+from store.chain import chain_rows
 from store.connection import utc_now
 
 #: The verdicts a reviewer can give; 'unclear' = the source cannot be read.
@@ -202,16 +203,61 @@ def verdict_fields(
     error_type: str | None,
     error_detail: str | None,
 ) -> dict[str, Any]:
-    """Validate a verdict and what goes with it; return the label columns to write."""
+    """Validate a verdict and what goes with it; return the label columns to write.
+
+    Raises the first of :func:`verdict_problems` (a :class:`LabelFieldError`).
+    """
+    fields, problems = _checked_fields(
+        verdict, corrected_value, corrected_status, error_type, error_detail
+    )
+    if problems:
+        raise problems[0]
+    return fields
+
+
+def verdict_problems(
+    verdict: str,
+    corrected_value: str | None,
+    corrected_status: str | None,
+    error_type: str | None,
+    error_detail: str | None,
+) -> list[LabelFieldError]:
+    """Every reason :func:`verdict_fields` would refuse these fields (empty: none).
+
+    Labels import (:mod:`store.label_import`) reports each one with its row,
+    so a file is held to exactly the rules of :func:`record_verdict`.
+    """
+    return _checked_fields(verdict, corrected_value, corrected_status, error_type, error_detail)[1]
+
+
+def _checked_fields(
+    verdict: str,
+    corrected_value: str | None,
+    corrected_status: str | None,
+    error_type: str | None,
+    error_detail: str | None,
+) -> tuple[dict[str, Any], list[LabelFieldError]]:
+    """The cleaned label columns and the problems found (columns are empty when there are some)."""
     if verdict not in VERDICTS:
-        raise LabelError(f"verdict {verdict!r} is not one of {', '.join(VERDICTS)}")
+        return {}, [LabelFieldError(
+            "verdict", f"verdict {verdict!r} is not one of {', '.join(VERDICTS)}"
+        )]
     if verdict == "incorrect":
-        value, status = check_correction(corrected_value, corrected_status)
-        kind, detail = check_error(error_type, error_detail)
+        problems: list[LabelFieldError] = []
+        try:
+            value, status = check_correction(corrected_value, corrected_status)
+        except LabelFieldError as exc:
+            problems.append(exc)
+        try:
+            kind, detail = check_error(error_type, error_detail)
+        except LabelFieldError as exc:
+            problems.append(exc)
+        if problems:
+            return {}, problems
         return {
             "verdict": verdict, "corrected_value": value, "corrected_status": status,
             "error_type": kind, "error_detail": detail,
-        }
+        }, []
     given = {
         name: value
         for name, value in (
@@ -224,15 +270,16 @@ def verdict_fields(
     if verdict == "correct" and error_detail is not None:
         given["error_detail"] = error_detail
     if given:
-        raise LabelError(
+        return {}, [LabelFieldError(
+            next(iter(given)),
             f"a {verdict!r} verdict takes no {', '.join(given)}: those describe an 'incorrect'"
-            " one"
-        )
+            " one",
+        )]
     note = error_detail.strip() if error_detail else None
     return {
         "verdict": verdict, "corrected_value": None, "corrected_status": None,
         "error_type": None, "error_detail": note or None,
-    }
+    }, []
 
 
 def insert_label(
@@ -245,7 +292,9 @@ def insert_label(
     *,
     supersedes: str | None,
 ) -> Label:
-    """Append one label row (inside the caller's transaction); checks are the caller's job."""
+    """Append one label row and chain it (inside the caller's transaction); checks are the
+    caller's job.
+    """
     label = Label(
         label_id=str(uuid.uuid4()),
         extraction_id=extraction_id,
@@ -265,6 +314,7 @@ def insert_label(
             label.supersedes,
         ],
     )
+    chain_rows(con, "labels", {"label_id": label.label_id})
     return label
 
 

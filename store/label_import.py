@@ -8,6 +8,15 @@ it is: its item columns (doc_type, field, value, confidence...) are context
 for the reviewer and are ignored here, and rows whose verdict is still blank
 are skipped and counted, so a half-labelled sample can be imported.
 
+The acting user must hold a role allowed to ``import_labels`` (qa_lead or
+admin, :data:`labels.roles.PERMISSIONS`), and every row is held to the rules
+of recording a verdict (:func:`labels.verdicts.verdict_problems`): an error
+type from the taxonomy, a corrected value or status for ``incorrect``, a
+detail for ``other``, nothing of the sort on ``correct``; and each reviewer
+name to those of a user name (one line, no control characters). A file is
+checked in two passes, its shape and ids in SQL and then those rules per
+row; either pass rejects the whole file, naming row, column and value.
+
 Imported labels get ``review_round = 'import'``. Without a ``sample_id`` the
 extraction is in no audit design, so ``store.labelled`` weighs it as a simple
 random sample of its stratum (STATS.md section 2).
@@ -27,8 +36,22 @@ from pathlib import Path
 
 import duckdb
 
-from store.connection import transaction, utc_now
-from store.readers import Staged, detect_format, drop_staged, file_sha256, stage_file, temp_name
+from labels._tx import write_with_retry
+from labels.errors import LabelError, LabelFieldError
+from labels.roles import require, user_name
+from labels.verdicts import verdict_fields, verdict_problems
+from store.chain import chain_rows
+from store.connection import utc_now
+from store.errors import ValidationError
+from store.readers import (
+    MAX_PROBLEMS,
+    Staged,
+    detect_format,
+    drop_staged,
+    file_sha256,
+    stage_file,
+    temp_name,
+)
 from store.sql import quote_ident
 from store.validation import (
     Rule,
@@ -73,6 +96,8 @@ CONTEXT_COLUMNS = (
 )
 VERDICTS = ("correct", "incorrect", "unclear")
 STATUSES = ("present", "null", "unclear", "other")
+#: A problem line is cut to this length: a 1 MB value must not make a 1 MB message.
+_SHOWN_LINE = 300
 
 
 @dataclass(frozen=True)
@@ -96,6 +121,7 @@ def import_labels(
     con: duckdb.DuckDBPyConnection,
     path: str | os.PathLike[str],
     *,
+    actor: str,
     reviewer_default: str = "import",
 ) -> LabelImportResult:
     """Validate a labels file and add its labels to the store in one transaction.
@@ -106,6 +132,9 @@ def import_labels(
         A read-write store connection.
     path
         A .csv, .jsonl / .ndjson, .json or .parquet file (docs/ingest.md).
+    actor
+        Who imports; needs the role qa_lead or admin. Recorded in
+        ``label_imports.imported_by``.
     reviewer_default
         Reviewer recorded for rows that name none.
 
@@ -115,11 +144,17 @@ def import_labels(
 
     Raises
     ------
+    PermissionDenied
+        ``actor`` may not import labels; nothing was read.
     ValidationError
         The file cannot be read or has a bad row (an unknown extraction_id,
-        a verdict outside correct / incorrect / unclear, ...); nothing was
-        written. The message lists the first 20 problems and their count.
+        a verdict outside correct / incorrect / unclear, an error type not in
+        the taxonomy, ...); nothing was written. The message lists the first
+        20 problems and their count.
     """
+    actor = user_name(actor, what="acting user")
+    reviewer_default = user_name(reviewer_default, what="default reviewer")
+    require(con, actor, "import_labels")
     source, fmt = Path(path).name, detect_format(path)
     sha = file_sha256(path)
     ensure_utc(con)
@@ -140,8 +175,10 @@ def import_labels(
         )
         typed = _typed(con, raw, reviewer_default, csv=fmt == "csv")
         raise_problems(con, typed, _rules(raw.dtypes), source=source)
-        with transaction(con):
-            return _store(con, typed, source, sha)
+        _check_verdicts(con, typed, source)
+        return write_with_retry(
+            con, lambda tx: _store(tx, typed, source, sha, actor), what=f"importing {source}"
+        )
     finally:
         drop_staged(con, typed)
         drop_staged(con, raw)
@@ -267,8 +304,56 @@ def _rules(dtypes: dict[str, str]) -> list[Rule]:
     ]
 
 
+def _check_verdicts(con: duckdb.DuckDBPyConnection, typed: Staged, source: str) -> None:
+    """Hold every row with a verdict to :func:`record_verdict`'s rules; store what it cleans.
+
+    Raises one :class:`ValidationError` naming row, column and value of every
+    problem. Otherwise writes the cleaned fields back to the staged rows (a
+    corrected value alone gets status ``present``, a detail loses its spaces),
+    so an imported label reads exactly like a recorded one.
+    """
+    rows = con.execute(
+        "SELECT l_row, l_verdict, l_corrected_value, l_corrected_status, l_error_type,"
+        f" l_error_detail, l_reviewer FROM {typed.relation} WHERE l_verdict IS NOT NULL"
+        " ORDER BY l_row"
+    ).fetchall()
+    problems: list[str] = []
+    cleaned = []
+    for number, verdict, value, status, kind, detail, reviewer in rows:
+        found: list[LabelError] = [*verdict_problems(verdict, value, status, kind, detail)]
+        try:
+            if user_name(reviewer, what="reviewer") != reviewer:
+                found.append(LabelFieldError("reviewer", f"{reviewer!r} has spaces around it"))
+        except LabelError as exc:
+            found.append(LabelFieldError("reviewer", str(exc)))
+        problems += [_in_row(number, exc) for exc in found]
+        if not found:
+            fields = verdict_fields(verdict, value, status, kind, detail)
+            new = (fields["corrected_value"], fields["corrected_status"], fields["error_type"],
+                   fields["error_detail"])
+            if new != (value, status, kind, detail):
+                cleaned.append([*new, number])
+    if problems:
+        raise ValidationError(source, problems[:MAX_PROBLEMS], len(problems))
+    if cleaned:
+        # A temp table of this import, not history: the rows are not stored yet.
+        con.executemany(
+            f"UPDATE {typed.relation} SET l_corrected_value = ?, l_corrected_status = ?,"
+            " l_error_type = ?, l_error_detail = ? WHERE l_row = ?",
+            cleaned,
+        )
+
+
+def _in_row(number: int, exc: LabelError) -> str:
+    """``row N, column C: message``, without the column's name repeated, cut to one line."""
+    column = exc.column if isinstance(exc, LabelFieldError) else "verdict"
+    text = str(exc).removeprefix(f"{column} ")
+    line = f"row {number}, column {column}: {text}"
+    return line if len(line) <= _SHOWN_LINE else line[: _SHOWN_LINE - 3] + "..."
+
+
 def _store(
-    con: duckdb.DuckDBPyConnection, typed: Staged, source: str, sha: str
+    con: duckdb.DuckDBPyConnection, typed: Staged, source: str, sha: str, actor: str
 ) -> LabelImportResult:
     """Insert the new labels and record the import; runs inside the transaction."""
     batch_id = f"labels-{sha[:16]}"
@@ -290,7 +375,10 @@ def _store(
     ).fetchone()
     blank = int(counted[0]) if counted else 0
     con.execute(
-        "INSERT INTO label_imports VALUES (?, ?, ?, ?, ?, ?)",
-        [batch_id, source, sha, typed.rows, added, utc_now()],
+        "INSERT INTO label_imports (batch_id, source, source_sha256, rows_in_file, rows_added,"
+        " imported_at, imported_by) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [batch_id, source, sha, typed.rows, added, utc_now(), actor],
     )
+    chain_rows(con, "labels", {"import_batch_id": batch_id})
+    chain_rows(con, "label_imports", {"batch_id": batch_id})
     return LabelImportResult(batch_id, source, typed.rows, added, typed.rows - blank - added, blank)

@@ -12,15 +12,21 @@ evidence) are only ever inserted into by the library.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import duckdb
+
+from store.chain import chain_existing_rows
 
 
 @dataclass(frozen=True)
 class Migration:
     name: str
     sql: str
+    #: Python run after ``sql`` in the same transaction, for what SQL cannot do
+    #: (chaining existing rows with sha256 in order).
+    then: Callable[[duckdb.DuckDBPyConnection], object] | None = None
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -341,6 +347,27 @@ MIGRATIONS: tuple[Migration, ...] = (
           ON e.doc_type = s.doc_type AND e.field = s.field AND e.confidence >= s.x;
         """,
     ),
+    Migration(
+        "0013_store_history_chain",
+        """
+        -- Tamper evidence (store.chain): one sha256 chain over the append-only
+        -- history tables. Each entry holds the row as written (canonical JSON)
+        -- and sha256(previous row_hash, table, row_json); seq is the primary
+        -- key, so two writers that read the same head cannot both append.
+        -- Rows already in the store are chained once, oldest first.
+        CREATE TABLE history_chain (
+            seq        BIGINT    PRIMARY KEY,  -- 1, 2, 3...: position in the chain
+            table_name VARCHAR   NOT NULL,
+            row_key    VARCHAR   NOT NULL,     -- JSON list of the row's key columns
+            row_json   VARCHAR   NOT NULL,     -- the row as written, canonical JSON
+            row_hash   VARCHAR   NOT NULL,
+            chained_at TIMESTAMP NOT NULL
+        );
+        -- Who imported a labels file (store.label_import checks their role).
+        ALTER TABLE label_imports ADD COLUMN imported_by VARCHAR;
+        """,
+        then=chain_existing_rows,
+    ),
 )
 
 
@@ -364,6 +391,8 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
         con.execute("BEGIN TRANSACTION")
         try:
             con.execute(migration.sql)
+            if migration.then is not None:
+                migration.then(con)
             con.execute(
                 "INSERT INTO schema_migrations VALUES (?, now()::TIMESTAMP)", [migration.name]
             )

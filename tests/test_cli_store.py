@@ -184,15 +184,23 @@ def test_many_problems_show_twenty_and_a_count(tmp_path: Path) -> None:
 # --- labels import ------------------------------------------------------------------
 
 
+def with_qa_lead(db: Path) -> None:
+    """Users of the store: root (admin) and carol (qa_lead, who may import labels)."""
+    assert run(db, "users", "grant", "root", "admin", "--as", "root").exit_code == 0
+    assert run(db, "users", "grant", "carol", "qa_lead", "--as", "root").exit_code == 0
+
+
 def test_labels_import_happy_path_and_again(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     assert run(db, "ingest", write_csv(tmp_path / "a.csv", GOOD)).exit_code == 0
+    with_qa_lead(db)
     labels = write_csv(
         tmp_path / "labels.csv",
-        [["x1", "correct", ""], ["x2", "incorrect", "bob"], ["x3", "", ""]],
-        ["extraction_id", "verdict", "reviewer"],
+        [["x1", "correct", "", "", ""], ["x2", "incorrect", "bob", "null", "missing_value"],
+         ["x3", "", "", "", ""]],
+        ["extraction_id", "verdict", "reviewer", "corrected_status", "error_type"],
     )
-    result = run(db, "labels", "import", labels, "--reviewer", "alice")
+    result = run(db, "labels", "import", labels, "--reviewer", "alice", "--as", "carol")
     assert result.exit_code == 0, result.output
     assert result.stdout == (
         "labels.csv: 3 rows read, 2 labels added, 0 already stored, 1 without a verdict\n"
@@ -203,7 +211,7 @@ def test_labels_import_happy_path_and_again(tmp_path: Path) -> None:
         ("x2", "bob"),
     ]
     con.close()
-    again = run(db, "labels", "import", labels)
+    again = run(db, "labels", "import", labels, "--as", "carol")
     assert again.exit_code == 0
     assert "0 labels added" in again.stdout
     assert counts(db) == (3, 1, 2)
@@ -217,6 +225,10 @@ def test_labels_import_happy_path_and_again(tmp_path: Path) -> None:
             ["x1", "right"],
             "row 1, column verdict: 'right' is not one of correct, incorrect, unclear",
         ),
+        (
+            ["x1", "incorrect", "typo"],
+            "row 1, column error_type: 'typo' is not in the taxonomy; pick one of",
+        ),
     ],
 )
 def test_labels_import_rejects_bad_rows_with_exit_2(
@@ -224,10 +236,36 @@ def test_labels_import_rejects_bad_rows_with_exit_2(
 ) -> None:
     db = tmp_path / "s.duckdb"
     assert run(db, "ingest", write_csv(tmp_path / "a.csv", GOOD)).exit_code == 0
-    path = write_csv(tmp_path / "l.csv", [row], ["extraction_id", "verdict"])
-    result = run(db, "labels", "import", path)
+    with_qa_lead(db)
+    header = ["extraction_id", "verdict", "error_type", "corrected_status"][: len(row)]
+    if len(row) == 3:
+        row, header = [*row, "null"], [*header, "corrected_status"]
+    path = write_csv(tmp_path / "l.csv", [row], header)
+    result = run(db, "labels", "import", path, "--as", "carol")
     assert result.exit_code == 2
     assert result.stderr.startswith("error: l.csv: rejected, 1 problem; nothing was written")
+    assert message in result.stderr
+    assert counts(db) == (3, 1, 0)
+
+
+@pytest.mark.parametrize(("actor", "message"), [
+    (None, "Missing option '--as'"),
+    ("root", None),  # an admin may import
+    ("bob", "bob (no role) may not import a file of labels"),
+])
+def test_labels_import_needs_a_qa_lead_or_admin(
+    tmp_path: Path, actor: str | None, message: str | None
+) -> None:
+    db = tmp_path / "s.duckdb"
+    assert run(db, "ingest", write_csv(tmp_path / "a.csv", GOOD)).exit_code == 0
+    with_qa_lead(db)
+    path = write_csv(tmp_path / "l.csv", [["x1", "correct"]], ["extraction_id", "verdict"])
+    result = run(db, "labels", "import", path, *(["--as", actor] if actor else []))
+    if message is None:
+        assert result.exit_code == 0, result.output
+        assert counts(db) == (3, 1, 1)
+        return
+    assert result.exit_code == 2
     assert message in result.stderr
     assert counts(db) == (3, 1, 0)
 

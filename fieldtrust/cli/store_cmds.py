@@ -1,16 +1,23 @@
-"""Commands that fill and describe the store: info, settings, ingest, labels import."""
+"""Commands that fill, describe and check the store: info, settings, ingest, labels import,
+verify."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
+from pathlib import Path
 
 import click
 
 from fieldtrust.cli.common import echo_json, open_db, settings
 from fieldtrust.settings import Settings
+from store.chain import ChainHead
+from store.errors import StoreError
 from store.ingest import ingest_files
 from store.label_import import import_labels
 from store.summary import store_summary
+from store.verify import HistoryAlteredError, verify_history
 
 
 @click.command(epilog="Example: fieldtrust --db demo.duckdb info --json")
@@ -68,14 +75,18 @@ def ingest(ctx: click.Context, files: tuple[str, ...], quiet: bool, as_json: boo
 
 @click.group(
     "labels",
-    epilog="Example: fieldtrust labels import w48-labelled.csv",
+    epilog="Example: fieldtrust labels import w48-labelled.csv --as carol",
 )
 def labels_group() -> None:
     """Move human labels in and out of the store."""
 
 
-@labels_group.command("import", epilog="Example: fieldtrust labels import w48.csv --reviewer alice")
+@labels_group.command(
+    "import", epilog="Example: fieldtrust labels import w48.csv --reviewer alice --as carol"
+)
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--as", "actor", required=True, metavar="NAME",
+              help="Who imports: a qa_lead or admin (their role in the store is checked).")
 @click.option(
     "--reviewer",
     default="import",
@@ -84,16 +95,20 @@ def labels_group() -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
-def labels_import(ctx: click.Context, file: str, reviewer: str, as_json: bool) -> None:
+def labels_import(
+    ctx: click.Context, file: str, actor: str, reviewer: str, as_json: bool
+) -> None:
     """Import labels from a CSV or JSON Lines file, such as a filled `sample --out` file.
 
     Columns: extraction_id, verdict (correct / incorrect / unclear); optional
     reviewer, corrected_value, corrected_status, error_type, error_detail,
-    labeled_at, sample_id. Rows whose verdict is blank are skipped. Any bad
-    row rejects the file and nothing is written (exit code 2). See
-    docs/ingest.md.
+    labeled_at, sample_id. Rows are held to the rules of recording a verdict:
+    an 'incorrect' one needs an error_type from the taxonomy and a
+    corrected_value or corrected_status ('other' also an error_detail).
+    Rows whose verdict is blank are skipped. Any bad row rejects the file and
+    nothing is written (exit code 2). See docs/ingest.md.
     """
-    result = import_labels(open_db(ctx), file, reviewer_default=reviewer)
+    result = import_labels(open_db(ctx), file, actor=actor, reviewer_default=reviewer)
     if as_json:
         echo_json(dataclasses.asdict(result))
         return
@@ -104,8 +119,69 @@ def labels_import(ctx: click.Context, file: str, reviewer: str, as_json: bool) -
     )
 
 
+@click.command(
+    epilog="Example: fieldtrust --db audit.duckdb verify --policy policy-2026-W48.json"
+)
+@click.option("--head", metavar="SEQ:HASH", default=None,
+              help="A head kept outside the store (printed by an earlier verify): the chain"
+                   " must still hold it.")
+@click.option("--policy", "policy_file", type=click.Path(exists=True, dir_okay=False),
+              default=None, help="Take that head from a policy file exported earlier.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def verify(ctx: click.Context, head: str | None, policy_file: str | None, as_json: bool) -> None:
+    """Check that no history row was changed, deleted or inserted outside fieldtrust.
+
+    Recomputes the hash chain over labels, decisions, evidence snapshots, role
+    grants, skips and label imports. Intact: prints the head (SEQ:HASH) and
+    the row counts, exit code 0. Otherwise names the first row that does not
+    match (table, id, chain entry, what changed) and exits with code 2. Keep
+    the head (or a policy export, which carries it) outside the store to also
+    catch a chain rewritten to match an edit. See docs/reliability.md.
+    """
+    expected = _expected_head(head, policy_file)
+    check = verify_history(open_db(ctx, read_only=True), expected_head=expected)
+    if as_json:
+        echo_json({
+            "intact": check.intact,
+            "head": {"seq": check.head.seq, "hash": check.head.row_hash},
+            "rows": check.rows,
+            "total_problems": check.total_problems,
+            "problems": [dict(dataclasses.asdict(p), message=p.describe())
+                         for p in check.problems],
+        })
+        if not check.intact:
+            ctx.exit(2)
+        return
+    if not check.intact:
+        raise HistoryAlteredError(check.summary())
+    click.echo(check.summary())
+
+
+def _expected_head(head: str | None, policy_file: str | None) -> ChainHead | None:
+    if head is not None and policy_file is not None:
+        raise click.UsageError("give --head or --policy, not both")
+    if policy_file is not None:
+        try:
+            kept = json.loads(Path(policy_file).read_text(encoding="utf-8"))["history_head"]
+            return ChainHead(int(kept["seq"]), str(kept["hash"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StoreError(
+                f"{policy_file} holds no history_head: export the policy again with this"
+                " fieldtrust (`fieldtrust policy export --out FILE`)"
+            ) from exc
+    if head is None:
+        return None
+    match = re.fullmatch(r"(\d+):([0-9a-f]{64})", head.strip())
+    if match is None:
+        raise click.BadParameter(f"{head!r} is not SEQ:HASH (e.g. 42:9f86d0...)",
+                                 param_hint="--head")
+    return ChainHead(int(match.group(1)), match.group(2))
+
+
 def register(group: click.Group) -> None:
     group.add_command(info)
+    group.add_command(verify)
     group.add_command(show_settings)
     group.add_command(ingest)
     group.add_command(labels_group)

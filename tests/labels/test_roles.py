@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -23,6 +25,7 @@ from labels.roles import (
     role_history,
 )
 from labels.verdicts import record_verdict, supersede
+from store.label_import import import_labels
 
 #: Expected table, written out by hand so a change to PERMISSIONS must change the test too.
 EXPECTED = {
@@ -30,6 +33,7 @@ EXPECTED = {
     "supersede_others": {"qa_lead"},
     "adjudicate": {"qa_lead"},
     "draw_sample": {"qa_lead"},
+    "import_labels": {"qa_lead", "admin"},
     "decide": {"manager", "admin"},
     "grant_roles": {"admin"},
 }
@@ -76,8 +80,15 @@ def _attempt(con: duckdb.DuckDBPyConnection, action: str, user: str) -> Callable
         ),
         "grant_roles": lambda: grant_role(con, user, "newcomer", "reviewer"),
         "draw_sample": lambda: require(con, user, "draw_sample"),
+        "import_labels": lambda: import_labels(con, _labels_file(), actor=user),
     }
     return calls[action]
+
+
+def _labels_file() -> Path:
+    path = Path(tempfile.mkdtemp()) / "labels.csv"
+    path.write_text("extraction_id,verdict\ne01,correct\n", encoding="utf-8")
+    return path
 
 
 def _dave_label(con: duckdb.DuckDBPyConnection) -> str:

@@ -64,7 +64,8 @@ def test_incorrect_verdicts_keep_null_unclear_and_other_apart(
     ("kwargs", "message"),
     [
         ({"verdict": "maybe"}, "verdict 'maybe' is not one of correct, incorrect, unclear"),
-        ({"verdict": "incorrect", "corrected_value": "1"}, "error_type None is not in the"),
+        ({"verdict": "incorrect", "corrected_value": "1"},
+         "error_type is missing: an 'incorrect' verdict needs one of"),
         ({"verdict": "incorrect", "corrected_value": "1", "error_type": "typo"},
          "error_type 'typo' is not in the taxonomy"),
         ({"verdict": "incorrect", "corrected_value": "1", "error_type": "other"},

@@ -27,12 +27,14 @@ from click.testing import CliRunner
 from corpus.hostile_files import EXTRACTION_CASES, LABEL_CASES, Case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rel_store import copy_store, record_figure, table_fingerprint
+from rel_store import QA_LEAD, copy_store, record_figure, table_fingerprint
 
 import store
 from fieldtrust.cli.main import cli
 
 TRIED: Counter[str] = Counter()
+#: Labels are imported by the populated store's qa_lead.
+LABELS_IMPORT = ["labels", "import", "--as", QA_LEAD]
 FUZZ = settings(max_examples=15, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -120,9 +122,9 @@ def test_labels_file_corpus(case: Case, shared: Path, populated: Path, tmp_path:
     path = tmp_path / case.name
     path.write_bytes(case.content)
     if case.outcome == "reject":
-        _assert_rejected(shared, ["labels", "import"], path, case.expect)
+        _assert_rejected(shared, LABELS_IMPORT, path, case.expect)
         return
-    result = _invoke(populated, ["labels", "import"], path)
+    result = _invoke(populated, LABELS_IMPORT, path)
     assert result.exit_code == 0, result.output
     assert f"{path.name}: {len(case.rows)} rows read, {len(case.rows)} labels added" in \
         result.output
@@ -298,6 +300,6 @@ def test_generated_label_files_are_all_or_nothing(
                         + "\n".join(lines) + "\n", encoding="utf-8")
         if not bad:
             return  # a valid file: covered by the corpus and tests/store
-        message = _assert_rejected(shared, ["labels", "import"], path, ())
+        message = _assert_rejected(shared, LABELS_IMPORT, path, ())
     for row, column in bad:
         assert f"row {row}, column {column}:" in message, (row, column, message)

@@ -13,17 +13,24 @@ import duckdb
 import pyarrow as pa
 import pytest
 
+from labels.roles import bootstrap_admin, grant_role
 from store.errors import ValidationError
 from store.label_import import LabelImportResult, import_labels
 from store.labelled import labelled_items
 from tests.conftest import table_fingerprint
 
 AT = dt.datetime(2026, 1, 5, 9)
+QA_LEAD = "quinn"
 
 
 @pytest.fixture
 def stored(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """A store with extractions e1..e4 and one audit sample holding e1 and e2."""
+    """A store with extractions e1..e4, one audit sample holding e1 and e2, and users:
+    root (admin), quinn (qa_lead, who imports) and rita (reviewer).
+    """
+    bootstrap_admin(con, "root")
+    grant_role(con, "root", QA_LEAD, "qa_lead")
+    grant_role(con, "root", "rita", "reviewer")
     con.executemany(
         "INSERT INTO extractions (extraction_id, doc_id, doc_type, form_version, field, value,"
         " value_status, confidence, extracted_at, batch_id)"
@@ -42,6 +49,11 @@ def stored(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     return con
 
 
+def run_import(con: duckdb.DuckDBPyConnection, path: Path, **options: Any) -> LabelImportResult:
+    """``import_labels`` as the store's qa_lead."""
+    return import_labels(con, path, actor=QA_LEAD, **options)
+
+
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
     columns = list(dict.fromkeys(k for r in rows for k in r))
     with path.open("w", newline="", encoding="utf-8") as handle:
@@ -56,7 +68,7 @@ LABELS = [
     {"extraction_id": "e1", "verdict": "correct", "reviewer": "alice",
      "labeled_at": "2026-01-06T10:00:00+01:00"},
     {"extraction_id": "e3", "verdict": "incorrect", "reviewer": "bob",
-     "corrected_value": "2", "corrected_status": "present", "error_type": "misread",
+     "corrected_value": "2", "corrected_status": "present", "error_type": "misread_characters",
      "error_detail": "1 read as 2", "labeled_at": "2026-01-06T10:00:00Z"},
     {"extraction_id": "e4", "verdict": "unclear", "reviewer": "",
      "labeled_at": "2026-01-06 11:00:00"},
@@ -71,12 +83,13 @@ LABEL_SQL = (
 
 def test_labels_are_imported_as_written(stored: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
     path = write_csv(tmp_path / "labels.csv", LABELS)
-    result = import_labels(stored, path, reviewer_default="carol")
+    result = run_import(stored, path, reviewer_default="carol")
     assert result == LabelImportResult(result.batch_id, "labels.csv", 3, 3, 0, 0)
     assert stored.execute(LABEL_SQL).fetchall() == [
         ("e1", None, "correct", None, None, None, None, "alice", "import",
          dt.datetime(2026, 1, 6, 9), None),
-        ("e3", None, "incorrect", "2", "present", "misread", "1 read as 2", "bob", "import",
+        ("e3", None, "incorrect", "2", "present", "misread_characters", "1 read as 2", "bob",
+         "import",
          dt.datetime(2026, 1, 6, 10), None),
         ("e4", None, "unclear", None, None, None, None, "carol", "import",
          dt.datetime(2026, 1, 6, 11), None),
@@ -94,7 +107,7 @@ def test_labels_are_imported_as_written(stored: duckdb.DuckDBPyConnection, tmp_p
 def test_label_id_is_the_hash_of_the_label(
     stored: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
-    import_labels(stored, write_csv(tmp_path / "l.csv", LABELS[:1]))
+    run_import(stored, write_csv(tmp_path / "l.csv", LABELS[:1]))
     expected = hashlib.sha256(b"e1|correct|alice|2026-01-06 09:00:00.000000").hexdigest()
     assert stored.execute("SELECT label_id FROM labels").fetchall() == [(expected,)]
 
@@ -102,7 +115,7 @@ def test_label_id_is_the_hash_of_the_label(
 def test_json_lines_are_read_too(stored: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
     path = tmp_path / "labels.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in LABELS), encoding="utf-8")
-    assert import_labels(stored, path, reviewer_default="carol").rows_added == 3
+    assert run_import(stored, path, reviewer_default="carol").rows_added == 3
     assert len(stored.execute(LABEL_SQL).fetchall()) == 3
 
 
@@ -111,9 +124,10 @@ def test_imported_labels_count_as_a_simple_random_sample(
 ) -> None:
     rows = [
         {"extraction_id": "e3", "verdict": "correct", "labeled_at": "2026-01-06"},
-        {"extraction_id": "e4", "verdict": "incorrect", "labeled_at": "2026-01-06"},
+        {"extraction_id": "e4", "verdict": "incorrect", "labeled_at": "2026-01-06",
+         "corrected_value": "5", "error_type": "misread_characters"},
     ]
-    import_labels(stored, write_csv(tmp_path / "l.csv", rows))
+    run_import(stored, write_csv(tmp_path / "l.csv", rows))
     items = labelled_items(stored).to_pylist()
     # Two labels in a stratum of four extractions, neither in an audit sample: pi = 2 / 4.
     assert [(i["extraction_id"], i["correct"], i["inclusion_prob"]) for i in items] == [
@@ -130,13 +144,14 @@ def test_sample_file_is_read_back_with_its_sample_id(
         {"extraction_id": "e1", "doc_id": "d1", "doc_type": "invoice", "form_version": "v1",
          "field": "total", "value": "1", "confidence": "0.9", "cell": "c", "inclusion_prob": "0.5",
          "sample_id": "2026-W02/v1", "verdict": "incorrect", "reviewer": "alice",
-         "corrected_value": "7", "error_type": "misread", "labeled_at": "2026-01-07T08:00:00Z"},
+         "corrected_value": "7", "error_type": "misread_characters",
+         "labeled_at": "2026-01-07T08:00:00Z"},
         {"extraction_id": "e2", "doc_id": "d2", "doc_type": "invoice", "form_version": "v1",
          "field": "total", "value": "1", "confidence": "0.9", "cell": "c", "inclusion_prob": "0.5",
          "sample_id": "2026-W02/v1", "verdict": "", "reviewer": "", "corrected_value": "",
          "error_type": "", "labeled_at": ""},
     ]  # fmt: skip
-    result = import_labels(stored, write_csv(tmp_path / "w02.csv", rows))
+    result = run_import(stored, write_csv(tmp_path / "w02.csv", rows))
     assert (result.rows_in_file, result.rows_added, result.rows_without_verdict) == (2, 1, 1)
     assert stored.execute(
         "SELECT extraction_id, sample_id, verdict, corrected_value, reviewer FROM labels"
@@ -160,7 +175,7 @@ def test_a_file_written_by_sample_export_reads_back(
         rows = list(csv.DictReader(handle))
     rows[0].update(verdict="Correct", reviewer="alice", labeled_at="2026-01-08T12:00:00Z")
     write_csv(path, rows)  # the reviewer filled in one row; the other stays blank
-    result = import_labels(stored, path)
+    result = run_import(stored, path)
     assert (result.rows_added, result.rows_without_verdict) == (1, 1)
     assert stored.execute("SELECT extraction_id, sample_id, verdict FROM labels").fetchall() == [
         ("e1", "2026-W02/v1", "correct")
@@ -177,20 +192,20 @@ def test_formula_escaped_ids_in_a_csv_read_back_as_themselves(
         [AT],
     )
     row = {"extraction_id": '\'=HYPERLINK("x")', "verdict": "correct"}
-    assert import_labels(stored, write_csv(tmp_path / "l.csv", [row])).rows_added == 1
+    assert run_import(stored, write_csv(tmp_path / "l.csv", [row])).rows_added == 1
     assert stored.execute("SELECT extraction_id FROM labels").fetchall() == [('=HYPERLINK("x")',)]
     # Only CSV exports escape so; in JSON Lines the quote is part of the id.
     path = tmp_path / "l.jsonl"
     path.write_text(json.dumps({**row, "reviewer": "bob"}) + "\n", encoding="utf-8")
     with pytest.raises(ValidationError, match=r"row 1, column extraction_id: ''=HYPERLINK"):
-        import_labels(stored, path)
+        run_import(stored, path)
 
 
 def test_missing_labeled_at_is_the_import_time(
     stored: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
     before = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    import_labels(
+    run_import(
         stored, write_csv(tmp_path / "l.csv", [{"extraction_id": "e1", "verdict": "correct"}])
     )
     after = dt.datetime.now(dt.UTC).replace(tzinfo=None)
@@ -259,7 +274,7 @@ def test_every_rule_rejects_the_file_with_its_message(
     rows[1].update(changes)
     before = table_fingerprint(stored)
     with pytest.raises(ValidationError, match=pattern) as caught:
-        import_labels(stored, write_csv(tmp_path / "bad.csv", rows))
+        run_import(stored, write_csv(tmp_path / "bad.csv", rows))
     assert caught.value.total == 1
     assert table_fingerprint(stored) == before
 
@@ -268,7 +283,7 @@ def test_missing_verdict_column_is_named(stored: duckdb.DuckDBPyConnection, tmp_
     with pytest.raises(
         ValidationError, match=r"missing required column verdict \(columns found: extraction_id\)"
     ):
-        import_labels(stored, write_csv(tmp_path / "l.csv", [{"extraction_id": "e1"}]))
+        run_import(stored, write_csv(tmp_path / "l.csv", [{"extraction_id": "e1"}]))
 
 
 def test_all_problems_are_reported_together(
@@ -278,7 +293,7 @@ def test_all_problems_are_reported_together(
         {"extraction_id": f"u{i}", "verdict": "maybe" if i % 2 else "correct"} for i in range(30)
     ]
     with pytest.raises(ValidationError) as caught:
-        import_labels(stored, write_csv(tmp_path / "l.csv", rows))
+        run_import(stored, write_csv(tmp_path / "l.csv", rows))
     assert caught.value.total == 45  # 30 unknown ids, 15 bad verdicts
     assert caught.value.problems[:3] == [
         "row 1, column extraction_id: 'u0' is not in the store; ingest its extraction first,"
@@ -296,9 +311,9 @@ def test_the_same_file_twice_adds_nothing(
     stored: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
     path = write_csv(tmp_path / "l.csv", LABELS)
-    first = import_labels(stored, path)
+    first = run_import(stored, path)
     before = table_fingerprint(stored)
-    again = import_labels(stored, path)
+    again = run_import(stored, path)
     assert again == LabelImportResult(first.batch_id, "l.csv", 3, 0, 0, 0)
     assert table_fingerprint(stored) == before
 
@@ -306,7 +321,7 @@ def test_the_same_file_twice_adds_nothing(
 def test_stored_labels_in_another_file_are_not_added_again(
     stored: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
-    import_labels(stored, write_csv(tmp_path / "a.csv", LABELS[:2]))
+    run_import(stored, write_csv(tmp_path / "a.csv", LABELS[:2]))
     # Same labels in another file (other column order, equal instant), plus one new.
     rows = [
         {"labeled_at": "2026-01-06T09:00:00Z", "reviewer": "alice", "verdict": "correct",
@@ -314,7 +329,7 @@ def test_stored_labels_in_another_file_are_not_added_again(
         {**LABELS[1], "error_detail": "edited later"},  # same identity: not added
         {**LABELS[2], "reviewer": "dave"},
     ]  # fmt: skip
-    result = import_labels(stored, write_csv(tmp_path / "b.csv", rows))
+    result = run_import(stored, write_csv(tmp_path / "b.csv", rows))
     assert (result.rows_added, result.rows_already_stored) == (1, 2)
     assert stored.execute("SELECT count(*) FROM labels").fetchone() == (3,)
 
@@ -326,12 +341,166 @@ def test_a_label_stored_by_review_is_not_imported_twice(
         "INSERT INTO labels (label_id, extraction_id, verdict, reviewer, review_round, labeled_at)"
         " VALUES ('r1', 'e1', 'correct', 'alice', 'primary', TIMESTAMP '2026-01-06 09:00:00')"
     )
-    result = import_labels(stored, write_csv(tmp_path / "a.csv", LABELS[:1]))
+    result = run_import(stored, write_csv(tmp_path / "a.csv", LABELS[:1]))
     assert (result.rows_added, result.rows_already_stored) == (0, 1)
 
 
 def test_identical_rows_in_one_file_are_added_once(
     stored: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
-    result = import_labels(stored, write_csv(tmp_path / "a.csv", [LABELS[0], LABELS[0]]))
+    result = run_import(stored, write_csv(tmp_path / "a.csv", [LABELS[0], LABELS[0]]))
     assert (result.rows_in_file, result.rows_added, result.rows_already_stored) == (2, 1, 1)
+
+
+# --- the rules of recording a verdict, and who may import ---------------------------------
+
+VERDICT_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
+    (
+        "error type not in the taxonomy",
+        {"error_type": "typo"},
+        ["row 2, column error_type: 'typo' is not in the taxonomy; pick one of misread_characters"],
+    ),
+    (
+        "incorrect without an error type",
+        {"error_type": ""},
+        ["row 2, column error_type: is missing: an 'incorrect' verdict needs one of"],
+    ),
+    (
+        "incorrect without value or status",
+        {"corrected_value": "", "corrected_status": ""},
+        ["row 2, column corrected_status: an 'incorrect' verdict without corrected_value needs"
+         " corrected_status: 'null' if the field is absent"],
+    ),
+    (
+        "other without a detail",
+        {"error_type": "other", "error_detail": "  "},
+        ["row 2, column error_detail: error_type 'other' needs error_detail"],
+    ),
+    (
+        "a value with status null",
+        {"corrected_status": "null"},
+        ["row 2, column corrected_value: corrected_status 'null' means there is no value, but"
+         " corrected_value is '2'"],
+    ),
+    (
+        "correct with an error type",
+        {"verdict": "correct", "corrected_value": "", "corrected_status": "",
+         "error_detail": ""},
+        ["row 2, column error_type: a 'correct' verdict takes no error_type"],
+    ),
+    (
+        "two problems in one row",
+        {"corrected_value": "", "corrected_status": "", "error_type": "typo"},
+        ["row 2, column corrected_status: an 'incorrect' verdict without corrected_value",
+         "row 2, column error_type: 'typo' is not in the taxonomy"],
+    ),
+    (
+        "reviewer with a line break",
+        {"reviewer": "bob\nsmith"},
+        ["row 2, column reviewer: 'bob\\nsmith' is not a usable name: at most 100 characters,"
+         " one line"],
+    ),
+    (
+        "reviewer with a control character",
+        {"reviewer": "bob\x07"},
+        ["row 2, column reviewer: 'bob\\x07' is not a usable name"],
+    ),
+    (
+        "reviewer of 101 characters",
+        {"reviewer": "b" * 101},
+        ["row 2, column reviewer: '" + "b" * 40 + "' is not a usable name"],
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"), [c[1:] for c in VERDICT_CASES], ids=[c[0] for c in VERDICT_CASES]
+)
+def test_rows_are_held_to_the_rules_of_recording_a_verdict(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path, changes: dict[str, Any],
+    expected: list[str]
+) -> None:
+    rows = [dict(r) for r in LABELS]
+    rows[1].update(changes)
+    before = table_fingerprint(stored)
+    with pytest.raises(ValidationError) as caught:
+        run_import(stored, write_csv(tmp_path / "bad.csv", rows))
+    assert str(caught.value).startswith("bad.csv: rejected, ")
+    assert caught.value.total == len(expected)
+    for problem, fragment in zip(caught.value.problems, expected, strict=True):
+        assert problem.startswith(fragment), (problem, fragment)
+    assert table_fingerprint(stored) == before
+
+
+def test_record_verdict_refuses_what_import_refuses(con: duckdb.DuckDBPyConnection) -> None:
+    """One rule set: the messages of the import are those of labels.verdicts."""
+    from labels.errors import LabelFieldError
+    from labels.verdicts import verdict_fields
+
+    with pytest.raises(LabelFieldError, match="error_type 'typo' is not in the taxonomy") as err:
+        verdict_fields("incorrect", "2", None, "typo", None)
+    assert err.value.column == "error_type"
+
+
+def test_a_huge_bad_value_is_cut_short_in_the_message(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    rows = [dict(r) for r in LABELS]
+    rows[1]["error_type"] = "x" * 1_000_000
+    with pytest.raises(ValidationError) as caught:
+        run_import(stored, write_csv(tmp_path / "bad.csv", rows))
+    assert len(str(caught.value)) < 1_000
+    assert caught.value.problems[0].startswith("row 2, column error_type: 'xxxx")
+
+
+def test_fields_are_stored_as_record_verdict_cleans_them(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    rows = [{"extraction_id": "e3", "verdict": "incorrect", "corrected_value": " 2 ",
+             "error_type": "other", "error_detail": "  stamp over the digits  ",
+             "reviewer": "bob"},
+            {"extraction_id": "e4", "verdict": "unclear", "error_detail": " smudged "}]
+    run_import(stored, write_csv(tmp_path / "l.csv", rows))
+    assert stored.execute(
+        "SELECT extraction_id, corrected_value, corrected_status, error_type, error_detail"
+        " FROM labels ORDER BY extraction_id"
+    ).fetchall() == [
+        ("e3", " 2 ", "present", "other", "stamp over the digits"),
+        ("e4", None, None, None, "smudged"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("actor", "allowed"),
+    [("quinn", True), ("root", True), ("rita", False), ("nobody", False), ("Quinn", False)],
+)
+def test_only_a_qa_lead_or_admin_may_import(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path, actor: str, allowed: bool
+) -> None:
+    from labels.errors import PermissionDenied
+
+    path = write_csv(tmp_path / "l.csv", LABELS)
+    if allowed:
+        result = import_labels(stored, path, actor=actor)
+        assert result.rows_added == 3
+        assert stored.execute("SELECT imported_by FROM label_imports").fetchall() == [(actor,)]
+        return
+    before = table_fingerprint(stored)
+    with pytest.raises(PermissionDenied, match=rf"{actor} \(.*\) may not import a file of labels:"
+                       r" that needs the role qa_lead or admin"):
+        import_labels(stored, path, actor=actor)
+    assert table_fingerprint(stored) == before
+
+
+@pytest.mark.parametrize(("option", "value"), [("actor", "quinn\n"), ("actor", ""),
+                                               ("reviewer_default", "a\tb")])
+def test_a_bad_acting_user_or_default_reviewer_is_refused(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path, option: str, value: str
+) -> None:
+    from labels.errors import LabelError
+
+    options = {"actor": QA_LEAD, option: value}
+    before = table_fingerprint(stored)
+    with pytest.raises(LabelError, match=r"is not a usable name|is empty"):
+        import_labels(stored, write_csv(tmp_path / "l.csv", LABELS), **options)
+    assert table_fingerprint(stored) == before

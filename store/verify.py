@@ -1,0 +1,236 @@
+"""Checking the history chain: is every history row still as fieldtrust wrote it?
+
+:func:`verify_history` recomputes the chain of :mod:`store.chain` from its
+first entry and compares every entry with the row it chained. It reports, in
+chain order, every row that was altered (with the columns that changed, old
+and new value), deleted, or inserted without passing through fieldtrust, and
+any chain entry that was itself edited or removed. Given a head kept outside
+the store (from a policy export), it also proves the chain up to that entry
+was not rewritten wholesale.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from store.chain import CHAINED, GENESIS, ChainHead, link_hash, row_json, row_key, table_rows
+from store.errors import StoreError
+
+#: Problems kept in a report (the count covers them all).
+MAX_PROBLEMS = 20
+_SHOWN = 60
+
+
+class HistoryAlteredError(StoreError, ValueError):
+    """The history chain does not match the store: something was changed outside fieldtrust."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """One column of an altered row: what the chain recorded and what the store holds now."""
+
+    column: str
+    chained: Any
+    stored: Any
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One row or chain entry that does not match.
+
+    ``kind``: ``altered`` (the row differs from what was chained), ``deleted``
+    (a chained row is gone), ``inserted`` (a row no writer chained),
+    ``chain_altered`` (a chain entry does not hash to its recorded hash),
+    ``chain_gap`` (chain entries are missing) or ``rewritten`` (the chain does
+    not contain the head kept outside).
+    """
+
+    kind: str
+    table: str
+    key: str
+    seq: int | None
+    changes: tuple[Change, ...] = ()
+
+    def describe(self) -> str:
+        """One line naming the row (table, key, chain position) and what changed."""
+        where = f" (chain entry {self.seq})" if self.seq is not None else ""
+        what = {
+            "altered": "was changed",
+            "deleted": "was deleted",
+            "inserted": "was inserted without fieldtrust (it is in no chain entry)",
+            "chain_altered": "has a chain entry that does not hash to its recorded hash",
+            "chain_gap": "is missing from the chain",
+            "rewritten": "does not match the head kept outside the store",
+        }[self.kind]
+        changed = "; ".join(
+            f"{c.column} was {_shown(c.chained)}, now {_shown(c.stored)}" for c in self.changes
+        )
+        return f"{self.table} row {_key_text(self.key)}{where} {what}" + (
+            f": {changed}" if changed else ""
+        )
+
+
+@dataclass(frozen=True)
+class HistoryCheck:
+    """What :func:`verify_history` found.
+
+    ``head`` is the chain's newest entry as stored; ``rows`` counts the rows
+    of every chained table; ``problems`` lists the first :data:`MAX_PROBLEMS`
+    mismatches in chain order (rows inserted outside fieldtrust last) and
+    ``total_problems`` counts them all.
+    """
+
+    head: ChainHead
+    rows: dict[str, int]
+    problems: tuple[Problem, ...] = field(default=())
+    total_problems: int = 0
+
+    @property
+    def intact(self) -> bool:
+        return self.total_problems == 0
+
+    def summary(self) -> str:
+        """One paragraph: the head and counts, or the first problem and how many there are."""
+        if self.intact:
+            counts = ", ".join(f"{n:,} {t}" for t, n in self.rows.items())
+            return (
+                f"history intact: {self.head.seq:,} chained rows ({counts});"
+                f" head {self.head.seq}:{self.head.row_hash}"
+            )
+        more = self.total_problems - 1
+        tail = f"; {more} more problem{'s' if more != 1 else ''}" if more else ""
+        return (
+            f"history altered outside fieldtrust: {self.problems[0].describe()}{tail}."
+            " Restore the store from a backup and compare, or ask who has write access to it"
+        )
+
+
+def verify_history(
+    con: duckdb.DuckDBPyConnection, *, expected_head: ChainHead | None = None
+) -> HistoryCheck:
+    """Recompute the history chain and compare it with every chained row.
+
+    Parameters
+    ----------
+    con
+        A store connection (read-only is enough).
+    expected_head
+        A head kept outside the store (``history_head`` of a policy export):
+        the chain entry at its ``seq`` must carry its hash.
+
+    Returns
+    -------
+    HistoryCheck
+        ``intact`` when every chained row reads back as written and no row is
+        unchained; otherwise the mismatches, the first one first.
+
+    Raises
+    ------
+    StoreError
+        The store has no history chain yet (opened only read-only since
+        fieldtrust gained it); open it read-write once.
+    """
+    if not _has_chain(con):
+        raise StoreError(
+            "this store has no history chain yet: open it once with a command that writes"
+            " (e.g. `fieldtrust labels import` or `fieldtrust users grant`), which adds it"
+        )
+    entries = con.execute(
+        "SELECT seq, table_name, row_key, row_json, row_hash FROM history_chain ORDER BY seq"
+    ).fetchall()
+    current = {name: _by_key(name, table_rows(con, name)) for name in CHAINED}
+    rows = {name: sum(len(v) for v in by_key.values()) for name, by_key in current.items()}
+    problems = _check_links(entries, expected_head)
+    problems += _check_rows(entries, current)
+    head = ChainHead(int(entries[-1][0]), str(entries[-1][4])) if entries else ChainHead(0, GENESIS)
+    return HistoryCheck(head, rows, tuple(problems[:MAX_PROBLEMS]), len(problems))
+
+
+def _has_chain(con: duckdb.DuckDBPyConnection) -> bool:
+    rows = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'history_chain'"
+    ).fetchall()
+    return bool(rows[0][0])
+
+
+def _by_key(table: str, rows: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """The rows of one table as key -> canonical JSON texts (a list: keys may repeat)."""
+    grouped: dict[str, list[str]] = defaultdict(list)
+    for row in rows:
+        grouped[row_key(table, row)].append(row_json(row))
+    return grouped
+
+
+def _check_links(
+    entries: list[tuple[Any, ...]], expected: ChainHead | None
+) -> list[Problem]:
+    """Chain entries that do not hash as recorded, gaps in ``seq``, and a rewritten chain."""
+    problems = []
+    previous, next_seq = GENESIS, 1
+    for seq, table, key, text, recorded in entries:
+        if seq != next_seq:
+            problems.append(Problem("chain_gap", table, key, next_seq))
+        next_seq = seq + 1
+        if link_hash(previous, table, text) != recorded:
+            problems.append(Problem("chain_altered", table, key, seq))
+        previous = recorded  # one edited entry must not flag every later one
+        if expected is not None and seq == expected.seq and recorded != expected.row_hash:
+            problems.append(Problem("rewritten", table, key, seq))
+    if expected is not None and expected.seq > len(entries):
+        problems.append(Problem("rewritten", "history_chain", f"seq {expected.seq}", None))
+    return problems
+
+
+def _check_rows(
+    entries: list[tuple[Any, ...]], current: dict[str, dict[str, list[str]]]
+) -> list[Problem]:
+    """Chained rows altered or deleted (in chain order), then rows nobody chained."""
+    problems = []
+    for seq, table, key, text, _ in entries:
+        candidates = current.get(table, {}).get(key)
+        if candidates and text in candidates:
+            candidates.remove(text)
+            continue
+        chained = json.loads(text)
+        same = [c for c in candidates or () if not _changes(chained, json.loads(c))]
+        if same:  # equal but for a column added to the table after it was chained
+            candidates.remove(same[0])  # type: ignore[union-attr]
+        elif candidates:
+            changes = _changes(chained, json.loads(candidates.pop(0)))
+            problems.append(Problem("altered", table, key, seq, changes))
+        else:
+            problems.append(Problem("deleted", table, key, seq))
+    for table, by_key in current.items():
+        for key, left in by_key.items():
+            problems.extend(Problem("inserted", table, key, None) for _ in left)
+    return problems
+
+
+def _changes(chained: dict[str, Any], stored: dict[str, Any]) -> tuple[Change, ...]:
+    """Columns whose value differs; a column absent when chained and NULL now is unchanged."""
+    return tuple(
+        Change(column, chained.get(column), stored.get(column))
+        for column in sorted(chained.keys() | stored.keys())
+        if chained.get(column) != stored.get(column)
+    )
+
+
+def _key_text(key: str) -> str:
+    """A row key for people: ``'abc'`` for one column, ``('ana', '2026-...')`` for several."""
+    try:
+        values = json.loads(key)
+    except ValueError:
+        return key
+    if isinstance(values, list) and len(values) == 1:
+        return _shown(values[0])
+    return "(" + ", ".join(_shown(v) for v in values) + ")" if isinstance(values, list) else key
+
+
+def _shown(value: Any) -> str:
+    text = repr(value) if value is not None else "NULL"
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
