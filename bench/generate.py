@@ -12,7 +12,8 @@ The chunks are written to Parquet, then DuckDB sorts them by time into one
 file, as a log arrives week by week. That file is what the ingest case
 reads, and it is ingested once, through the validated library path, to build
 the size's store. The audit history is real: each week's sample is drawn
-with :func:`sampling.draw.draw_sample` and labelled from ``demo_truth`` by the
+with :func:`sampling.draw.draw_sample` by the demo qa_lead (granted first, as
+drawing is checked) and labelled from ``demo_truth`` by the
 demo's simulated reviewers (:func:`fieldtrust.demo.reviewers.simulate_reviews`,
 with their small error rate and double reviews), recalibration maps are fitted
 and the demo users granted (:func:`dashboard.demo_setup.ensure_demo_ready`),

@@ -9,6 +9,10 @@ a new version simply holds the labelled items again wherever it picks them.
 Each cell's sample is its ``n_h`` items with the smallest permanent random
 number (:mod:`sampling.prn`). Selection runs in two SQL statements over the
 week's rows: one counts the cells, one ranks and inserts the picks.
+
+Drawing is checked here, not only in the dashboard: the acting user must hold
+a role allowed to ``draw_sample`` (:data:`labels.roles.PERMISSIONS`, the
+qa_lead), read from the store's grants as every other writer does.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 from scipy import stats
 
+from labels.roles import require, user_name
 from sampling.cells import checked_week, plan_cells, population_sql
 from sampling.design import Design
 from sampling.errors import SamplingError
@@ -84,7 +89,7 @@ def draw_sample(
     design: Design | None = None,
     *,
     seed: int,
-    drawn_by: str | None = None,
+    actor: str,
     redraw: bool = False,
 ) -> SampleResult:
     """Draw the audit sample of ISO ``week``, or return it if already drawn so.
@@ -99,8 +104,9 @@ def draw_sample(
         The sampling design; ``Design()`` defaults when None.
     seed
         Seed of the permanent random numbers (``fieldtrust.settings`` ``seed``).
-    drawn_by
-        Who drew it, recorded with the sample.
+    actor
+        The acting user; their role in the store must allow ``draw_sample``
+        (qa_lead). Recorded as ``drawn_by`` with the sample.
     redraw
         Draw a new version even when the current one has this design and seed
         (after late rows arrived, say). PRN keeps it close to the old one.
@@ -112,6 +118,11 @@ def draw_sample(
 
     Raises
     ------
+    PermissionDenied
+        ``actor`` holds no role allowed to draw (an unknown name included);
+        nothing was written.
+    LabelError
+        ``actor`` is empty or not a usable name.
     SamplingError
         The week is malformed or holds no extractions.
 
@@ -121,19 +132,24 @@ def draw_sample(
     random sample without replacement, so ``pi_i = n_h / N_h`` (Ohlsson,
     "Coordination of samples using permanent random numbers", 1995).
     """
+    actor = user_name(actor, what="acting user")
     week = checked_week(week)
     design = design or Design()
     digest = design.sha256()
-    current = _current(con, week)
-    if current is not None and not redraw and current[2] == digest and current[1] == seed:
-        return load_sample(con, current[0])
+    # Asked even when the sample exists: whoever may not draw learns it now, not
+    # on the first week whose sample is new. Inside the transaction, so a role
+    # revoked meanwhile cannot draw.
     with transaction(con):
+        require(con, actor, "draw_sample")
+        current = _current(con, week)
+        if current is not None and not redraw and current[2] == digest and current[1] == seed:
+            return load_sample(con, current[0])
         cells = plan_cells(con, week, design)
         version = _next_version(con, week)
         sample_id = f"{week}/v{version}"
         con.execute(
             "INSERT INTO audit_samples VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [sample_id, week, version, seed, design.canonical_json(), digest, utc_now(), drawn_by],
+            [sample_id, week, version, seed, design.canonical_json(), digest, utc_now(), actor],
         )
         _insert_cells(con, sample_id, cells)
         _insert_items(con, sample_id, week, seed, design, cells)

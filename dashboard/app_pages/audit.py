@@ -32,14 +32,18 @@ def _design_from_widgets() -> Design:
 
 def _draw(con: duckdb.DuckDBPyConnection, user: str, week: str, design: Design,
           seed: int) -> SampleResult:
-    """Check the role, then draw (one short read-write connection for both)."""
+    """Check the role, then draw as the signed-in user (one short read-write connection).
+
+    The library checks the role again inside the draw's transaction; the check
+    here keeps the page's refusal ahead of any write.
+    """
     # Its own cursor: a check's unfinished result must not block the draw's queries.
     check = con.cursor()
     try:
         require(check, user, "draw_sample")
     finally:
         check.close()
-    return draw_sample(con, week, design, seed=seed, drawn_by=user)
+    return draw_sample(con, week, design, seed=seed, actor=user)
 
 
 def _on_draw(identity: auth.Identity, week: str, seed: int) -> None:

@@ -3,7 +3,8 @@
 For each week the audit sample is drawn exactly as ``fieldtrust sample`` would
 (:func:`sampling.draw.draw_sample` with the default design and the default
 settings seed, so a later ``fieldtrust sample --week ...`` finds it instead of
-drawing a new version). Every item gets a primary review; items the sample
+drawing a new version), by the demo qa_lead once the demo people hold their
+roles. Every item gets a primary review; items the sample
 marks ``double_review`` get a blind second review by another reviewer. Each
 review reads the demo truth and is wrong with a small probability, so the
 store has realistic agreement data; disagreements of all but the newest week
@@ -39,7 +40,6 @@ from labels.roles import bootstrap_admin, current_role, grant_role, require
 from labels.verdicts import verdict_fields
 from sampling.design import Design
 from sampling.draw import draw_sample
-from store.chain import chain_rows
 from store.connection import transaction
 from store.errors import FieldtrustError
 from store.weeks import week_bounds, week_sql
@@ -124,14 +124,14 @@ def simulate_reviews(
     rng = np.random.default_rng([seed, 0xD3])
     tables: list[pa.Table] = []
     disagreements: list[tuple[str, dict[str, Any]]] = []
+    _grant_roles(con, reviewers)  # first: drawing is checked against the qa_lead's role
     for week in weeks:
-        sample = draw_sample(con, week, Design(), seed=Settings().seed, drawn_by=QA_LEAD)
+        sample = draw_sample(con, week, Design(), seed=Settings().seed, actor=QA_LEAD)
         items = con.sql(_ITEMS_SQL, params=[sample.sample_id]).to_arrow_table()
         table, disagree = _labels_for(rng, items, week, seed, reviewer_error_rate, list(reviewers))
         tables.append(table)
         if week != weeks[-1]:  # the newest week's disagreements wait for the qa_lead
             disagreements.extend(disagree)
-    _grant_roles(con, reviewers)
     labels = pa.concat_tables(tables)
     _insert(con, labels)
     for extraction_id, fields in disagreements:
@@ -274,7 +274,6 @@ def _insert(con: duckdb.DuckDBPyConnection, labels: pa.Table) -> None:
             )
         finally:
             con.unregister("demo_labels_staged")
-        chain_rows(con, "labels", {"label_id": labels["label_id"].to_pylist()})
 
 
 def _pending(con: duckdb.DuckDBPyConnection) -> int:

@@ -42,7 +42,7 @@ def _build(path: Path) -> None:
     ensure_demo_ready(path)
     con = store.connect(path)
     try:
-        draw_sample(con, REVIEW_WEEK, REVIEW_DESIGN, seed=1, drawn_by="quinn")
+        draw_sample(con, REVIEW_WEEK, REVIEW_DESIGN, seed=1, actor="quinn")
     finally:
         con.close()
 

@@ -122,7 +122,8 @@ from sampling.draw import draw_sample
 con = store.connect(sys.argv[1])
 print("ready", flush=True)
 for seed in range(1000):
-    result = draw_sample(con, "2026-W48", Design(base_rate=0.002), seed=seed, redraw=True)
+    result = draw_sample(con, "2026-W48", Design(base_rate=0.002), seed=seed, actor="quinn",
+                         redraw=True)
     print("drew", result.sample_id, result.n_sample, flush=True)
 """
 

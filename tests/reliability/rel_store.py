@@ -70,7 +70,7 @@ def build_store(path: Path, *, rows: int = 240) -> dict[str, Any]:
         grant_role(con, ADMIN, MANAGER, "manager")
         for name in REVIEWERS:
             grant_role(con, ADMIN, name, "reviewer")
-        sample = draw_sample(con, WEEK, DESIGN, seed=1, drawn_by=QA_LEAD)
+        sample = draw_sample(con, WEEK, DESIGN, seed=1, actor=QA_LEAD)
         # ana labels a few items; one is corrected later (supersede keeps both rows).
         items = next_items(con, "ana", sample.sample_id, count=4)
         first = record_verdict(con, actor="ana", extraction_id=items[0].extraction_id,

@@ -17,10 +17,11 @@ from typing import Any
 import duckdb
 import pytest
 from crash import DECIDE_CHILD, DRAW_CHILD, INGEST_CHILD, Killed, run_and_kill, write_big_parquet
-from rel_store import copy_store, record_figure
+from rel_store import ADMIN, QA_LEAD, copy_store, record_figure
 
 import store
 from labels.decisions import current_policy, decide
+from labels.roles import bootstrap_admin, grant_role
 from sampling.design import Design
 from sampling.draw import draw_sample
 from store.ingest import ingest_files
@@ -113,12 +114,17 @@ def test_a_killed_ingest_leaves_all_or_nothing_and_the_file_goes_in_after(
 
 @pytest.fixture(scope="module")
 def week_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A store holding 200,000 extractions of one week: the population samples are drawn from."""
+    """A store holding 200,000 extractions of one week: the population samples are drawn from.
+
+    Its qa_lead (``quinn``, as in the draw child) may draw.
+    """
     folder = tmp_path_factory.mktemp("crash-week")
     path = folder / "week.duckdb"
     con = store.connect(path)
     try:
         ingest_files(con, [write_big_parquet(folder / "week.parquet", DRAW_ROWS, seed=2)])
+        bootstrap_admin(con, ADMIN)
+        grant_role(con, ADMIN, QA_LEAD, "qa_lead")
     finally:
         con.close()
     return path
@@ -164,7 +170,8 @@ def test_a_killed_sample_draw_leaves_whole_samples_and_draws_again(
     assert outcomes[-1]["samples_in_store"] > 0  # some draws committed between the kills
     con = store.connect(path)
     try:
-        again = draw_sample(con, "2026-W48", Design(base_rate=0.02), seed=5000, redraw=True)
+        again = draw_sample(con, "2026-W48", Design(base_rate=0.02), seed=5000, actor=QA_LEAD,
+                            redraw=True)
         assert again.created and again.n_sample > 0
     finally:
         con.close()

@@ -36,7 +36,7 @@ from labels.errors import LabelError
 from labels.errors_report import error_report
 from labels.evidence import evidence_payload
 from labels.export import export_labels
-from labels.roles import grant_role
+from labels.roles import bootstrap_admin, grant_role
 from labels.verdicts import get_label, record_verdict, supersede
 from sampling.design import Design
 from sampling.draw import draw_sample, sample_items
@@ -66,8 +66,7 @@ HOSTILE = (
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 BASE_TABLES = (
     "assignments", "audit_cells", "audit_items", "audit_samples", "decisions", "demo_truth",
-    "evidence_snapshots", "extraction_log", "extractions", "form_versions", "history_chain",
-    "ingest_batches",
+    "evidence_snapshots", "extraction_log", "extractions", "form_versions", "ingest_batches",
     "label_imports", "labels", "recalibration_knots", "recalibration_maps", "schema_migrations",
     "skips", "user_roles",
 )
@@ -192,13 +191,23 @@ def test_hostile_values_and_file_names_round_trip_through_ingest_sample_and_expo
     finally:
         con.close()
 
-    # Draw the week: doc_type/field with '|' must not merge two cells into one.
+    # Draw the week as a qa_lead with a hostile name: doc_type/field with '|' must not
+    # merge two cells into one, and the name is recorded as written.
+    lead = HOSTILE[0]
+    for grant in (["root", "admin"], [lead, "qa_lead"]):
+        granted = _run(db, "users", "grant", *grant, "--as", "root")
+        assert granted.exit_code == 0, granted.output + granted.stderr
     out = tmp_path / "sample 'out' \"48\".csv"
     result = _run(db, "sample", "--week", "2026-W48", "--design", _design(tmp_path), "--out",
-                  str(out))
+                  str(out), "--as", lead)
     assert result.exit_code == 0, result.output + result.stderr
     assert f"wrote {rows.num_rows} items to {out}" in result.output
     _assert_no_live_formula(out)
+    con = store.connect(db, read_only=True)
+    try:
+        assert con.execute("SELECT drawn_by FROM audit_samples").fetchall() == [(lead,)]
+    finally:
+        con.close()
 
 
 def _design(tmp_path: Path) -> str:
@@ -231,7 +240,9 @@ def test_doc_type_and_field_with_the_cell_separator_stay_separate_cells(
         row["doc_type"], row["field"] = ("a|b", "c") if index % 2 else ("a", "b|c")
         row["confidence"] = 0.6
     ingest_table(con, pa.Table.from_pylist(rows), source="pipes")
-    sample = draw_sample(con, "2026-W48", Design(base_rate=1.0, minimum=2), seed=1)
+    bootstrap_admin(con, "root")
+    grant_role(con, "root", "quinn", "qa_lead")
+    sample = draw_sample(con, "2026-W48", Design(base_rate=1.0, minimum=2), seed=1, actor="quinn")
     cells = sample.cells.to_pylist()
     assert len(cells) == 2
     assert {(c["doc_type"], c["field"]) for c in cells} == {("a|b", "c"), ("a", "b|c")}
@@ -319,7 +330,7 @@ def test_sample_csv_defuses_formulas_in_every_column(
 ) -> None:
     ingest_table(pcon, _hostile_rows(), source="hostile")
     sample = draw_sample(pcon, "2026-W48", Design(base_rate=1.0, minimum=2), seed=2,
-                         redraw=True)
+                         actor=QA_LEAD, redraw=True)
     out = tmp_path / "items.csv"
     write_items_csv(sample_items(pcon, sample.sample_id), out)
     _assert_no_live_formula(out)
@@ -334,7 +345,7 @@ def test_sample_csv_defuses_formula_looking_ids_and_they_import_back(
 ) -> None:
     ingest_table(pcon, _hostile_rows(), source="hostile")
     sample = draw_sample(pcon, "2026-W48", Design(base_rate=1.0, minimum=2), seed=2,
-                         redraw=True)
+                         actor=QA_LEAD, redraw=True)
     out = tmp_path / "items.csv"
     write_items_csv(sample_items(pcon, sample.sample_id), out)
     _assert_no_live_formula(out)
@@ -351,7 +362,7 @@ def test_sample_csv_defuses_formula_looking_ids_and_they_import_back(
         writer.writerows(filled)
     from store.label_import import import_labels
 
-    result = import_labels(pcon, back, actor=QA_LEAD)
+    result = import_labels(pcon, back)
     assert result.rows_added == len(hostile_ids)
     labelled = {x for (x,) in pcon.execute(
         "SELECT extraction_id FROM labels WHERE reviewer = 'offline'").fetchall()}
@@ -403,7 +414,7 @@ def test_the_review_page_shows_hostile_extractions_as_written(
         row.update(doc_id=text, doc_type=text, form_version=text, field=text, value=text)
     rows[1]["field"] = "total"
     ingest_table(pcon, pa.Table.from_pylist(rows), source="markdown")
-    draw_sample(pcon, "2026-W49", Design(base_rate=1.0, minimum=2), seed=1)
+    draw_sample(pcon, "2026-W49", Design(base_rate=1.0, minimum=2), seed=1, actor=QA_LEAD)
     pcon.close()
     monkeypatch.setenv("FIELDTRUST_DB", str(populated))
     at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py"),

@@ -73,6 +73,8 @@ def _writes(sample_id: str) -> dict[str, Callable[[duckdb.DuckDBPyConnection, st
             con, who, action="reject", doc_type="invoice", field="tax", threshold=None,
             comment="no", evidence={}),
         "grant": lambda con, who: grant_role(con, who, who, "admin"),
+        "draw_sample": lambda con, who: draw_sample(
+            con, WEEK, Design(base_rate=0.2), seed=99, actor=who),
     }
 
 
@@ -85,6 +87,7 @@ ALLOWED = {
     "adjudicate": {"quinn"},
     "decide": {"maya", "root"},
     "grant": {"root"},
+    "draw_sample": {"quinn"},
 }
 ACTORS = ("ana", "quinn", "maya", "root", *FORGED_NAMES)
 
@@ -119,13 +122,13 @@ def test_no_write_takes_a_reviewer_or_role_besides_the_acting_user() -> None:
     from labels import agreement, assignment, decisions, verdicts
 
     writers = [verdicts.record_verdict, verdicts.supersede, agreement.adjudicate,
-               assignment.next_items, assignment.skip, decisions.decide]
+               assignment.next_items, assignment.skip, decisions.decide, draw_sample]
     for writer in writers:
-        names = set(inspect.signature(writer).parameters)
-        assert "actor" in names, writer.__name__
-        assert not names & {"reviewer", "role", "decided_by", "as_role", "user", "labeled_by"}, (
-            writer.__name__
-        )
+        parameters = inspect.signature(writer).parameters
+        assert "actor" in parameters, writer.__name__
+        assert parameters["actor"].default is inspect.Parameter.empty, writer.__name__
+        assert not set(parameters) & {"reviewer", "role", "decided_by", "as_role", "user",
+                                      "labeled_by", "drawn_by"}, writer.__name__
 
 
 def test_the_recorded_reviewer_and_role_come_from_the_store(
@@ -146,17 +149,24 @@ def test_the_recorded_reviewer_and_role_come_from_the_store(
         item_view(pcon, "ben", sample_id, item.extraction_id)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sampling.draw.draw_sample checks no role: the dashboard checks 'draw_sample' in the"
-    " page (app_pages/audit.py) and `fieldtrust sample` draws with no identity at all;"
-    " see the report to the lead",
-)
 def test_drawing_a_sample_is_checked_in_the_library(pcon: duckdb.DuckDBPyConnection) -> None:
     before = table_fingerprint(pcon)
-    with pytest.raises(PermissionDenied):
-        draw_sample(pcon, WEEK, Design(base_rate=0.2), seed=99, drawn_by="ana")
+    with pytest.raises(PermissionDenied, match=(
+            r"ana \(role reviewer\) may not draw an audit sample: that needs the role qa_lead;"
+            r" an admin can grant it with `fieldtrust users grant ana qa_lead --as ADMIN`")):
+        draw_sample(pcon, WEEK, Design(base_rate=0.2), seed=99, actor="ana")
+    # Returning the existing sample is asked too: who may not draw learns it at once.
+    current = pcon.execute("SELECT seed, design_json FROM audit_samples").fetchall()[0]
+    with pytest.raises(PermissionDenied, match="nobody \\(no role\\)"):
+        draw_sample(pcon, WEEK, Design.from_json(current[1]), seed=current[0], actor="nobody")
+    with pytest.raises(LabelError, match="acting user ' ' is empty"):
+        draw_sample(pcon, WEEK, Design(base_rate=0.2), seed=99, actor=" ")
     assert table_fingerprint(pcon) == before
+    # The qa_lead draws; the sample records who, as the store spells the name.
+    result = draw_sample(pcon, WEEK, Design(base_rate=0.2), seed=99, actor=f" {QA_LEAD} ")
+    assert result.created
+    assert pcon.execute("SELECT drawn_by FROM audit_samples WHERE sample_id = ?",
+                        [result.sample_id]).fetchall() == [(QA_LEAD,)]
 
 
 # --- the dashboard's write path ------------------------------------------------------------------

@@ -157,7 +157,9 @@ def test_the_key_never_leaks_through_any_failure_path(
         ["labels", "export", "--out", str(out / "labels.parquet")],
         ["policy", "export", "--out", str(out / "policy.json")],
         ["info"], ["settings"], ["errors", "--json"],
-        ["sample", "--week", _week(db), "--out", str(out / "sample.csv")],
+        ["users", "grant", "root", "admin", "--as", "root"],
+        ["users", "grant", "quinn", "qa_lead", "--as", "root"],
+        ["sample", "--week", _week(db), "--out", str(out / "sample.csv"), "--as", "quinn"],
     ]
     for command in commands:
         shown = runner.invoke(cli, ["--db", str(db), *command])

@@ -3,21 +3,33 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import duckdb
 import numpy as np
 import pandas as pd
 import pytest
 
+import store
+from labels.roles import bootstrap_admin, grant_role
 from store.sql import quote_ident
 from store.weeks import week_bounds
 
 
 @dataclass
 class World:
-    """Builds stores for the sampling tests: rows in, labels in."""
+    """Builds stores for the sampling tests: users, rows in, labels in."""
+
+    #: Drawing a sample is checked against the store's roles: this user may draw.
+    qa_lead: str = "quinn"
+    admin: str = "root"
+
+    def grant(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Make the store's first admin and give :attr:`qa_lead` the qa_lead role."""
+        bootstrap_admin(con, self.admin)
+        grant_role(con, self.admin, self.qa_lead, "qa_lead")
 
     def frame(
         self,
@@ -117,6 +129,15 @@ class World:
 @pytest.fixture
 def world() -> World:
     return World()
+
+
+@pytest.fixture
+def con(db_path: Path, world: World) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A fresh store (as the root ``con``) whose ``world.qa_lead`` may draw samples."""
+    connection = store.connect(db_path)
+    world.grant(connection)
+    yield connection
+    connection.close()
 
 
 def _fingerprint(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, str]]:

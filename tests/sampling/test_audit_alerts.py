@@ -41,7 +41,7 @@ def build(
             rng = np.random.default_rng(99)
             frame.loc[hit, "correct"] = rng.random(hit.sum()) < last_week_accuracy
         world.insert(con, frame)
-        world.label(con, draw_sample(con, week, DESIGN, seed=3).sample_id)
+        world.label(con, draw_sample(con, week, DESIGN, seed=3, actor=world.qa_lead).sample_id)
 
 
 def test_stable_series_stays_quiet(con: duckdb.DuckDBPyConnection, world) -> None:

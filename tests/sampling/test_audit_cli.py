@@ -13,11 +13,14 @@ from fieldtrust.cli.main import cli
 from sampling.export import escape_cell
 
 WEEK = "2026-W48"
+#: Drawing is checked: the ``world`` fixture's qa_lead draws (granted in ``filled``).
+AS_LEAD = ("--as", "quinn")
 
 
 @pytest.fixture
 def filled(db_path: Path, world) -> Path:
     con = store.connect(db_path)
+    world.grant(con)
     frame = world.frame(WEEK, 3000, seed=1)
     frame.loc[0:4, "value"] = ["=SUM(A1)", "+1", "-12.50", "@cmd", "plain"]
     world.insert(con, frame)
@@ -31,24 +34,24 @@ def run(db: Path, *args: str) -> tuple[int, str]:
 
 
 def test_sample_draws_then_returns(filled: Path) -> None:
-    code, out = run(filled, "sample", "--week", WEEK, "--seed", "3")
+    code, out = run(filled, "sample", "--week", WEEK, "--seed", "3", *AS_LEAD)
     assert code == 0, out
     assert f"drew {WEEK}/v1 (seed 3" in out and "inclusion_prob" in out and "total:" in out
-    code, out = run(filled, "sample", "--week", WEEK, "--seed", "3")
+    code, out = run(filled, "sample", "--week", WEEK, "--seed", "3", *AS_LEAD)
     assert f"already drawn: {WEEK}/v1" in out and "replaces" not in out
-    code, out = run(filled, "sample", "--week", WEEK, "--seed", "4")
+    code, out = run(filled, "sample", "--week", WEEK, "--seed", "4", *AS_LEAD)
     assert f"drew {WEEK}/v2" in out and f"replaces {WEEK}/v1 as the week's current sample" in out
 
 
 def test_seed_defaults_to_the_setting(filled: Path) -> None:
-    _, out = run(filled, "sample", "--week", WEEK, "--json")
+    _, out = run(filled, "sample", "--week", WEEK, "--json", *AS_LEAD)
     assert json.loads(out)["seed"] == 20261130
 
 
 def test_sample_json_and_design_file(filled: Path, tmp_path: Path) -> None:
     design = tmp_path / "d.toml"
     design.write_text("[design]\nbase_rate = 0.05\nminimum = 5\n")
-    _, out = run(filled, "sample", "--week", WEEK, "--design", str(design), "--json")
+    _, out = run(filled, "sample", "--week", WEEK, "--design", str(design), "--json", *AS_LEAD)
     payload = json.loads(out)
     assert payload["created"] is True and payload["design"]["base_rate"] == 0.05
     assert sum(c["n_sample"] for c in payload["cells"]) == payload["n_sample"]
@@ -60,7 +63,7 @@ def test_out_writes_escaped_csv_for_labelling(filled: Path, tmp_path: Path) -> N
     design = tmp_path / "all.json"
     design.write_text(json.dumps({"base_rate": 1.0}))  # take everything: the tricky rows too
     code, out = run(
-        filled, "sample", "--week", WEEK, "--design", str(design), "--out", str(out_file)
+        filled, "sample", "--week", WEEK, "--design", str(design), "--out", str(out_file), *AS_LEAD
     )
     assert code == 0 and "wrote 3000 items" in out
     with out_file.open(newline="") as handle:
@@ -118,16 +121,33 @@ def test_errors_are_one_line(filled: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("minimum = 1\n")
     result = CliRunner().invoke(
-        cli, ["--db", str(filled), "sample", "--week", WEEK, "--design", str(bad)]
+        cli, ["--db", str(filled), "sample", "--week", WEEK, "--design", str(bad), *AS_LEAD]
     )
     assert result.exit_code == 2
     assert "error:" in result.output and "minimum = 1: use at least 2" in result.output
-    result = CliRunner().invoke(cli, ["--db", str(filled), "sample", "--week", "2026-W01"])
+    result = CliRunner().invoke(
+        cli, ["--db", str(filled), "sample", "--week", "2026-W01", *AS_LEAD]
+    )
     assert result.exit_code == 2 and "holds no extractions" in result.output
 
 
+def test_drawing_needs_a_qa_lead(filled: Path) -> None:
+    code, out = run(filled, "sample", "--week", WEEK)
+    assert code == 2 and "drawing needs --as NAME, a user with the qa_lead role" in out
+    result = CliRunner().invoke(
+        cli, ["--db", str(filled), "sample", "--week", WEEK, "--as", "root"]
+    )
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        "error: root (role admin) may not draw an audit sample: that needs the role qa_lead;"
+    )
+    con = duckdb.connect(str(filled), read_only=True)
+    assert con.sql("SELECT count(*) FROM audit_samples").fetchall() == [(0,)]
+    con.close()
+
+
 def test_report_and_queue(filled: Path, world) -> None:
-    run(filled, "sample", "--week", WEEK, "--seed", "3")
+    run(filled, "sample", "--week", WEEK, "--seed", "3", *AS_LEAD)
     con = store.connect(filled)
     world.label(con, f"{WEEK}/v1")
     con.close()
@@ -156,7 +176,7 @@ def test_help_has_an_example(command: str) -> None:
 
 def test_out_file_round_trips_through_labels_import(filled: Path, tmp_path: Path) -> None:
     out_file = tmp_path / "w48.csv"
-    run(filled, "sample", "--week", WEEK, "--seed", "3", "--out", str(out_file))
+    run(filled, "sample", "--week", WEEK, "--seed", "3", "--out", str(out_file), *AS_LEAD)
     with out_file.open(newline="") as handle:
         reader = csv.DictReader(handle)
         columns, rows = reader.fieldnames, list(reader)

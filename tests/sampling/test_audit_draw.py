@@ -40,8 +40,11 @@ def drawn(con: duckdb.DuckDBPyConnection, sample_id: str) -> pd.DataFrame:
     )
 
 
-def fresh(tmp_path: Path, name: str) -> duckdb.DuckDBPyConnection:
-    return store.connect(tmp_path / f"{name}.duckdb")
+def fresh(tmp_path: Path, name: str, world) -> duckdb.DuckDBPyConnection:
+    """Another store, whose qa_lead may draw (as the ``con`` fixture's)."""
+    con = store.connect(tmp_path / f"{name}.duckdb")
+    world.grant(con)
+    return con
 
 
 def expected_cells(
@@ -60,9 +63,9 @@ def test_same_inputs_give_identical_samples(tmp_path: Path, world) -> None:
     frame = world.frame(WEEK, 4000, seed=1)
     samples = []
     for name in ("a", "b"):
-        con = fresh(tmp_path, name)
+        con = fresh(tmp_path, name, world)
         world.insert(con, frame)
-        samples.append(drawn(con, draw_sample(con, WEEK, seed=SEED).sample_id))
+        samples.append(drawn(con, draw_sample(con, WEEK, seed=SEED, actor=world.qa_lead).sample_id))
         con.close()
     pd.testing.assert_frame_equal(samples[0], samples[1])
     assert len(samples[0]) > 100
@@ -70,22 +73,23 @@ def test_same_inputs_give_identical_samples(tmp_path: Path, world) -> None:
 
 def test_row_order_and_threads_do_not_matter(tmp_path: Path, world) -> None:
     frame = world.frame(WEEK, 4000, seed=2)
-    con = fresh(tmp_path, "ordered")
+    con = fresh(tmp_path, "ordered", world)
     world.insert(con, frame)
-    reference = drawn(con, draw_sample(con, WEEK, seed=SEED).sample_id)
-    shuffled = fresh(tmp_path, "shuffled")
+    reference = drawn(con, draw_sample(con, WEEK, seed=SEED, actor=world.qa_lead).sample_id)
+    shuffled = fresh(tmp_path, "shuffled", world)
     shuffled.execute("SET threads = 1")
     mixed = frame.sample(frac=1.0, random_state=3)
     for start in range(0, len(mixed), 600):
         world.insert(shuffled, mixed.iloc[start : start + 600])
     pd.testing.assert_frame_equal(
-        reference, drawn(shuffled, draw_sample(shuffled, WEEK, seed=SEED).sample_id)
+        reference,
+        drawn(shuffled, draw_sample(shuffled, WEEK, seed=SEED, actor=world.qa_lead).sample_id),
     )
 
 
 def test_prn_is_the_documented_md5_number(con: duckdb.DuckDBPyConnection, world) -> None:
     world.insert(con, world.frame(WEEK, 600, seed=3))
-    items = drawn(con, draw_sample(con, WEEK, seed=SEED).sample_id)
+    items = drawn(con, draw_sample(con, WEEK, seed=SEED, actor=world.qa_lead).sample_id)
     assert items["prn"].tolist() == [prn(SEED, WEEK, i) for i in items["extraction_id"]]
     assert ((items["prn"] >= 0) & (items["prn"] < 1)).all()
 
@@ -94,7 +98,7 @@ def test_each_cell_takes_its_smallest_prns(con: duckdb.DuckDBPyConnection, world
     frame = world.frame(WEEK, 3000, seed=4)
     world.insert(con, frame)
     design = Design(base_rate=0.05, minimum=5)
-    sample = draw_sample(con, WEEK, design, seed=SEED)
+    sample = draw_sample(con, WEEK, design, seed=SEED, actor=world.qa_lead)
     frame["cell"] = expected_cells(frame, design)
     frame["u"] = [prn(SEED, WEEK, i) for i in frame["extraction_id"]]
     cells = sample.cells.to_pandas().set_index("cell")
@@ -110,7 +114,7 @@ def test_each_cell_takes_its_smallest_prns(con: duckdb.DuckDBPyConnection, world
 def test_inclusion_probabilities_are_n_over_n(con: duckdb.DuckDBPyConnection, world) -> None:
     world.insert(con, world.frame(WEEK, 5000, seed=5, new_share=0.1))
     design = Design(base_rate=0.1, minimum=8, cap=20)
-    sample = draw_sample(con, WEEK, design, seed=SEED)
+    sample = draw_sample(con, WEEK, design, seed=SEED, actor=world.qa_lead)
     cells = sample.cells.to_pandas()
     counts = (
         drawn(con, sample.sample_id)
@@ -135,7 +139,7 @@ def test_inclusion_probabilities_are_n_over_n(con: duckdb.DuckDBPyConnection, wo
 def test_new_form_versions_are_boosted(con: duckdb.DuckDBPyConnection, world) -> None:
     world.insert(con, world.frame(WEEK, 20000, seed=7, new_share=0.2))
     design = Design(base_rate=0.01, minimum=2, boost=5)
-    cells = draw_sample(con, WEEK, design, seed=SEED).cells.to_pandas()
+    cells = draw_sample(con, WEEK, design, seed=SEED, actor=world.qa_lead).cells.to_pandas()
     new = cells["version_status"] == "new"
     assert set(cells["version_status"]) == {"new", "established"}
     rate_new = cells.loc[new, "n_sample"].sum() / cells.loc[new, "n_population"].sum()
@@ -166,9 +170,11 @@ def test_same_design_returns_the_existing_sample(
     con: duckdb.DuckDBPyConnection, world, fingerprint
 ) -> None:
     world.insert(con, world.frame(WEEK, 1000, seed=10))
-    first = draw_sample(con, WEEK, Design(), seed=SEED, drawn_by="ana")
+    first = draw_sample(con, WEEK, Design(), seed=SEED, actor=world.qa_lead)
     before = fingerprint(con)
-    again = draw_sample(con, WEEK, Design.from_json(Design().canonical_json()), seed=SEED)
+    again = draw_sample(
+        con, WEEK, Design.from_json(Design().canonical_json()), seed=SEED, actor=world.qa_lead
+    )
     assert (again.sample_id, again.created, first.created) == (first.sample_id, False, True)
     assert again.cells.equals(first.cells)
     assert fingerprint(con) == before
@@ -176,11 +182,11 @@ def test_same_design_returns_the_existing_sample(
 
 def test_other_design_or_seed_makes_a_new_version(con: duckdb.DuckDBPyConnection, world) -> None:
     world.insert(con, world.frame(WEEK, 3000, seed=11))
-    v1 = draw_sample(con, WEEK, seed=SEED)
+    v1 = draw_sample(con, WEEK, seed=SEED, actor=world.qa_lead)
     world.label(con, v1.sample_id)
     labels_before = con.sql("SELECT * FROM labels ORDER BY label_id").fetchall()
-    v2 = draw_sample(con, WEEK, Design(base_rate=0.05), seed=SEED)
-    v3 = draw_sample(con, WEEK, Design(base_rate=0.05), seed=SEED + 1)
+    v2 = draw_sample(con, WEEK, Design(base_rate=0.05), seed=SEED, actor=world.qa_lead)
+    v3 = draw_sample(con, WEEK, Design(base_rate=0.05), seed=SEED + 1, actor=world.qa_lead)
     assert [v.sample_id for v in (v1, v2, v3)] == [f"{WEEK}/v1", f"{WEEK}/v2", f"{WEEK}/v3"]
     assert [v.replaced for v in (v1, v2, v3)] == [None, f"{WEEK}/v1", f"{WEEK}/v2"]
     assert current_sample_id(con, WEEK) == f"{WEEK}/v3"
@@ -202,11 +208,11 @@ def test_other_design_or_seed_makes_a_new_version(con: duckdb.DuckDBPyConnection
 def test_stored_design_round_trips(con: duckdb.DuckDBPyConnection, world) -> None:
     world.insert(con, world.frame(WEEK, 500, seed=12))
     design = Design(base_rate=0.03, cap=50, bands=(0, 0.9, 1))
-    sample = draw_sample(con, WEEK, design, seed=SEED, drawn_by="ana")
+    sample = draw_sample(con, WEEK, design, seed=SEED, actor=world.qa_lead)
     loaded = load_sample(con, sample.sample_id)
     assert (loaded.design, loaded.design_sha256, loaded.seed) == (design, design.sha256(), SEED)
     row = con.sql("SELECT design_json, drawn_by FROM audit_samples").fetchall()[0]
-    assert row == (design.canonical_json(), "ana")
+    assert row == (design.canonical_json(), world.qa_lead)
 
 
 def late_rows_property(old: pd.DataFrame, new: pd.DataFrame) -> None:
@@ -230,12 +236,14 @@ def test_late_rows_leave_earlier_picks(tmp_path: Path, world, seed: int) -> None
     design = Design(base_rate=0.02, minimum=10)
     frame = world.frame(WEEK, 3000, seed=seed)
     late = world.frame(WEEK, 300, seed=seed + 100, prefix="late-")
-    con = fresh(tmp_path, "s")
+    con = fresh(tmp_path, "s", world)
     world.insert(con, frame)
-    old = drawn(con, draw_sample(con, WEEK, design, seed=SEED).sample_id)
+    old = drawn(con, draw_sample(con, WEEK, design, seed=SEED, actor=world.qa_lead).sample_id)
     world.insert(con, late)
-    assert not draw_sample(con, WEEK, design, seed=SEED).created  # no silent redraw
-    new_sample = draw_sample(con, WEEK, design, seed=SEED, redraw=True)
+    assert not draw_sample(
+        con, WEEK, design, seed=SEED, actor=world.qa_lead
+    ).created  # no silent redraw
+    new_sample = draw_sample(con, WEEK, design, seed=SEED, actor=world.qa_lead, redraw=True)
     new = drawn(con, new_sample.sample_id)
     late_rows_property(old, new)
     # Most picks survive 10% more rows; late rows enter only below the cutoff.
@@ -243,10 +251,11 @@ def test_late_rows_leave_earlier_picks(tmp_path: Path, world, seed: int) -> None
     entered = new[new["extraction_id"].str.startswith("late-")]
     assert len(entered) > 0
     # The same population in a fresh store draws the same sample: order of arrival is irrelevant.
-    other = fresh(tmp_path, "all-at-once")
+    other = fresh(tmp_path, "all-at-once", world)
     world.insert(other, pd.concat([late, frame]))
     pd.testing.assert_frame_equal(
-        new, drawn(other, draw_sample(other, WEEK, design, seed=SEED).sample_id)
+        new,
+        drawn(other, draw_sample(other, WEEK, design, seed=SEED, actor=world.qa_lead).sample_id),
     )
 
 
@@ -254,7 +263,7 @@ def test_late_rows_above_the_cutoff_change_nothing(con: duckdb.DuckDBPyConnectio
     design = Design(base_rate=0.001, minimum=10)  # n_h = 10 whatever N_h: only the minimum
     frame = world.frame(WEEK, 2000, seed=13)
     world.insert(con, frame)
-    old = drawn(con, draw_sample(con, WEEK, design, seed=SEED).sample_id)
+    old = drawn(con, draw_sample(con, WEEK, design, seed=SEED, actor=world.qa_lead).sample_id)
     per_cell = old.groupby("cell")["prn"].agg(["max", "size"])
     # A cell drawn whole (under the minimum) takes any late row: keep late rows out of those.
     cutoffs = per_cell["max"].where(per_cell["size"] == 10, 2.0)
@@ -263,13 +272,17 @@ def test_late_rows_above_the_cutoff_change_nothing(con: duckdb.DuckDBPyConnectio
     late["u"] = [prn(SEED, WEEK, i) for i in late["extraction_id"]]
     late = late[late["u"] > late["cell"].map(cutoffs).fillna(2.0)]
     world.insert(con, late.drop(columns=["cell", "u"]))
-    new = drawn(con, draw_sample(con, WEEK, design, seed=SEED, redraw=True).sample_id)
+    new = drawn(
+        con, draw_sample(con, WEEK, design, seed=SEED, actor=world.qa_lead, redraw=True).sample_id
+    )
     assert new["extraction_id"].tolist() == old["extraction_id"].tolist()
 
 
 def test_double_review_share_by_cell(con: duckdb.DuckDBPyConnection, world) -> None:
     world.insert(con, world.frame(WEEK, 6000, seed=15))
-    sample = draw_sample(con, WEEK, Design(base_rate=0.05, double_review_share=0.1), seed=SEED)
+    sample = draw_sample(
+        con, WEEK, Design(base_rate=0.05, double_review_share=0.1), seed=SEED, actor=world.qa_lead
+    )
     items = drawn(con, sample.sample_id)
     for cell, rows in items.groupby("cell"):
         expected = math.floor(len(rows) * 0.1 + 0.5)
@@ -282,7 +295,7 @@ def test_double_review_share_by_cell(con: duckdb.DuckDBPyConnection, world) -> N
 
 def test_sample_items_in_review_order(con: duckdb.DuckDBPyConnection, world) -> None:
     world.insert(con, world.frame(WEEK, 800, seed=16))
-    sample = draw_sample(con, WEEK, seed=SEED)
+    sample = draw_sample(con, WEEK, seed=SEED, actor=world.qa_lead)
     items = sample_items(con, sample.sample_id)
     assert items.column_names == [
         "extraction_id",
@@ -317,7 +330,7 @@ def test_unusable_weeks(
     world.insert(con, world.frame(WEEK, 50, seed=17))
     before = fingerprint(con)
     with pytest.raises(SamplingError, match=message):
-        draw_sample(con, week, seed=SEED)
+        draw_sample(con, week, seed=SEED, actor=world.qa_lead)
     assert fingerprint(con) == before
 
 
@@ -337,7 +350,7 @@ def test_cutoffs_are_safe_and_full_cells_have_none() -> None:
 def test_fallback_when_a_cutoff_falls_short(con: duckdb.DuckDBPyConnection, world) -> None:
     world.insert(con, world.frame(WEEK, 2000, seed=18))
     design = Design(base_rate=0.05)
-    reference = drawn(con, draw_sample(con, WEEK, design, seed=SEED).sample_id)
+    reference = drawn(con, draw_sample(con, WEEK, design, seed=SEED, actor=world.qa_lead).sample_id)
     cells = plan_cells(con, WEEK, design)
     con.execute(
         "INSERT INTO audit_samples VALUES ('x/v1', ?, 99, ?, '{}', '', now()::TIMESTAMP, NULL)",

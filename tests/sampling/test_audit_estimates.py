@@ -79,7 +79,7 @@ def audited(con: duckdb.DuckDBPyConnection, world) -> duckdb.DuckDBPyConnection:
             con,
             world.frame(week, 4000, seed=seed, new_share=0.1, accuracy_old=0.93, accuracy_new=0.7),
         )
-        world.label(con, draw_sample(con, week, design, seed=5).sample_id)
+        world.label(con, draw_sample(con, week, design, seed=5, actor=world.qa_lead).sample_id)
     return con
 
 
@@ -186,7 +186,9 @@ def test_effective_size_without_strata_factor() -> None:
 
 def test_half_labelled_cells_reweight_by_labels_done(con, world) -> None:
     world.insert(con, world.frame(WEEKS[1], 3000, seed=3))
-    sample = draw_sample(con, WEEKS[1], Design(base_rate=0.05, minimum=10), seed=5)
+    sample = draw_sample(
+        con, WEEKS[1], Design(base_rate=0.05, minimum=10), seed=5, actor=world.qa_lead
+    )
     world.label(con, sample.sample_id, share=0.5)
     rows = labelled_cells(con)
     acc, variance = hand_stratified(rows)  # N_h over labels done, as the module says
@@ -199,8 +201,10 @@ def test_half_labelled_cells_reweight_by_labels_done(con, world) -> None:
 def test_only_the_current_sample_counts(con: duckdb.DuckDBPyConnection, world) -> None:
     week = WEEKS[1]
     world.insert(con, world.frame(week, 3000, seed=4))
-    world.label(con, draw_sample(con, week, Design(base_rate=0.05), seed=5).sample_id)
-    v2 = draw_sample(con, week, Design(base_rate=0.02), seed=5)
+    world.label(
+        con, draw_sample(con, week, Design(base_rate=0.05), seed=5, actor=world.qa_lead).sample_id
+    )
+    v2 = draw_sample(con, week, Design(base_rate=0.02), seed=5, actor=world.qa_lead)
     # A queue label on an item outside every sample: chosen by another rule, left out.
     con.execute(
         "INSERT INTO labels (label_id, extraction_id, verdict, reviewer, review_round, labeled_at)"

@@ -73,7 +73,7 @@ def test_preview_writes_nothing_and_matches_the_draw(
     before = fingerprint(con)
     preview = preview_design(con, WEEK, design)
     assert fingerprint(con) == before
-    drawn = draw_sample(con, WEEK, design, seed=1).cells.to_pandas()
+    drawn = draw_sample(con, WEEK, design, seed=1, actor=world.qa_lead).cells.to_pandas()
     assert preview["cell"].tolist() == drawn["cell"].tolist()
     assert preview["n_sample"].tolist() == drawn["n_sample"].tolist()
     assert preview["boosted"].tolist() == (drawn["version_status"] == "new").tolist()
@@ -90,7 +90,10 @@ def test_preview_writes_nothing_and_matches_the_draw(
 
 def test_budget_preview_uses_past_error_rates(con: duckdb.DuckDBPyConnection, world) -> None:
     world.insert(con, world.frame("2026-W47", 4000, seed=2, accuracy_old=0.8))
-    world.label(con, draw_sample(con, "2026-W47", Design(base_rate=0.05), seed=1).sample_id)
+    world.label(
+        con,
+        draw_sample(con, "2026-W47", Design(base_rate=0.05), seed=1, actor=world.qa_lead).sample_id,
+    )
     world.insert(con, world.frame(WEEK, 4000, seed=3))
     preview = preview_design(con, WEEK, Design(budget=300, minimum=5))
     assert preview["n_sample"].sum() == 300

@@ -173,7 +173,10 @@ def test_shortcut_matches_ordering_everything(
     for x, y in [(0.0, 0.9), (1.0, 0.2)]:
         con.execute("INSERT INTO recalibration_knots VALUES ('m2', ?, ?)", [x, y])
     decide(con, "d1", "w2", "date", "approve", 0.9, 1)
-    world.label(con, draw_sample(con, "2026-W48", Design(base_rate=0.05), seed=1).sample_id)
+    world.label(
+        con,
+        draw_sample(con, "2026-W48", Design(base_rate=0.05), seed=1, actor=world.qa_lead).sample_id,
+    )
     expected = [row[0] for row in con.sql(BRUTE_FORCE, params=[limit]).fetchall()]
     assert priority_queue(con, limit=limit).column("extraction_id").to_pylist() == expected
 
