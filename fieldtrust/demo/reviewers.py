@@ -40,6 +40,7 @@ from labels.roles import bootstrap_admin, current_role, grant_role, require
 from labels.verdicts import verdict_fields
 from sampling.design import Design
 from sampling.draw import draw_sample
+from store.chain import chain_rows
 from store.connection import transaction
 from store.errors import FieldtrustError
 from store.weeks import week_bounds, week_sql
@@ -274,6 +275,7 @@ def _insert(con: duckdb.DuckDBPyConnection, labels: pa.Table) -> None:
             )
         finally:
             con.unregister("demo_labels_staged")
+        chain_rows(con, "labels", {"label_id": labels["label_id"].to_pylist()})
 
 
 def _pending(con: duckdb.DuckDBPyConnection) -> int:

@@ -66,7 +66,8 @@ HOSTILE = (
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 BASE_TABLES = (
     "assignments", "audit_cells", "audit_items", "audit_samples", "decisions", "demo_truth",
-    "evidence_snapshots", "extraction_log", "extractions", "form_versions", "ingest_batches",
+    "evidence_snapshots", "extraction_log", "extractions", "form_versions", "history_chain",
+    "ingest_batches",
     "label_imports", "labels", "recalibration_knots", "recalibration_maps", "schema_migrations",
     "skips", "user_roles",
 )
@@ -362,7 +363,7 @@ def test_sample_csv_defuses_formula_looking_ids_and_they_import_back(
         writer.writerows(filled)
     from store.label_import import import_labels
 
-    result = import_labels(pcon, back)
+    result = import_labels(pcon, back, actor=QA_LEAD)
     assert result.rows_added == len(hostile_ids)
     labelled = {x for (x,) in pcon.execute(
         "SELECT extraction_id FROM labels WHERE reviewer = 'offline'").fetchall()}
