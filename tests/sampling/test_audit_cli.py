@@ -13,7 +13,7 @@ from fieldtrust.cli.main import cli
 from sampling.export import escape_cell
 
 WEEK = "2026-W48"
-#: Drawing is checked: the ``world`` fixture's qa_lead draws (granted in ``filled``).
+#: Drawing and labels import are checked: the ``world`` qa_lead acts (granted in ``filled``).
 AS_LEAD = ("--as", "quinn")
 
 
@@ -186,7 +186,7 @@ def test_out_file_round_trips_through_labels_import(filled: Path, tmp_path: Path
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
         writer.writerows(rows)
-    code, out = run(filled, "labels", "import", str(out_file))
+    code, out = run(filled, "labels", "import", str(out_file), *AS_LEAD)
     assert code == 0, out
     con = duckdb.connect(str(filled), read_only=True)
     stored = con.sql(
