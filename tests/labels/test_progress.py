@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
 from click.testing import CliRunner
-from conftest import CELLS, SAMPLE, Builder
 
 from fieldtrust.cli.main import cli
 from labels.assignment import sample_progress
 from labels.errors import LabelError
 from labels.progress import ItemContext, cell_progress, item_context
+
+# The review_store fixture's sample and cells (tests/labels/conftest.py).
+SAMPLE = "2026-W10/v1"
+CELLS = ("invoice|total|high|established", "invoice|total|low|established",
+         "invoice|tax|high|established")
+Builder = Any  # conftest.Builder: not importable by name when several test folders run
 
 
 def _label(builder: Builder, extraction_id: str, reviewer: str, verdict: str = "correct",
