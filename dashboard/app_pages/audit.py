@@ -50,7 +50,7 @@ def _on_draw(identity: auth.Identity, week: str, seed: int) -> None:
     try:
         result = data.write(_draw, identity.user, week, _design_from_widgets(), seed)
     except FieldtrustError as exc:
-        st.session_state[state.AUDIT_DRAW_FLASH] = ("error", str(exc))
+        st.session_state[state.AUDIT_DRAW_FLASH] = ("error", layout.plain(exc))
         return
     verb = "Drew" if result.created else "Found the existing"
     st.session_state[state.AUDIT_DRAW_FLASH] = (
@@ -128,7 +128,7 @@ def _alerts_section(week: str, settings: object) -> None:
     if not alerts:
         st.success(f"No alerts for {week}.")
         return
-    st.warning("\n".join(f"- {alert.message}" for alert in alerts),
+    st.warning("\n".join(f"- {layout.plain(alert.message)}" for alert in alerts),
                icon=":material/notifications:")
     with st.expander(f"{len(alerts)} alerts as a table"):
         downloads.show_table("alerts", views.alerts_frame(alerts))
@@ -148,10 +148,10 @@ def _on_adjudicate(identity: auth.Identity, extraction_id: str) -> None:
     try:
         data.write(adjudicate, identity.user, extraction_id, verdict, **fields)
     except FieldtrustError as exc:
-        st.session_state[state.AUDIT_ADJ_FLASH] = ("error", str(exc))
+        st.session_state[state.AUDIT_ADJ_FLASH] = ("error", layout.plain(exc))
         return
     st.session_state[state.AUDIT_ADJ_FLASH] = (
-        "success", f"Adjudicated {extraction_id}: {verdict}.")
+        "success", f"Adjudicated {layout.plain(extraction_id)}: {verdict}.")
 
 
 def _adjudication_section(identity: auth.Identity | None, scope: object) -> None:
