@@ -4,8 +4,9 @@ Three kinds of check: the library's public API offers nothing that updates or
 deletes history, and its source holds no such SQL; every public writer, run
 against a populated store, leaves every earlier history row byte-identical;
 and what happens on a direct attempt from outside the library (a read-only
-connection refuses it; altered evidence is detected when read back; see
-docs/reliability.md for what a direct UPDATE on a read-write file can do).
+connection refuses it; altered evidence is detected when read back; a direct
+UPDATE, DELETE or INSERT on a read-write file is named by the history chain's
+check, tests/store/test_chain.py). Every writer also keeps that chain valid.
 """
 
 from __future__ import annotations
@@ -33,13 +34,15 @@ from labels.evidence import canonical_json, evidence_id_of, evidence_json, evide
 from labels.export import export_labels
 from labels.roles import grant_role
 from labels.verdicts import label_history, record_verdict, supersede
+from store.chain import CHAINED, chain_head
 from store.errors import FieldtrustError
+from store.verify import verify_history
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ("store", "labels", "sampling", "calibration", "extraction", "fieldtrust", "dashboard")
 #: Tables that hold history: rows are added, never changed or removed.
 HISTORY = ("labels", "decisions", "evidence_snapshots", "user_roles", "label_imports",
-           "ingest_batches", "audit_samples", "extraction_log", "skips")
+           "ingest_batches", "audit_samples", "extraction_log", "skips", "history_chain")
 _MUTATING_NAME = re.compile(r"(^|_)(update|delete|edit|remove|drop|purge|erase|overwrite|"
                             r"replace|modify|amend|rewrite)(_|$)")
 _MUTATING_SQL = re.compile(
@@ -198,6 +201,24 @@ def test_every_writer_only_appends_to_history(
     grew = {t for t in HISTORY if len(after[t]) > len(before[t])}
     if writer != "export_labels":
         assert grew, f"{writer} wrote nothing the test could see"
+
+
+@pytest.mark.parametrize("writer", list(WRITERS))
+def test_every_writer_keeps_the_history_chain_valid(
+    pcon: duckdb.DuckDBPyConnection, sample_id: str, tmp_path: Path, writer: str
+) -> None:
+    """Each writer chains exactly the history rows it adds (store.chain, store.verify)."""
+    assert verify_history(pcon).intact
+    before = {table: len(rows_of(pcon, table)) for table in CHAINED}
+    head = chain_head(pcon)
+    function = WRITERS[writer]
+    params = inspect.signature(function).parameters
+    function(pcon, sample_id, *([tmp_path] if "tmp_path" in params else []))
+    check = verify_history(pcon)
+    assert check.intact, check.summary()
+    added = sum(len(rows_of(pcon, table)) - before[table] for table in CHAINED)
+    assert check.head.seq - head.seq == added
+    assert (added == 0) == (writer == "export_labels")
 
 
 def test_a_correction_is_a_new_row_and_the_old_one_reads_back(pcon: duckdb.DuckDBPyConnection,
