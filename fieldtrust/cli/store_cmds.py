@@ -1,5 +1,9 @@
 """Commands that fill, describe and check the store: info, settings, ingest, labels import,
-verify."""
+verify.
+
+Ingest and label import (pyarrow, the readers) are imported inside their
+commands, so `fieldtrust --help` and `fieldtrust info` start fast.
+"""
 
 from __future__ import annotations
 
@@ -9,28 +13,49 @@ import re
 from pathlib import Path
 
 import click
+import duckdb
 
 from fieldtrust.cli.common import echo_json, open_db, settings
 from fieldtrust.settings import Settings
 from store.chain import ChainHead
 from store.errors import StoreError
-from store.ingest import ingest_files
-from store.label_import import import_labels
-from store.summary import store_summary
+from store.summary import filter_options, store_summary
 from store.verify import HistoryAlteredError, verify_history
 
 
 @click.command(epilog="Example: fieldtrust --db demo.duckdb info --json")
+@click.option(
+    "--values", "list_values", is_flag=True,
+    help="List the weeks, document types and form versions in the store instead (the values"
+         " --week, the dashboard's filters and the design files can name).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
-def info(ctx: click.Context, as_json: bool) -> None:
+def info(ctx: click.Context, list_values: bool, as_json: bool) -> None:
     """Summarise what the store holds."""
+    if list_values:
+        _print_values(open_db(ctx, read_only=True), as_json)
+        return
     summary = store_summary(open_db(ctx, read_only=True))
     if as_json:
         echo_json(dataclasses.asdict(summary))
         return
     for name, value in dataclasses.asdict(summary).items():
         click.echo(f"{name.replace('_', ' '):>14}: {value if value is not None else '-'}")
+
+
+def _print_values(con: duckdb.DuckDBPyConnection, as_json: bool) -> None:
+    options = filter_options(con)
+    if as_json:
+        echo_json({
+            "weeks": list(options.weeks), "doc_types": list(options.doc_types),
+            "form_versions": [{"doc_type": d, "form_version": v} for d, v in options.form_versions],
+        })
+        return
+    click.echo(f"weeks: {', '.join(options.weeks) or '-'}")
+    for doc_type in options.doc_types:
+        versions = [v for d, v in options.form_versions if d == doc_type]
+        click.echo(f"{doc_type}: form versions {', '.join(versions)}")
 
 
 @click.command("settings", epilog="Example: FIELDTRUST_TARGET=0.98 fieldtrust settings")
@@ -62,6 +87,8 @@ def ingest(ctx: click.Context, files: tuple[str, ...], quiet: bool, as_json: boo
     rows already stored are skipped, so ingesting again is safe. See
     docs/ingest.md.
     """
+    from store.ingest import ingest_files
+
     results = ingest_files(open_db(ctx), files, progress=None if quiet else _progress_line)
     if as_json:
         echo_json([dataclasses.asdict(r) for r in results])
@@ -108,6 +135,8 @@ def labels_import(
     Rows whose verdict is blank are skipped. Any bad row rejects the file and
     nothing is written (exit code 2). See docs/ingest.md.
     """
+    from store.label_import import import_labels
+
     result = import_labels(open_db(ctx), file, actor=actor, reviewer_default=reviewer)
     if as_json:
         echo_json(dataclasses.asdict(result))

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
+from pathlib import Path
 
 import duckdb
+from click.testing import CliRunner
 
+import store
+from fieldtrust.cli.main import cli
 from store.summary import FilterOptions, filter_options
 
 
@@ -45,14 +50,34 @@ def test_filter_options_list_weeks_types_and_versions_sorted(
     )
 
 
-def test_filter_options_read_from_a_read_only_connection(db_path: object) -> None:
-    import store
-
-    writer = store.connect(db_path)  # type: ignore[arg-type]
+def test_filter_options_read_from_a_read_only_connection(db_path: Path) -> None:
+    writer = store.connect(db_path)
     _add(writer, [("e1", "invoice", "v1", dt.datetime(2026, 11, 23, 9))])
     writer.close()
-    reader = store.connect(db_path, read_only=True)  # type: ignore[arg-type]
+    reader = store.connect(db_path, read_only=True)
     try:
         assert filter_options(reader).weeks == ("2026-W48",)
     finally:
         reader.close()
+
+
+def test_info_values_lists_what_the_filters_offer(db_path: Path) -> None:
+    writer = store.connect(db_path)
+    _add(writer, [("e1", "invoice", "v2", dt.datetime(2026, 11, 23, 9)),
+                  ("e2", "invoice", "v1", dt.datetime(2026, 11, 30, 9)),
+                  ("e3", "receipt", "pos", dt.datetime(2026, 11, 30, 9))])
+    writer.close()
+    result = CliRunner().invoke(cli, ["--db", str(db_path), "info", "--values"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "weeks: 2026-W48, 2026-W49",
+        "invoice: form versions v1, v2",
+        "receipt: form versions pos",
+    ]
+    result = CliRunner().invoke(cli, ["--db", str(db_path), "info", "--values", "--json"])
+    assert json.loads(result.stdout) == {
+        "weeks": ["2026-W48", "2026-W49"], "doc_types": ["invoice", "receipt"],
+        "form_versions": [{"doc_type": "invoice", "form_version": "v1"},
+                          {"doc_type": "invoice", "form_version": "v2"},
+                          {"doc_type": "receipt", "form_version": "pos"}],
+    }
