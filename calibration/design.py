@@ -154,8 +154,10 @@ def kept_labels(design: Design, labels: Labels, k: int) -> npt.NDArray[np.bool_]
         return np.zeros(labels.k.size, dtype=bool)
     usable &= active[np.maximum(labels.cell, 0)]
     pi_min = design.cell_pi[active].min()
-    ratio = pi_min / design.cell_pi[np.maximum(labels.cell, 0)]
-    kept: npt.NDArray[np.bool_] = usable & (labels.u < ratio)
+    # u < pi_min / pi, multiplied out (the form kept_counts searches on).
+    kept: npt.NDArray[np.bool_] = usable & (
+        labels.u * design.cell_pi[np.maximum(labels.cell, 0)] < pi_min
+    )
     return kept
 
 
@@ -194,25 +196,39 @@ def kept_counts(
 ) -> tuple[IntArray, IntArray]:
     """Labels and errors among them that :func:`kept_labels` keeps, at every index in ``ks``.
 
-    The same rule as :func:`kept_labels`, evaluated for all indices at once
-    (a labels x indices mask): the threshold scan bounds up to 201 indices
-    per stratum, and a Python loop over them was most of a report's time.
+    The same rule as :func:`kept_labels`, for all indices at once in
+    O(labels + grid): a label is kept over one run of indices. A cell is
+    active up to the highest index its block's population reaches, so the
+    lowest active probability ``pi_min`` only grows with the index; a label
+    of probability ``pi`` is kept from the first index where
+    ``u * pi < pi_min`` up to the lower of its own index and its cell's last
+    active one. The threshold scan bounds up to 201 indices per stratum.
     """
     ks = np.asarray(ks, dtype=np.int64)
-    active = (design.suffix[:, ks][design.cell_block] > 0) & (design.cell_cap > 0)[:, None]
+    grid = np.arange(N_GRID)
+    reaches = design.suffix[:, :N_GRID] > 0  # (blocks, grid): population at or above k
+    last_in_block = np.where(reaches.any(axis=1), N_GRID - 1 - np.argmax(reaches[:, ::-1], axis=1),
+                             -1)
+    last_active = np.where(design.cell_cap > 0, last_in_block[design.cell_block], -1)
+    active = grid[None, :] <= last_active[:, None]  # (cells, grid)
     pi_min = np.where(active, design.cell_pi[:, None], np.inf).min(axis=0, initial=np.inf)
-    cell = np.maximum(labels.cell, 0)
-    with np.errstate(invalid="ignore"):  # inf / pi where no cell is active: masked below
-        ratio = pi_min[None, :] / design.cell_pi[cell][:, None]
-    kept = (
-        (labels.k[:, None] >= ks[None, :])
-        & (labels.cell >= 0)[:, None]
-        & active[cell]
-        & (labels.u[:, None] < ratio)
-    )
-    n_kept = kept.sum(axis=0).astype(np.int64)
-    errors = np.rint(n_kept - labels.correct @ kept).astype(np.int64)
-    return n_kept, errors
+
+    usable = np.flatnonzero(labels.cell >= 0)
+    cell = labels.cell[usable]
+    # First index where u * pi < pi_min: pi_min never decreases along the grid.
+    first = np.searchsorted(pi_min, labels.u[usable] * design.cell_pi[cell], side="right")
+    last = np.minimum(labels.k[usable], last_active[cell])
+    runs = first <= last
+    start, stop = first[runs], last[runs] + 1
+
+    def over_runs(weights: FloatArray) -> FloatArray:
+        change = np.bincount(start, weights, minlength=N_GRID + 1)
+        change -= np.bincount(stop, weights, minlength=N_GRID + 1)
+        return np.asarray(np.cumsum(change)[:N_GRID], dtype=np.float64)
+
+    n_kept = np.rint(over_runs(np.ones(start.size))).astype(np.int64)
+    errors = np.rint(over_runs(1.0 - labels.correct[usable][runs])).astype(np.int64)
+    return n_kept[ks], errors[ks]
 
 
 def _above_sums(labels: Labels, ks: IntArray) -> tuple[FloatArray, FloatArray, FloatArray,

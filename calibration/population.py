@@ -26,6 +26,7 @@ How a stratum's population is split for the certified bound
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Sequence
@@ -40,37 +41,14 @@ import pyarrow.compute as pc
 
 from calibration.design import GRID, N_GRID, Design, Labels, grid_index
 from store.labelled import labelled_items
+from store.rollup import is_current, population_counts
 from store.scope import Scope
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
-# Weeks are counted as whole weeks since Monday 1900-01-01 and labelled after
-# aggregating: integer arithmetic on ten million timestamps costs a third of
-# date_trunc and a tenth of strftime. Confidence is at most 1 (a CHECK), so
-# the grid index never exceeds {grid}.
-_POPULATION_SQL = """
-WITH counts AS (
-    SELECT doc_type, field, form_version,
-           (epoch_us(extracted_at) - epoch_us(TIMESTAMP '1900-01-01'))
-               // 604800000000 AS week_index,
-           floor(confidence * {grid} + 1e-9)::INTEGER AS k,
-           count(*) AS n,
-           sum(confidence) AS sum_confidence
-    FROM extractions e
-    WHERE {where}
-    GROUP BY ALL
-)
-SELECT dense_rank() OVER (ORDER BY doc_type, field) - 1 AS stratum,
-       doc_type, field, form_version,
-       strftime(TIMESTAMP '1900-01-01' + to_weeks(week_index::INTEGER), '%G-W%V') AS week,
-       k, n, sum_confidence
-FROM counts
-ORDER BY stratum
-"""
-
 _STRATA_SQL = """
-SELECT DISTINCT doc_type, field FROM extractions e WHERE {where} ORDER BY doc_type, field
+SELECT DISTINCT doc_type, field FROM {table} WHERE {where} ORDER BY doc_type, field
 """
 
 _CELLS_SQL = """
@@ -126,6 +104,14 @@ class StratumData:
         design, labels = build_design(self, tuple(self.week_hist))
         object.__setattr__(self, "design", design)
         object.__setattr__(self, "labels", labels)
+
+    @functools.cached_property
+    def label_rows_by_week(self) -> dict[str, IntArray]:
+        """Positions of the labels of each week (computed once: designs are built per week)."""
+        names, codes = np.unique(self.week.astype(str), return_inverse=True)
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(names.size + 1))
+        return {str(w): order[bounds[i]:bounds[i + 1]] for i, w in enumerate(names)}
 
     @property
     def n_labeled(self) -> int:
@@ -195,6 +181,7 @@ def permanent_uniform(ids: pa.Array | pa.ChunkedArray) -> FloatArray:
     return (h >> np.uint64(11)).astype(np.float64) / float(1 << 53)
 
 
+@functools.lru_cache(maxsize=4096)  # a handful of band texts, parsed per week and stratum
 def _band_range(band: str) -> tuple[int, int] | None:
     """Grid indices ``[lo, hi)`` a band covers, or None when it is off the grid or unreadable."""
     match = _BAND.match(band)
@@ -248,7 +235,9 @@ def _audited_week(
         for pi in sorted({c.inclusion_prob for c in members}):
             cap = sum(c.n_population for c in members if c.inclusion_prob == pi)
             cell = parts.add_cell(block, pi, float(cap))
-            hit = in_band[np.isclose(label_pi[in_band], pi, rtol=1e-9, atol=0.0)]
+            # np.isclose(rtol=1e-9, atol=0) written out: called per week, band and
+            # probability of every stratum, its generality cost more than the test.
+            hit = in_band[np.abs(label_pi[in_band] - pi) <= 1e-9 * abs(pi)]
             label_cell[hit] = cell
     if not covered.all():
         # Confidences no band of the sample covers: population without a design.
@@ -287,7 +276,8 @@ def build_design(data: StratumData, weeks: tuple[str, ...]) -> tuple[Design, Lab
     """Blocks, cells and label-to-cell assignment of one stratum restricted to ``weeks``."""
     label_k = grid_index(data.confidence)
     label_cell = np.full(data.correct.size, -1, dtype=np.int64)
-    by_week = {w: np.flatnonzero(data.week == w) for w in weeks}
+    none = np.zeros(0, dtype=np.int64)
+    by_week = {w: data.label_rows_by_week.get(w, none) for w in weeks}
     keep = np.sort(np.concatenate([np.zeros(0, dtype=np.int64), *by_week.values()]))
     audit_labels = {w: idx[data.from_audit[idx]] for w, idx in by_week.items()}
     cells_by_week: dict[str, list[AuditCell]] = {}
@@ -325,15 +315,30 @@ def strata_names(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> list
     unweeked = Scope(
         doc_types=scope.doc_types, form_versions=scope.form_versions, fields=scope.fields
     )
-    where, params = unweeked.where("e")
-    rows = con.sql(_STRATA_SQL.format(where=where), params=params).fetchall()
+    table = "extraction_counts r" if is_current(con) else "extractions r"
+    where, params = unweeked.where("r")
+    rows = con.sql(_STRATA_SQL.format(table=table, where=where), params=params).fetchall()
     return [(str(d), str(f)) for d, f in rows]
 
 
 def _population(con: duckdb.DuckDBPyConnection, scope: Scope) -> pa.Table:
-    where, params = scope.where("e")
-    sql = _POPULATION_SQL.format(grid=GRID, where=where)
-    return con.sql(sql, params=params).to_arrow_table()
+    """Counts per (doc_type, field, form_version, week, k), sorted by stratum."""
+    counts = population_counts(con, scope)
+    return counts.sort_by([("doc_type", "ascending"), ("field", "ascending")])
+
+
+def _stratum_starts(population: pa.Table) -> IntArray:
+    """Row where each stratum starts in the sorted population counts."""
+    rows = population.num_rows
+    if rows == 0:
+        return np.zeros(0, dtype=np.int64)
+    changed = np.zeros(rows, dtype=bool)
+    changed[0] = True
+    for name in ("doc_type", "field"):
+        column = population.column(name)
+        differs = pc.not_equal(column.slice(1), column.slice(0, rows - 1))
+        changed[1:] |= np.asarray(differs.to_numpy(zero_copy_only=False), dtype=bool)
+    return np.flatnonzero(changed).astype(np.int64)
 
 
 def _codes(column: pa.ChunkedArray) -> tuple[IntArray, list[str]]:
@@ -376,19 +381,18 @@ def load_strata(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> list[
     numpy on a few thousand rows per stratum.
     """
     population = _population(con, scope)
-    stratum_of_row = population.column("stratum").to_numpy().astype(np.int64)
     k = population.column("k").to_numpy().astype(np.int64)
     n = population.column("n").to_numpy().astype(np.int64)
     sum_c = population.column("sum_confidence").to_numpy().astype(float)
     week_code, week_names = _codes(population.column("week"))
     version_code, version_names = _codes(population.column("form_version"))
-    starts = np.r_[0, np.flatnonzero(np.diff(stratum_of_row)) + 1]
-    ends = np.r_[starts[1:], stratum_of_row.size]
+    starts = _stratum_starts(population)
+    ends = np.r_[starts[1:], population.num_rows].astype(np.int64)
     names = list(zip(
         population.column("doc_type").take(pa.array(starts)).to_pylist(),
         population.column("field").take(pa.array(starts)).to_pylist(),
         strict=True,
-    )) if stratum_of_row.size else []
+    ))
     cells = _cells_by_stratum(con, sorted(week_names))
 
     items = labelled_items(con, scope)

@@ -162,25 +162,22 @@ def select_thresholds(
     sums = _sums(design, labels)
     grid = candidate_grid(design.population_hist)
 
-    certified: ThresholdPoint | None = None
-    failure: ThresholdPoint | None = None
-    tested = 0
     # Too few labels above a candidate to test it yet (a count, not an outcome):
-    # skipped, not failed.
+    # skipped, not failed; the same counting the labels the bound can use.
     enough = grid[sums.labels[grid] >= n_min]
     bounds = error_bounds(design, labels, enough, delta=delta)
-    for i, k in enumerate(enough.tolist()):
-        if bounds.kept_labels[i] < n_min:
-            continue  # the same, counting the labels the bound can use
-        tested += 1
-        point = _point(sums, k, bounds.at(i))
-        # Both must hold: the bound (the guarantee) and the estimate itself, so a
-        # lucky thinning never certifies a stratum whose labels say otherwise.
-        if bounds.value[i] <= max_error and point.accuracy >= target:
-            certified = point
-        else:
-            failure = point
-            break
+    walked = np.flatnonzero(bounds.kept_labels >= n_min)  # the fixed sequence, high to low
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accuracy = sums.weight_correct[enough[walked]] / sums.weight[enough[walked]]
+    # Both must hold: the bound (the guarantee) and the estimate itself, so a
+    # lucky thinning never certifies a stratum whose labels say otherwise.
+    passes = (bounds.value[walked] <= max_error) & (accuracy >= target)
+    stop = int(np.argmin(passes)) if not passes.all() else walked.size  # first failure
+    tested = min(stop + 1, walked.size)
+    certified = _point(sums, int(enough[walked[stop - 1]]), bounds.at(int(walked[stop - 1]))) \
+        if stop > 0 else None
+    failure = _point(sums, int(enough[walked[stop]]), bounds.at(int(walked[stop]))) \
+        if stop < walked.size else None
 
     point_threshold = _point_threshold(design, labels, sums, grid, target, delta)
     needed, needed_at = (None, None)

@@ -31,6 +31,8 @@ from sampling.design import Design
 from sampling.errors import SamplingError
 from sampling.prn import prn_hash_sql, prn_sql
 from store.connection import transaction, utc_now
+from store.rollup import record_sampled
+from store.scope import Scope
 
 #: Chance that a cell's candidate cutoff holds fewer than ``n_h`` items; then the
 #: draw falls back to ranking every row, so the cutoff only saves time.
@@ -273,6 +275,9 @@ def _insert_items(
     if any(drawn.get(c, 0) != n for c, n in zip(cells["cell"], cells["n_sample"], strict=True)):
         con.execute("DELETE FROM audit_items WHERE sample_id = ?", [sample_id])
         _select(con, sample_id, week, seed, design, cells, np.full(len(cells), 2.0))
+    # Labels of these items are read from this copy, not by joining every extraction.
+    record_sampled(con, "SELECT extraction_id FROM audit_items WHERE sample_id = ?",
+                   [sample_id], Scope(weeks=(week,)))
 
 
 def _select(

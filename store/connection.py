@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 
 from store.errors import StoreError, StoreLockedError
-from store.migrations import migrate
+from store.migrations import migrate, pending_migrations
 
 #: How long :func:`connect` keeps retrying a locked file, in seconds.
 DEFAULT_LOCK_TIMEOUT = 10.0
@@ -42,7 +42,8 @@ def connect(
     path
         The DuckDB file. ``":memory:"`` gives a throwaway store (tests).
     read_only
-        Open without write access. The file must exist and be migrated.
+        Open without write access. The file must exist; a store made by an
+        older fieldtrust is first upgraded (migrated) with write access once.
     lock_timeout
         Seconds to keep retrying while another process holds the file.
 
@@ -80,6 +81,20 @@ def connect(
     con.execute("SET enable_progress_bar = false")
     if not read_only:
         migrate(con)
+    elif target != ":memory:" and pending_migrations(con):
+        # A store made by an older fieldtrust: readers expect the newer tables, so
+        # upgrade it once with write access (as a writer would) and read on.
+        con.close()
+        try:
+            connect(target, lock_timeout=lock_timeout).close()
+        except StoreLockedError:
+            raise
+        except (StoreError, duckdb.Error) as exc:
+            raise StoreError(
+                f"the store {target} was made by an older fieldtrust and must be upgraded"
+                f" once with write access, which failed: {exc}"
+            ) from exc
+        return connect(target, read_only=True, lock_timeout=lock_timeout)
     return con
 
 

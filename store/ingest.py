@@ -37,6 +37,7 @@ from store.readers import (
     stage_file,
     temp_name,
 )
+from store.rollup import append_batch
 from store.sql import quote_ident
 from store.validation import (
     Rule,
@@ -412,6 +413,7 @@ def _store(con: duckdb.DuckDBPyConnection, item: _Input) -> IngestResult:
         [batch_id],
     ).fetchone()
     added = int(row[0]) if row else 0
+    append_batch(con, batch_id, added)
     # A first_seen_at moves only earlier: a late file may hold older rows.
     con.execute(
         "INSERT INTO form_versions"

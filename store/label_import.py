@@ -52,6 +52,7 @@ from store.readers import (
     stage_file,
     temp_name,
 )
+from store.rollup import record_sampled
 from store.sql import quote_ident
 from store.validation import (
     Rule,
@@ -381,4 +382,6 @@ def _store(
     )
     chain_rows(con, "labels", {"import_batch_id": batch_id})
     chain_rows(con, "label_imports", {"batch_id": batch_id})
+    # Labels are read with their extraction's columns from this copy.
+    record_sampled(con, "SELECT extraction_id FROM labels WHERE import_batch_id = ?", [batch_id])
     return LabelImportResult(batch_id, source, typed.rows, added, typed.rows - blank - added, blank)

@@ -19,15 +19,27 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
+from store.rollup import is_current
 from store.scope import Scope
 from store.weeks import week_sql
 
 _LABELLED_SQL = """
-WITH labelled AS (  -- start from the few labels, not the many extractions
+WITH live AS (
+    SELECT * FROM effective_labels WHERE correct IS NOT NULL
+),
+facts AS (  -- the labelled rows' columns, from the small copy where it has them
+    SELECT s.* FROM sampled_extractions s SEMI JOIN live USING (extraction_id)
+    UNION ALL
+    SELECT e.extraction_id, e.doc_type, e.form_version, e.field, e.confidence, e.extracted_at
+    FROM extractions e
+    SEMI JOIN (SELECT extraction_id FROM live ANTI JOIN sampled_extractions USING (extraction_id))
+        USING (extraction_id)
+),
+labelled AS (
     SELECT e.extraction_id, e.doc_type, e.form_version, e.field, e.confidence,
            {week} AS week, l.correct, l.label_id, l.reviewer, l.review_round
-    FROM effective_labels l JOIN extractions e USING (extraction_id)
-    WHERE l.correct IS NOT NULL AND {where}
+    FROM live l JOIN facts e USING (extraction_id)
+    WHERE {where}
 ),
 design AS (
     SELECT extraction_id, inclusion_prob FROM (
@@ -47,9 +59,8 @@ srs_strata AS (  -- strata holding labels without a design; usually none
     FROM joined WHERE design_prob IS NULL GROUP BY ALL
 ),
 srs AS (  -- a simple random sample of its stratum: pi = n_h / N_h
-    SELECT e.doc_type, e.field, any_value(s.n_labelled) / count(*) AS srs_prob
-    FROM extractions e JOIN srs_strata s USING (doc_type, field)
-    WHERE {where}
+    SELECT p.doc_type, p.field, any_value(s.n_labelled) / sum(p.n) AS srs_prob
+    FROM ({population}) p JOIN srs_strata s USING (doc_type, field)
     GROUP BY ALL
 )
 SELECT j.extraction_id, j.doc_type, j.form_version, j.field, j.confidence, j.week,
@@ -72,5 +83,16 @@ def labelled_items(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> pa
     order rows were stored in.
     """
     where, params = scope.where("e")
-    sql = _LABELLED_SQL.format(week=week_sql("e.extracted_at"), where=where)
-    return con.sql(sql, params=params + params).to_arrow_table()
+    population, population_params = _population_sql(con, scope)
+    sql = _LABELLED_SQL.format(week=week_sql("e.extracted_at"), where=where,
+                               population=population)
+    return con.sql(sql, params=params + population_params).to_arrow_table()
+
+
+def _population_sql(con: duckdb.DuckDBPyConnection, scope: Scope) -> tuple[str, list[object]]:
+    """Stratum sizes in ``scope``: from the rollup when it is current, else counted."""
+    if is_current(con):
+        where, params = scope.where_week_labels("r")
+        return f"SELECT doc_type, field, n FROM extraction_counts r WHERE {where}", params
+    where, params = scope.where("e")
+    return f"SELECT doc_type, field, 1 AS n FROM extractions e WHERE {where}", params

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import duckdb
 
 from store.chain import chain_existing_rows
+from store.rollup import refresh_rollups
 
 
 @dataclass(frozen=True)
@@ -368,6 +369,72 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
         then=chain_existing_rows,
     ),
+    Migration(
+        "0014_store_extraction_rollups",
+        """
+        -- Derived caches, rebuilt from extractions whenever they fall out of
+        -- step (store.rollup): never history, never the truth.
+        -- Extraction counts per stratum, form version, ISO week and 0.005
+        -- confidence step; ingest appends each batch's counts.
+        CREATE TABLE extraction_counts (
+            doc_type       VARCHAR  NOT NULL,
+            field          VARCHAR  NOT NULL,
+            form_version   VARCHAR  NOT NULL,
+            week           VARCHAR  NOT NULL,
+            k              SMALLINT NOT NULL,  -- floor(confidence * 200)
+            n              BIGINT   NOT NULL,
+            sum_confidence DOUBLE   NOT NULL
+        );
+        -- What labels are read with, for every extraction drawn into an
+        -- audit sample or labelled: a few per cent of the rows, so reading
+        -- labels never joins every extraction.
+        CREATE TABLE sampled_extractions (
+            extraction_id VARCHAR   PRIMARY KEY,
+            doc_type      VARCHAR   NOT NULL,
+            form_version  VARCHAR   NOT NULL,
+            field         VARCHAR   NOT NULL,
+            confidence    DOUBLE    NOT NULL,
+            extracted_at  TIMESTAMP NOT NULL
+        );
+        """,
+        then=refresh_rollups,
+    ),
+    Migration(
+        "0015_store_effective_labels_rank_only_repeats",
+        """
+        -- The same rule as 0003: the live label of an extraction is its
+        -- adjudication, else its primary (or imported) label, else the latest;
+        -- ties go to the latest label_id. Ranking every label by a string
+        -- partition was most of the time of reading labels, and all but the
+        -- double-reviewed extractions have one live label: only those are ranked.
+        CREATE OR REPLACE VIEW effective_labels AS
+        WITH live AS (
+            SELECT * FROM labels l
+            WHERE NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)
+        ),
+        repeated AS (
+            SELECT extraction_id FROM live GROUP BY extraction_id HAVING count(*) > 1
+        ),
+        chosen AS (
+            SELECT * FROM live ANTI JOIN repeated USING (extraction_id)
+            UNION ALL
+            SELECT * EXCLUDE (rank_) FROM (
+                SELECT *, row_number() OVER (
+                    PARTITION BY extraction_id
+                    ORDER BY CASE review_round WHEN 'adjudication' THEN 0
+                                               WHEN 'primary' THEN 1
+                                               WHEN 'import' THEN 1 ELSE 2 END,
+                             labeled_at DESC, label_id DESC) AS rank_
+                FROM live SEMI JOIN repeated USING (extraction_id)
+            ) WHERE rank_ = 1
+        )
+        SELECT extraction_id, label_id, sample_id, verdict,
+               CASE verdict WHEN 'correct' THEN 1 WHEN 'incorrect' THEN 0 END AS correct,
+               corrected_value, corrected_status, error_type, error_detail,
+               reviewer, review_round, labeled_at
+        FROM chosen;
+        """,
+    ),
 )
 
 
@@ -379,6 +446,18 @@ def applied_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
     )
     rows = con.execute("SELECT name FROM schema_migrations ORDER BY applied_at, name").fetchall()
     return [name for (name,) in rows]
+
+
+def pending_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Names of the migrations this store lacks; works on a read-only connection."""
+    exists = con.sql(
+        "SELECT count(*) FROM duckdb_tables()"
+        " WHERE database_name = current_database() AND schema_name = 'main'"
+        " AND table_name = 'schema_migrations'"
+    ).fetchall()[0][0]
+    done = {name for (name,) in con.sql("SELECT name FROM schema_migrations").fetchall()} \
+        if exists else set()
+    return [m.name for m in MIGRATIONS if m.name not in done]
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import duckdb
 
 from store.sql import fetch_one
-from store.weeks import parse_week, shift_week, week_bounds, week_sql
+from store.weeks import iso_week, parse_week, shift_week, week_bounds, week_sql
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,26 @@ class Scope:
                 ranges.append(f"({alias}.extracted_at >= ? AND {alias}.extracted_at < ?)")
                 params.extend([start, end])
             clauses.append("(" + " OR ".join(ranges) + ")")
+        return self._and_columns(alias, clauses, params)
+
+    def where_week_labels(self, alias: str) -> tuple[str, list[object]]:
+        """:meth:`where` for a table whose ``week`` column holds ISO week text.
+
+        Such tables (the extraction rollup, store.rollup) hold one row per
+        week, so the labels compare directly; they are written as
+        ``2026-W05``, whatever spelling the scope was given.
+        """
+        clauses = []
+        params: list[object] = []
+        if self.weeks:
+            clauses.append(f"{alias}.week IN (SELECT unnest(?::VARCHAR[]))")
+            params.append(sorted({iso_week(week_bounds(week)[0]) for week in self.weeks}))
+        return self._and_columns(alias, clauses, params)
+
+    def _and_columns(
+        self, alias: str, clauses: list[str], params: list[object]
+    ) -> tuple[str, list[object]]:
+        """``clauses`` and the doc_type / form_version / field filters, joined by AND."""
         columns = (
             (f"{alias}.doc_type", self.doc_types),
             (f"{alias}.form_version", self.form_versions),

@@ -1,0 +1,153 @@
+"""Two derived caches that keep reports off the ten million extraction rows.
+
+``extraction_counts``: extraction counts per stratum, form version, week
+and confidence step (a rollup). ``sampled_extractions``: the columns labels
+are read with, for every extraction drawn into a sample or labelled.
+
+
+Calibration needs the population of every stratum as counts per ISO week,
+form version and 0.005-wide confidence step (STATS.md section 6), never the
+rows themselves. Aggregating ten million rows for every report took most of
+its time, so ingest appends each batch's counts to ``extraction_counts`` in
+the same transaction as the rows, and readers sum a few tens of thousands
+of count rows instead.
+
+The caches are never the truth: :func:`population_counts` checks that
+it accounts for every row of ``extractions`` (rows added with SQL outside
+fieldtrust, in tests or by hand, are not in it) and reads the rows directly
+when it does not; :func:`refresh` rebuilds it, and ingest does so whenever
+it finds it out of step. ``store.labelled`` joins the extractions a label
+is missing from ``sampled_extractions`` (imported labels, items written
+with SQL) against the full table, so that cache only ever saves time.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+
+from store.scope import Scope
+from store.sql import fetch_one
+
+#: Steps of the confidence grid (STATS.md section 6): ``k = floor(confidence * 200)``.
+GRID = 200
+
+# Weeks are counted as whole weeks since Monday 1900-01-01 and labelled after
+# aggregating: integer arithmetic on ten million timestamps costs a third of
+# date_trunc and a tenth of strftime. The 1e-9 keeps values such as 0.285
+# (stored as 0.28499999...) on their own grid step, as calibration.design does.
+_COUNTS_SQL = f"""
+WITH counts AS (
+    SELECT doc_type, field, form_version,
+           (epoch_us(extracted_at) - epoch_us(TIMESTAMP '1900-01-01'))
+               // 604800000000 AS week_index,
+           floor(confidence * {GRID} + 1e-9)::SMALLINT AS k,
+           count(*) AS n,
+           sum(confidence) AS sum_confidence
+    FROM extractions e
+    WHERE {{where}}
+    GROUP BY ALL
+)
+SELECT doc_type, field, form_version,
+       strftime(TIMESTAMP '1900-01-01' + to_weeks(week_index::INTEGER), '%G-W%V') AS week,
+       k, n, sum_confidence
+FROM counts
+"""
+
+_COLUMNS = "doc_type, field, form_version, week, k, n, sum_confidence"
+
+
+def append_batch(con: duckdb.DuckDBPyConnection, batch_id: str, rows_added: int) -> None:
+    """Add the counts of a batch just stored; call inside the ingest's transaction.
+
+    Rebuilds the whole rollup instead when it was already out of step (rows
+    added outside fieldtrust), so one ingest puts it right again.
+    """
+    if _rows_not_counted(con) != rows_added:
+        refresh(con)
+        return
+    sql = _COUNTS_SQL.format(where="e.batch_id = ?")
+    con.execute(f"INSERT INTO extraction_counts ({_COLUMNS}) {sql}", [batch_id])
+
+
+def refresh(con: duckdb.DuckDBPyConnection) -> None:
+    """Rebuild the rollup from every extraction (a derived cache: nothing is lost)."""
+    con.execute("DELETE FROM extraction_counts")
+    con.execute(f"INSERT INTO extraction_counts ({_COLUMNS}) {_COUNTS_SQL.format(where='TRUE')}")
+
+
+def is_current(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the rollup counts exactly the rows of ``extractions``."""
+    return _rows_not_counted(con) == 0
+
+
+def _rows_not_counted(con: duckdb.DuckDBPyConnection) -> int:
+    # Extractions are append-only, so equal totals mean the same rows.
+    # count(*) of a whole table comes from DuckDB's row counts, not a scan.
+    row = fetch_one(
+        con,
+        "SELECT (SELECT count(*) FROM extractions)"
+        " - (SELECT coalesce(sum(n), 0) FROM extraction_counts)",
+    )
+    return int(row[0]) if row else 0
+
+
+_SUMMED_SQL = """
+SELECT doc_type, field, form_version, week, k,
+       sum(n)::BIGINT AS n, sum(sum_confidence) AS sum_confidence
+FROM extraction_counts r
+WHERE {where}
+GROUP BY doc_type, field, form_version, week, k
+"""
+
+
+def population_counts(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> pa.Table:
+    """Extraction counts in ``scope`` per (doc_type, field, form_version, week, k).
+
+    Columns: doc_type, field, form_version, week (ISO text), k (grid step,
+    0 to 200), n, sum_confidence; one row per group, unordered. Read from
+    the rollup when it accounts for every extraction, else from the rows.
+    """
+    if is_current(con):
+        where, params = scope.where_week_labels("r")
+        return con.sql(_SUMMED_SQL.format(where=where), params=params).to_arrow_table()
+    where, params = scope.where("e")
+    return con.sql(_COUNTS_SQL.format(where=where), params=params).to_arrow_table()
+
+
+_SAMPLED_COLUMNS = "extraction_id, doc_type, form_version, field, confidence, extracted_at"
+
+
+def record_sampled(
+    con: duckdb.DuckDBPyConnection, extraction_ids_sql: str, params: list[object],
+    scope: Scope = Scope(),
+) -> None:
+    """Copy the extractions ``extraction_ids_sql`` selects into ``sampled_extractions``.
+
+    ``scope`` (the drawn week, say) lets DuckDB skip the row groups outside
+    it. Ids already copied are skipped.
+    """
+    where, scope_params = scope.where("e")
+    con.execute(
+        f"INSERT INTO sampled_extractions ({_SAMPLED_COLUMNS})"
+        f" SELECT {_SAMPLED_COLUMNS} FROM extractions e"
+        f" WHERE {where} AND e.extraction_id IN ({extraction_ids_sql})"
+        " AND e.extraction_id NOT IN (SELECT extraction_id FROM sampled_extractions)",
+        [*scope_params, *params],
+    )
+
+
+def refresh_sampled(con: duckdb.DuckDBPyConnection) -> None:
+    """Rebuild ``sampled_extractions`` from every audit item and label."""
+    con.execute("DELETE FROM sampled_extractions")
+    record_sampled(
+        con,
+        "SELECT extraction_id FROM audit_items UNION SELECT extraction_id FROM labels",
+        [],
+    )
+
+
+def refresh_rollups(con: duckdb.DuckDBPyConnection) -> None:
+    """Rebuild both caches (a migration runs this once on an existing store)."""
+    refresh(con)
+    refresh_sampled(con)

@@ -1,0 +1,140 @@
+"""The derived caches (store.rollup) give the same answers as reading every row."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import store
+from calibration.design import GRID
+from store import rollup
+from store.ingest import ingest_table
+from store.labelled import labelled_items
+from store.migrations import MIGRATIONS, pending_migrations
+from store.scope import Scope
+
+WEEK_START = dt.datetime(2026, 11, 2)  # Monday of 2026-W45
+
+
+def extractions(n: int, *, seed: int, prefix: str) -> pa.Table:
+    """``n`` rows over three weeks, two doc types, two fields, confidences on and off the grid."""
+    rng = np.random.default_rng(seed)
+    confidence = rng.choice([0.285, 0.9, 0.995, 1.0, 0.0], n) * (rng.random(n) < 0.5)
+    confidence = np.where(confidence == 0, rng.random(n), confidence)
+    return pa.table({
+        "extraction_id": [f"{prefix}{i}" for i in range(n)],
+        "doc_id": [f"d{i // 2}" for i in range(n)],
+        "doc_type": rng.choice(["invoice", "receipt"], n).tolist(),
+        "form_version": rng.choice(["v1", "v2"], n).tolist(),
+        "field": rng.choice(["total", "tax"], n).tolist(),
+        "value": ["1"] * n,
+        "confidence": confidence,
+        "extracted_at": [WEEK_START + dt.timedelta(hours=int(h))
+                         for h in rng.integers(0, 21 * 24, n)],
+    })
+
+
+def counted_from_rows(con: duckdb.DuckDBPyConnection, scope: Scope) -> list[tuple[object, ...]]:
+    where, params = scope.where("e")
+    return sorted(con.sql(rollup._COUNTS_SQL.format(where=where), params=params).fetchall())
+
+
+def as_rows(table: pa.Table) -> list[tuple[object, ...]]:
+    return sorted(zip(*(table.column(c).to_pylist() for c in table.column_names), strict=True))
+
+
+SCOPES = [
+    Scope(),
+    Scope(weeks=("2026-W46",)),
+    Scope(weeks=("2026-W45", "2026-W47"), doc_types=("receipt",), fields=("tax",)),
+    Scope(form_versions=("v2",)),
+]
+
+
+@pytest.mark.parametrize("scope", SCOPES, ids=["all", "one-week", "filtered", "version"])
+def test_the_rollup_after_several_ingests_equals_counting_every_row(
+    con: duckdb.DuckDBPyConnection, scope: Scope
+) -> None:
+    ingest_table(con, extractions(3000, seed=1, prefix="a"), source="a")
+    ingest_table(con, extractions(2000, seed=2, prefix="b"), source="b")
+    ingest_table(con, extractions(2500, seed=1, prefix="a"), source="a again")  # all repeats
+    assert rollup.is_current(con)
+    got = as_rows(rollup.population_counts(con, scope))
+    expected = counted_from_rows(con, scope)
+    # doc_type, field, form_version, week, k and n exactly; the sums of confidence
+    # differ only by the order they were added in.
+    assert [row[:6] for row in got] == [row[:6] for row in expected]
+    assert [row[6] for row in got] == pytest.approx([row[6] for row in expected])
+    where, params = scope.where("e")
+    stored = con.sql(f"SELECT count(*) FROM extractions e WHERE {where}", params=params)
+    assert sum(row[5] for row in got) == stored.fetchall()[0][0] > 0
+
+
+def test_rows_added_outside_fieldtrust_are_read_from_the_table_until_an_ingest_rebuilds(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    ingest_table(con, extractions(500, seed=3, prefix="a"), source="a")
+    con.execute(
+        "INSERT INTO extractions (extraction_id, doc_id, doc_type, form_version, field, value,"
+        " value_status, confidence, extracted_at, batch_id)"
+        " VALUES ('by-hand', 'd', 'memo', 'v9', 'total', '1', 'present', 0.5, ?, 'sql')",
+        [WEEK_START],
+    )
+    assert not rollup.is_current(con)
+    by_hand = [r for r in as_rows(rollup.population_counts(con)) if r[0] == "memo"]
+    assert by_hand == [("memo", "total", "v9", "2026-W45", 100, 1, 0.5)]
+
+    ingest_table(con, extractions(200, seed=4, prefix="b"), source="b")
+    assert rollup.is_current(con)  # the ingest found it out of step and rebuilt it
+    assert as_rows(rollup.population_counts(con)) == counted_from_rows(con, Scope())
+
+
+def test_labels_read_the_same_with_or_without_the_sampled_copy(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    ingest_table(con, extractions(400, seed=5, prefix="a"), source="a")
+    labelled = [f"a{i}" for i in range(0, 400, 3)]
+    con.executemany(
+        "INSERT INTO labels (label_id, extraction_id, verdict, reviewer, review_round,"
+        " labeled_at) VALUES (?, ?, ?, 'ana', 'import', ?)",
+        [[f"l{i}", e, "correct" if i % 4 else "incorrect", WEEK_START]
+         for i, e in enumerate(labelled)],
+    )
+    from_rows = labelled_items(con, Scope(weeks=("2026-W46",)))
+    rollup.record_sampled(con, "SELECT unnest(?::VARCHAR[])", [labelled[::2]])
+    partly = labelled_items(con, Scope(weeks=("2026-W46",)))
+    rollup.refresh_sampled(con)
+    assert con.sql("SELECT count(*) FROM sampled_extractions").fetchall() == [(len(labelled),)]
+    fully = labelled_items(con, Scope(weeks=("2026-W46",)))
+    assert from_rows.num_rows > 0
+    assert partly.equals(from_rows) and fully.equals(from_rows)
+
+
+def test_a_read_only_open_upgrades_a_store_made_by_an_older_fieldtrust(tmp_path: Path) -> None:
+    path = tmp_path / "old.duckdb"
+    con = store.connect(path)
+    ingest_table(con, extractions(300, seed=6, prefix="a"), source="a")
+    # As an older fieldtrust left it: without the newest migration's tables.
+    con.execute("DROP TABLE extraction_counts")
+    con.execute("DROP TABLE sampled_extractions")
+    newest = [m.name for m in MIGRATIONS if m.name >= "0014"]
+    con.execute("DELETE FROM schema_migrations WHERE name IN (SELECT unnest(?::VARCHAR[]))",
+                [newest])
+    con.close()
+
+    reader = store.connect(path, read_only=True)
+    try:
+        assert pending_migrations(reader) == []
+        assert rollup.is_current(reader)
+        assert as_rows(rollup.population_counts(reader)) == counted_from_rows(reader, Scope())
+    finally:
+        reader.close()
+
+
+def test_the_rollup_uses_the_calibration_grid() -> None:
+    assert rollup.GRID == GRID
