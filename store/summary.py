@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from store.rollup import is_current
 from store.sql import fetch_one
 from store.weeks import iso_week, week_sql
 
@@ -70,6 +71,17 @@ def filter_options(con: duckdb.DuckDBPyConnection) -> FilterOptions:
         ``weeks`` oldest first (``'2026-W48'``); ``doc_types`` sorted;
         ``form_versions`` as (doc_type, form_version) pairs sorted by both.
     """
+    if is_current(con):  # the rollup holds every week and version in a few thousand rows
+        weeks = [w for (w,) in con.sql(
+            "SELECT DISTINCT week FROM extraction_counts ORDER BY week").fetchall()]
+        versions = con.sql(
+            "SELECT DISTINCT doc_type, form_version FROM extraction_counts ORDER BY ALL"
+        ).fetchall()
+        return FilterOptions(
+            weeks=tuple(str(w) for w in weeks),
+            doc_types=tuple(sorted({str(doc_type) for doc_type, _ in versions})),
+            form_versions=tuple((str(d), str(v)) for d, v in versions),
+        )
     # Truncating to the Monday is cheaper than formatting every timestamp as a
     # week label; only the few distinct Mondays are formatted, in Python.
     mondays = con.sql(

@@ -138,3 +138,17 @@ def test_a_read_only_open_upgrades_a_store_made_by_an_older_fieldtrust(tmp_path:
 
 def test_the_rollup_uses_the_calibration_grid() -> None:
     assert rollup.GRID == GRID
+
+
+def test_filter_options_read_from_the_rollup_equal_those_read_from_the_rows(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    from store.summary import filter_options
+
+    ingest_table(con, extractions(600, seed=7, prefix="a"), source="a")
+    from_rollup = filter_options(con)
+    con.execute("DELETE FROM extraction_counts")  # out of step: read from the rows
+    assert not rollup.is_current(con)
+    assert filter_options(con) == from_rollup
+    assert from_rollup.weeks == ("2026-W45", "2026-W46", "2026-W47")
+    assert from_rollup.doc_types == ("invoice", "receipt")
