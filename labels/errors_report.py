@@ -13,13 +13,14 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
+from store.rollup import extraction_columns_sql
 from store.scope import Scope
 
 _REPORT_SQL = """
 WITH labelled AS (
     SELECT e.doc_type, e.field, e.form_version, l.correct,
            coalesce(l.error_type, 'unspecified') AS error_type
-    FROM effective_labels l JOIN extractions e USING (extraction_id)
+    FROM effective_labels l JOIN {labelled} e USING (extraction_id)
     WHERE l.correct IS NOT NULL AND {where}
 ),
 groups AS (
@@ -49,4 +50,6 @@ def error_report(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> pa.T
     Groups without any error do not appear.
     """
     where, params = scope.where("e")
-    return con.sql(_REPORT_SQL.format(where=where), params=params).to_arrow_table()
+    labelled = extraction_columns_sql("SELECT extraction_id FROM effective_labels")
+    sql = _REPORT_SQL.format(where=where, labelled=labelled)
+    return con.sql(sql, params=params).to_arrow_table()

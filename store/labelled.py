@@ -19,7 +19,7 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
-from store.rollup import is_current
+from store.rollup import extraction_columns_sql, is_current
 from store.scope import Scope
 from store.weeks import week_sql
 
@@ -27,14 +27,7 @@ _LABELLED_SQL = """
 WITH live AS (
     SELECT * FROM effective_labels WHERE correct IS NOT NULL
 ),
-facts AS (  -- the labelled rows' columns, from the small copy where it has them
-    SELECT s.* FROM sampled_extractions s SEMI JOIN live USING (extraction_id)
-    UNION ALL
-    SELECT e.extraction_id, e.doc_type, e.form_version, e.field, e.confidence, e.extracted_at
-    FROM extractions e
-    SEMI JOIN (SELECT extraction_id FROM live ANTI JOIN sampled_extractions USING (extraction_id))
-        USING (extraction_id)
-),
+facts AS {facts},  -- the labelled rows' columns, from the small copy where it has them
 labelled AS (
     SELECT e.extraction_id, e.doc_type, e.form_version, e.field, e.confidence,
            {week} AS week, l.correct, l.label_id, l.reviewer, l.review_round
@@ -84,8 +77,10 @@ def labelled_items(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> pa
     """
     where, params = scope.where("e")
     population, population_params = _population_sql(con, scope)
-    sql = _LABELLED_SQL.format(week=week_sql("e.extracted_at"), where=where,
-                               population=population)
+    sql = _LABELLED_SQL.format(
+        week=week_sql("e.extracted_at"), where=where, population=population,
+        facts=extraction_columns_sql("SELECT extraction_id FROM live"),
+    )
     return con.sql(sql, params=params + population_params).to_arrow_table()
 
 

@@ -151,3 +151,23 @@ def refresh_rollups(con: duckdb.DuckDBPyConnection) -> None:
     """Rebuild both caches (a migration runs this once on an existing store)."""
     refresh(con)
     refresh_sampled(con)
+
+
+def extraction_columns_sql(ids_sql: str) -> str:
+    """A subquery of the extractions ``ids_sql`` (a SELECT of extraction_id) lists.
+
+    Columns: extraction_id, doc_type, form_version, field, confidence,
+    extracted_at. Read from ``sampled_extractions`` where copied; only the
+    ids missing there are looked up in ``extractions`` (DuckDB skips that
+    scan when none are missing).
+    """
+    return f"""(
+        SELECT s.{_SAMPLED_COLUMNS.replace(', ', ', s.')}
+        FROM sampled_extractions s SEMI JOIN ({ids_sql}) ids USING (extraction_id)
+        UNION ALL
+        SELECT e.{_SAMPLED_COLUMNS.replace(', ', ', e.')}
+        FROM extractions e SEMI JOIN (
+            SELECT extraction_id FROM ({ids_sql}) ids ANTI JOIN sampled_extractions
+                USING (extraction_id)
+        ) missing USING (extraction_id)
+    )"""

@@ -152,3 +152,21 @@ def test_filter_options_read_from_the_rollup_equal_those_read_from_the_rows(
     assert filter_options(con) == from_rollup
     assert from_rollup.weeks == ("2026-W45", "2026-W46", "2026-W47")
     assert from_rollup.doc_types == ("invoice", "receipt")
+
+
+def test_the_error_report_reads_the_same_with_or_without_the_sampled_copy(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    from labels.errors_report import error_report
+
+    ingest_table(con, extractions(300, seed=8, prefix="a"), source="a")
+    con.executemany(
+        "INSERT INTO labels (label_id, extraction_id, verdict, error_type, reviewer,"
+        " review_round, labeled_at) VALUES (?, ?, ?, ?, 'ana', 'import', ?)",
+        [[f"l{i}", f"a{i}", "incorrect" if i % 3 else "correct",
+          "misread_characters" if i % 2 else None, WEEK_START] for i in range(0, 300, 2)],
+    )
+    from_rows = error_report(con)
+    rollup.refresh_sampled(con)
+    assert from_rows.num_rows > 0
+    assert error_report(con).equals(from_rows)
