@@ -29,7 +29,7 @@ import duckdb
 from labels._tx import first_row, write_with_retry
 from labels.errors import LabelError
 from labels.roles import require, user_name
-from store.chain import chain_rows
+from store.chain import chain_returned
 from store.connection import utc_now
 
 
@@ -224,14 +224,12 @@ def skip(
                 f"extraction {extraction_id!r} already has its {row[0]} label; supersede the"
                 " label to change it instead of skipping"
             )
-        skipped_at = utc_now()
-        tx.execute(
+        inserted = tx.execute(
             "INSERT INTO skips (sample_id, extraction_id, reviewer, reason, skipped_at)"
-            " VALUES (?, ?, ?, ?, ?)",
-            [sample_id, extraction_id, actor, reason.strip(), skipped_at],
+            " VALUES (?, ?, ?, ?, ?) RETURNING *",
+            [sample_id, extraction_id, actor, reason.strip(), utc_now()],
         )
-        chain_rows(tx, "skips", {"sample_id": sample_id, "extraction_id": extraction_id,
-                                 "reviewer": actor, "skipped_at": skipped_at})
+        chain_returned(tx, "skips", inserted)
         # Assignments are a work queue, not history: releasing one is what
         # puts the item back in the pool. The skip row keeps the record.
         tx.execute(

@@ -27,7 +27,7 @@ from labels._tx import first_row, write_with_retry
 from labels.errors import DecisionError
 from labels.evidence import freeze
 from labels.roles import require, user_name
-from store.chain import chain_rows
+from store.chain import chain_returned
 from store.connection import utc_now
 
 #: What a decision can do to a stratum.
@@ -143,11 +143,12 @@ def decide(
             decided_at=_after_latest(tx, doc_type, field),
             evidence_id=freeze(tx, payload),
         )
-        tx.execute(
-            f"INSERT INTO decisions ({_DECISION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        inserted = tx.execute(
+            f"INSERT INTO decisions ({_DECISION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " RETURNING *",
             [getattr(decision, name.strip()) for name in _DECISION_COLUMNS.split(",")],
         )
-        chain_rows(tx, "decisions", {"decision_id": decision.decision_id})
+        chain_returned(tx, "decisions", inserted)
         return decision
 
     return write_with_retry(con, work, what=f"recording {action} of {doc_type}/{field}")

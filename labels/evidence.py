@@ -22,7 +22,7 @@ import numpy as np
 
 from labels._tx import first_row
 from labels.errors import DecisionError
-from store.chain import chain_rows
+from store.chain import chain_returned
 from store.connection import utc_now
 
 
@@ -47,13 +47,13 @@ def freeze(con: duckdb.DuckDBPyConnection, payload: Mapping[str, Any]) -> str:
     """Store ``payload`` as a snapshot (in the caller's transaction); return its id."""
     text = canonical_json(payload)
     evidence_id = evidence_id_of(text)
+    # The same payload twice is stored, and chained, once: a conflict returns no row.
     inserted = con.execute(
         "INSERT INTO evidence_snapshots (evidence_id, created_at, payload_json) VALUES (?, ?, ?)"
-        " ON CONFLICT DO NOTHING",
+        " ON CONFLICT DO NOTHING RETURNING *",
         [evidence_id, utc_now(), text],
-    ).fetchall()
-    if inserted and inserted[0][0]:  # the same payload twice is stored, and chained, once
-        chain_rows(con, "evidence_snapshots", {"evidence_id": evidence_id})
+    )
+    chain_returned(con, "evidence_snapshots", inserted)
     return evidence_id
 
 

@@ -23,7 +23,7 @@ import duckdb
 
 from labels._tx import first_row, write_with_retry
 from labels.errors import LabelError, PermissionDenied
-from store.chain import chain_rows
+from store.chain import chain_returned
 from store.connection import utc_now
 
 #: Roles a user can hold; ``none`` (revoked) is also grantable.
@@ -152,11 +152,12 @@ def grant_role(con: duckdb.DuckDBPyConnection, actor: str, user: str, role: str)
             require(tx, actor, "grant_roles")
             _refuse_removing_last_admin(tx, user, role)
         granted_at = _after_latest(tx, user)
-        tx.execute(
-            "INSERT INTO user_roles (user_name, role, granted_by, granted_at) VALUES (?, ?, ?, ?)",
+        inserted = tx.execute(
+            "INSERT INTO user_roles (user_name, role, granted_by, granted_at) VALUES (?, ?, ?, ?)"
+            " RETURNING *",
             [user, role, actor, granted_at],
         )
-        chain_rows(tx, "user_roles", {"user_name": user, "granted_at": granted_at})
+        chain_returned(tx, "user_roles", inserted)
         return RoleGrant(user, role, actor, granted_at)
 
     return write_with_retry(con, work, what=f"granting {role} to {user}")

@@ -26,7 +26,7 @@ from labels._tx import first_row, write_with_retry
 from labels.errors import LabelConflict, LabelError, LabelFieldError
 from labels.roles import require, user_name
 from labels.taxonomy import check_correction, check_error
-from store.chain import chain_rows
+from store.chain import chain_returned
 from store.connection import utc_now
 
 #: The verdicts a reviewer can give; 'unclear' = the source cannot be read.
@@ -305,8 +305,9 @@ def insert_label(
         supersedes=supersedes,
         **fields,
     )
-    con.execute(
-        f"INSERT INTO labels ({_LABEL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    inserted = con.execute(
+        f"INSERT INTO labels ({_LABEL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " RETURNING *",
         [
             label.label_id, label.extraction_id, label.sample_id, label.verdict,
             label.corrected_value, label.corrected_status, label.error_type,
@@ -314,7 +315,7 @@ def insert_label(
             label.supersedes,
         ],
     )
-    chain_rows(con, "labels", {"label_id": label.label_id})
+    chain_returned(con, "labels", inserted)
     return label
 
 

@@ -21,7 +21,9 @@ the second fails to commit (DuckDB's duplicate-key conflict) and is retried
 by the caller on the new head (``labels._tx.write_with_retry``). The rows are
 read back rather than serialised from the writer's Python values so that a
 row always serialises exactly as :mod:`store.verify` will read it (an int
-threshold comes back a float, for instance).
+threshold comes back a float, for instance): a writer of one row adds
+``RETURNING *`` to its INSERT and hands the result to :func:`chain_returned`,
+which costs one more statement per write (the head is read inside it).
 """
 
 from __future__ import annotations
@@ -36,6 +38,17 @@ from typing import Any
 import duckdb
 
 from store.sql import quote_ident
+
+# One row: read the head and append in one statement (DuckDB's sha256 is the
+# same hex digest as hashlib's over the UTF-8 text, see link_hash).
+_APPEND_ONE = """
+INSERT INTO history_chain (seq, table_name, row_key, row_json, row_hash, chained_at)
+SELECT coalesce(max(seq), 0) + 1, $table, $key, $json,
+       sha256(coalesce(arg_max(row_hash, seq), $genesis) || chr(10) || $table || chr(10) || $json),
+       $now
+FROM history_chain
+RETURNING seq, row_hash
+"""
 
 #: The "previous hash" of the first chain entry.
 GENESIS = "0" * 64
@@ -102,14 +115,29 @@ def chain_head(con: duckdb.DuckDBPyConnection) -> ChainHead:
     return ChainHead(int(rows[0][0]), str(rows[0][1])) if rows else ChainHead(0, GENESIS)
 
 
+def chain_returned(
+    con: duckdb.DuckDBPyConnection, table: str, inserted: duckdb.DuckDBPyConnection
+) -> int:
+    """Chain the rows an ``INSERT INTO table ... RETURNING *`` just wrote; return how many.
+
+    ``inserted`` is what ``con.execute`` returned for that INSERT, unread; call
+    this inside the same transaction.
+    """
+    names = [d[0] for d in inserted.description or ()]
+    rows = [dict(zip(names, values, strict=True)) for values in inserted.fetchall()]
+    append_entries(con, [(table, row) for row in rows])
+    return len(rows)
+
+
 def chain_rows(
     con: duckdb.DuckDBPyConnection, table: str, match: Mapping[str, object]
-) -> ChainHead:
-    """Append the rows of ``table`` matching ``match`` to the chain; return the new head.
+) -> int:
+    """Append the rows of ``table`` matching ``match`` to the chain; return how many.
 
-    Call it inside the transaction that inserted the rows. ``match`` maps
-    column -> value, or column -> list of values (any of them); the rows are
-    chained in the table's insertion order (:data:`CHAINED`).
+    For writers of many rows at once (an import, the demo). Call it inside the
+    transaction that inserted the rows. ``match`` maps column -> value, or
+    column -> list of values (any of them); the rows are chained in the
+    table's insertion order (:data:`CHAINED`).
     """
     spec = CHAINED[table]
     conditions: list[str] = []
@@ -124,16 +152,29 @@ def chain_rows(
     order = ", ".join(quote_ident(c) for c in spec.order)
     rows = _rows(con, f"SELECT * FROM {quote_ident(table)} WHERE {' AND '.join(conditions)}"
                       f" ORDER BY {order}", params)
-    return append_entries(con, [(table, row) for row in rows])
+    append_entries(con, [(table, row) for row in rows])
+    return len(rows)
 
 
 def append_entries(
     con: duckdb.DuckDBPyConnection, rows: Sequence[tuple[str, Mapping[str, Any]]]
-) -> ChainHead:
-    """Chain ``(table, row)`` pairs after the current head, in the order given."""
-    head = chain_head(con)
+) -> ChainHead | None:
+    """Chain ``(table, row)`` pairs after the current head, in the order given.
+
+    Returns the new head, or None when ``rows`` is empty (nothing is read then).
+    """
     if not rows:
-        return head
+        return None
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    if len(rows) == 1:
+        table, row = rows[0]
+        text = row_json(row)
+        appended = con.execute(_APPEND_ONE, {
+            "table": table, "key": row_key(table, row), "json": text, "genesis": GENESIS,
+            "now": now,
+        }).fetchall()
+        return ChainHead(int(appended[0][0]), str(appended[0][1]))
+    head = chain_head(con)
     seqs, tables, keys, texts, hashes = [], [], [], [], []
     previous = head.row_hash
     for offset, (table, row) in enumerate(rows, start=1):
@@ -149,7 +190,7 @@ def append_entries(
         "INSERT INTO history_chain (seq, table_name, row_key, row_json, row_hash, chained_at)"
         " SELECT unnest(?::BIGINT[]), unnest(?::VARCHAR[]), unnest(?::VARCHAR[]),"
         " unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), ?",
-        [seqs, tables, keys, texts, hashes, dt.datetime.now(dt.UTC).replace(tzinfo=None)],
+        [seqs, tables, keys, texts, hashes, now],
     )
     return ChainHead(seqs[-1], previous)
 
