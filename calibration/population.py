@@ -225,20 +225,26 @@ def _audited_week(
     """Blocks (one per band) and merged cells of one audited week; assigns its labels."""
     blocks = _week_blocks(week_cells)
     spans = blocks if blocks else [("*", (0, N_GRID))]
+    # Population per band and probability, summed once (cells of both form-version
+    # statuses can share them).
+    caps: dict[str, dict[float, int]] = {}
+    for c in week_cells:
+        band_caps = caps.setdefault("*" if blocks is None else c.band, {})
+        band_caps[c.inclusion_prob] = band_caps.get(c.inclusion_prob, 0) + c.n_population
+    k = label_k[label_index]
     covered = np.zeros(N_GRID, dtype=bool)
     for band, (lo, hi) in spans:
-        block = parts.add_block(np.where((np.arange(N_GRID) >= lo) & (np.arange(N_GRID) < hi),
-                                         week_hist, 0))
+        hist = np.zeros(N_GRID, dtype=np.int64)
+        hist[lo:hi] = week_hist[lo:hi]
+        block = parts.add_block(hist)
         covered[lo:hi] = True
-        members = [c for c in week_cells if band in ("*", c.band)]
-        in_band = label_index[(label_k[label_index] >= lo) & (label_k[label_index] < hi)]
-        for pi in sorted({c.inclusion_prob for c in members}):
-            cap = sum(c.n_population for c in members if c.inclusion_prob == pi)
+        in_band = label_index[(k >= lo) & (k < hi)]
+        pis = label_pi[in_band]
+        for pi, cap in sorted(caps.get(band, {}).items()):
             cell = parts.add_cell(block, pi, float(cap))
             # np.isclose(rtol=1e-9, atol=0) written out: called per week, band and
             # probability of every stratum, its generality cost more than the test.
-            hit = in_band[np.abs(label_pi[in_band] - pi) <= 1e-9 * abs(pi)]
-            label_cell[hit] = cell
+            label_cell[in_band[np.abs(pis - pi) <= 1e-9 * abs(pi)]] = cell
     if not covered.all():
         # Confidences no band of the sample covers: population without a design.
         parts.add_block(np.where(covered, 0, week_hist))
