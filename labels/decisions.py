@@ -29,6 +29,7 @@ from labels.evidence import freeze
 from labels.roles import require, user_name
 from store.chain import chain_returned
 from store.connection import utc_now
+from store.rollup import extraction_columns_sql
 
 #: What a decision can do to a stratum.
 DECISION_ACTIONS: tuple[str, ...] = ("approve", "reject", "revoke")
@@ -250,10 +251,19 @@ def _revocable_threshold(
 
 
 def _weeks_in(evidence: Mapping[str, object]) -> list[str] | None:
-    for key in ("weeks", "weeks_checked"):
+    """The weeks whose audit designs the evidence rests on, or None for all of them.
+
+    A calibration candidate's evidence (calibration.candidates) names them
+    ``audit_weeks``; hand-made evidence may say ``weeks``, or list
+    ``weeks_checked`` as week labels or as the stability checks' records.
+    """
+    for key in ("audit_weeks", "weeks", "weeks_checked"):
         weeks = evidence.get(key)
-        if isinstance(weeks, list | tuple) and all(isinstance(w, str) for w in weeks):
-            return [str(w) for w in weeks]
+        if not isinstance(weeks, list | tuple):
+            continue
+        labels = [w.get("week") if isinstance(w, Mapping) else w for w in weeks]
+        if all(isinstance(w, str) for w in labels):
+            return [str(w) for w in labels]
     return None
 
 
@@ -261,13 +271,14 @@ def _designs(
     con: duckdb.DuckDBPyConnection, doc_type: str, field: str, weeks: list[str] | None
 ) -> list[dict[str, Any]]:
     """The audit samples behind the stratum's labels (in ``weeks`` when given), designs included."""
+    labelled = extraction_columns_sql("SELECT extraction_id FROM effective_labels")
     rows = con.execute(
-        """
+        f"""
         SELECT s.sample_id, s.week, s.version, s.seed, s.design_sha256, s.design_json
         FROM audit_samples s
         WHERE ($weeks IS NULL OR s.week IN (SELECT unnest($weeks::VARCHAR[])))
           AND EXISTS (SELECT 1 FROM audit_items i
-                      JOIN extractions e USING (extraction_id)
+                      JOIN {labelled} e USING (extraction_id)
                       JOIN effective_labels l USING (extraction_id)
                       WHERE i.sample_id = s.sample_id
                         AND e.doc_type = $doc_type AND e.field = $field)

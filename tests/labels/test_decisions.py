@@ -148,3 +148,21 @@ def test_the_library_offers_no_way_to_edit_or_delete_history() -> None:
     assert not re.search(rf"DELETE\s+FROM\s+{history}\b", source, re.IGNORECASE)
     # The only DELETE releases a work-queue assignment on a skip.
     assert re.findall(r"DELETE\s+FROM\s+(\w+)", source) == ["assignments"]
+
+
+@pytest.mark.parametrize("evidence", [
+    {"audit_weeks": ["2026-W09"], "weeks_checked": [{"week": "2026-W10", "accuracy": 0.99}]},
+    {"weeks_checked": [{"week": "2026-W09", "accuracy": 0.99}]},
+    {"weeks": ["2026-W09"]},
+], ids=["candidate-evidence", "stability-records", "plain-weeks"])
+def test_the_frozen_designs_are_those_of_the_weeks_the_evidence_names(
+    review_store: duckdb.DuckDBPyConnection, evidence: dict[str, object]
+) -> None:
+    # The store's only sample is of 2026-W10: evidence resting on 2026-W09 names no design.
+    record_verdict(review_store, actor="alice", extraction_id="e00", verdict="correct")
+    decision = _approve(review_store, evidence=evidence)
+    payload = evidence_payload(review_store, decision.evidence_id)  # type: ignore[attr-defined]
+    assert payload["designs"] == []
+    everything = _approve(review_store, evidence={"note": "no weeks named"}, comment="again")
+    all_designs = evidence_payload(review_store, everything.evidence_id)  # type: ignore[attr-defined]
+    assert [d["week"] for d in all_designs["designs"]] == ["2026-W10"]
