@@ -1,6 +1,6 @@
 """Make a synthetic extraction file for ingest timing, and optionally time it.
 
-    python bench/make_ingest_file.py --rows 1000000 --out /tmp/ingest.parquet --time
+    python -m bench.make_ingest_file --rows 1000000 --out /tmp/ingest.parquet --time
 
 ``--time`` ingests the file into a fresh store with ``store.ingest.ingest_files``
 and, in the same process, runs the bare baseline ``INSERT INTO extractions
