@@ -34,7 +34,8 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 @click.command(
     epilog="Example: fieldtrust sample --week 2026-W48 --design design.toml --out w48.csv"
     " --as carol\n\n"
-    "Fill the verdict and reviewer columns of w48.csv, then: fieldtrust labels import w48.csv\n\n"
+    "Fill the verdict and reviewer columns of w48.csv, then: fieldtrust labels import w48.csv"
+    " --as carol\n\n"
     "Drawing needs a user with the qa_lead role. A scheduled nightly draw runs as a user"
     " granted qa_lead for it: fieldtrust users grant nightly-audit qa_lead --as ADMIN, then"
     " fieldtrust sample --week ... --as nightly-audit.",
