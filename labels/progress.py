@@ -25,8 +25,8 @@ from labels.assignment import current_sample
 from labels.errors import LabelError
 
 _CELL_PROGRESS_SQL = """
-SELECT c.sample_id, c.cell, c.doc_type, c.field, c.band, c.version_status, c.n_population, c.n_sample,
-       c.inclusion_prob,
+SELECT c.sample_id, c.cell, c.doc_type, c.field, c.band, c.version_status, c.n_population,
+       c.n_sample, c.inclusion_prob,
        count(i.extraction_id) FILTER (WHERE EXISTS (
            SELECT 1 FROM labels l WHERE l.extraction_id = i.extraction_id
              AND l.review_round IN ('primary', 'import', 'adjudication'))) AS n_labelled
