@@ -66,10 +66,9 @@ HOSTILE = (
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 BASE_TABLES = (
     "assignments", "audit_cells", "audit_items", "audit_samples", "decisions", "demo_truth",
-    "evidence_snapshots", "extraction_log", "extractions", "form_versions", "history_chain",
-    "ingest_batches",
-    "label_imports", "labels", "recalibration_knots", "recalibration_maps", "schema_migrations",
-    "skips", "user_roles",
+    "evidence_snapshots", "extraction_counts", "extraction_log", "extractions", "form_versions",
+    "history_chain", "ingest_batches", "label_imports", "labels", "recalibration_knots",
+    "recalibration_maps", "sampled_extractions", "schema_migrations", "skips", "user_roles",
 )
 
 
