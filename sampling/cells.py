@@ -43,10 +43,13 @@ def checked_week(week: str) -> str:
     return week.strip()
 
 
-def population_sql(week: str, design: Design) -> tuple[str, dict[str, Any]]:
+def population_sql(
+    week: str, design: Design, extra_columns: tuple[str, ...] = ()
+) -> tuple[str, dict[str, Any]]:
     """A SELECT of the week's extractions with their band index (0 = lowest band).
 
-    Columns: extraction_id, doc_type, field, form_version, band_index. With
+    Columns: extraction_id, doc_type, field, form_version, band_index, then
+    ``extra_columns`` of ``extractions`` (names from this module only). With
     the version status of each (doc_type, form_version) these locate an
     item's cell; no text label is built per row, and no per-row join with
     ``form_versions`` is needed (both cost more than the whole count).
@@ -62,6 +65,7 @@ def population_sql(week: str, design: Design) -> tuple[str, dict[str, Any]]:
     band = f"CASE {' '.join(cases)} ELSE {last} END" if cases else "0"
     sql = f"""
         SELECT e.extraction_id, e.doc_type, e.field, e.form_version, {band} AS band_index
+               {"".join(f", e.{column}" for column in extra_columns)}
         FROM extractions e
         WHERE e.extracted_at >= $start AND e.extracted_at < $end
     """

@@ -31,12 +31,16 @@ from sampling.design import Design
 from sampling.errors import SamplingError
 from sampling.prn import prn_hash_sql, prn_sql
 from store.connection import transaction, utc_now
-from store.rollup import record_sampled
-from store.scope import Scope
+from store.rollup import record_sampled_rows
 
 #: Chance that a cell's candidate cutoff holds fewer than ``n_h`` items; then the
 #: draw falls back to ranking every row, so the cutoff only saves time.
 _CUTOFF_MISS = 1e-12
+
+#: The draw's picks, per connection, until they are stored.
+_PICKS = "_fieldtrust_draw_picks"
+#: Columns of the picks copied to sampled_extractions beside doc_type, field, form_version.
+_COPIED = ("confidence", "extracted_at")
 
 _CELLS_SQL = """
 SELECT cell, doc_type, field, band, version_status, n_population, n_sample, inclusion_prob
@@ -276,8 +280,8 @@ def _insert_items(
         con.execute("DELETE FROM audit_items WHERE sample_id = ?", [sample_id])
         _select(con, sample_id, week, seed, design, cells, np.full(len(cells), 2.0))
     # Labels of these items are read from this copy, not by joining every extraction.
-    record_sampled(con, "SELECT extraction_id FROM audit_items WHERE sample_id = ?",
-                   [sample_id], Scope(weeks=(week,)))
+    record_sampled_rows(con, _PICKS)
+    con.execute(f"DROP TABLE {_PICKS}")
 
 
 def _select(
@@ -289,7 +293,7 @@ def _select(
     cells: pd.DataFrame,
     cutoffs: np.ndarray,
 ) -> None:
-    population, params = population_sql(week, design)
+    population, params = population_sql(week, design, _COPIED)
     # Double review: the first share of each cell in PRN order, itself a simple
     # random sample of the cell (round half up, so a cell of 5 gets one at 10%).
     double = np.floor(cells["n_sample"].to_numpy() * design.double_review_share + 0.5)
@@ -297,7 +301,6 @@ def _select(
     # join on columns they already have.
     parts = cells.assign(n_double=double.astype(np.int64), cutoff=cutoffs).explode("form_versions")
     params |= {
-        "sample_id": sample_id,
         "seed": seed,
         "week": week,
         "doc_types": parts["doc_type"].tolist(),
@@ -311,9 +314,11 @@ def _select(
         "n_double": parts["n_double"].tolist(),
     }
     hash_sql = prn_hash_sql("p.extraction_id")
+    # The picks go to a temp table first: audit_items takes them, and
+    # sampled_extractions their columns, without reading the week twice.
     con.execute(
         f"""
-        INSERT INTO audit_items (sample_id, extraction_id, cell, inclusion_prob, prn, double_review)
+        CREATE OR REPLACE TEMP TABLE {_PICKS} AS
         WITH alloc AS (
             SELECT unnest($doc_types::VARCHAR[]) AS doc_type, unnest($fields::VARCHAR[]) AS field,
                    unnest($versions::VARCHAR[]) AS form_version,
@@ -327,11 +332,13 @@ def _select(
         ),
         candidates AS (
             SELECT h.extraction_id, a.cell, h.h, {prn_sql("h.h")} AS prn,
-                   a.n_sample, a.inclusion_prob, a.n_double
+                   a.n_sample, a.inclusion_prob, a.n_double, doc_type, form_version, field,
+                   {", ".join(f"h.{column}" for column in _COPIED)}
             FROM hashed h JOIN alloc a USING (doc_type, field, form_version, band_index)
             WHERE {prn_sql("h.h")} < a.cutoff
         )
-        SELECT $sample_id, extraction_id, cell, inclusion_prob, prn, rank_ <= n_double
+        SELECT extraction_id, cell, inclusion_prob, prn, rank_ <= n_double AS double_review,
+               doc_type, form_version, field, {", ".join(_COPIED)}
         FROM (
             SELECT *, row_number() OVER (PARTITION BY cell ORDER BY h, extraction_id) AS rank_
             FROM candidates
@@ -339,4 +346,10 @@ def _select(
         WHERE rank_ <= n_sample
         """,
         params,
+    )
+    con.execute(
+        "INSERT INTO audit_items (sample_id, extraction_id, cell, inclusion_prob, prn,"
+        f" double_review) SELECT ?, extraction_id, cell, inclusion_prob, prn, double_review"
+        f" FROM {_PICKS}",
+        [sample_id],
     )

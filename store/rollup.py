@@ -23,11 +23,15 @@ with SQL) against the full table, so that cache only ever saves time.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import duckdb
-import pyarrow as pa
 
 from store.scope import Scope
 from store.sql import fetch_one
+
+if TYPE_CHECKING:  # the CLI imports this module (migrations) and starts without pyarrow
+    import pyarrow as pa
 
 #: Steps of the confidence grid (STATS.md section 6): ``k = floor(confidence * 200)``.
 GRID = 200
@@ -134,6 +138,15 @@ def record_sampled(
         f" WHERE {where} AND e.extraction_id IN ({extraction_ids_sql})"
         " AND e.extraction_id NOT IN (SELECT extraction_id FROM sampled_extractions)",
         [*scope_params, *params],
+    )
+
+
+def record_sampled_rows(con: duckdb.DuckDBPyConnection, relation: str) -> None:
+    """Copy rows of ``relation`` (a table holding the copy's columns) not copied yet."""
+    con.execute(
+        f"INSERT INTO sampled_extractions ({_SAMPLED_COLUMNS})"
+        f" SELECT {_SAMPLED_COLUMNS} FROM {relation}"
+        " WHERE extraction_id NOT IN (SELECT extraction_id FROM sampled_extractions)"
     )
 
 

@@ -170,3 +170,26 @@ def test_the_error_report_reads_the_same_with_or_without_the_sampled_copy(
     rollup.refresh_sampled(con)
     assert from_rows.num_rows > 0
     assert error_report(con).equals(from_rows)
+
+
+def test_a_sample_draw_copies_exactly_its_items_columns(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    from labels.roles import bootstrap_admin, grant_role
+    from sampling.design import Design
+    from sampling.draw import draw_sample
+
+    bootstrap_admin(con, "root")
+    grant_role(con, "root", "quinn", "qa_lead")
+    ingest_table(con, extractions(5000, seed=9, prefix="a"), source="a")
+    first = draw_sample(con, "2026-W46", Design(base_rate=0.05), seed=1, actor="quinn")
+    again = draw_sample(con, "2026-W46", Design(base_rate=0.08), seed=2, actor="quinn",
+                        redraw=True)
+    assert first.n_sample > 0 and again.n_sample > first.n_sample
+    copied = con.sql(
+        "SELECT * FROM sampled_extractions ORDER BY extraction_id").fetchall()
+    expected = con.sql(
+        "SELECT extraction_id, doc_type, form_version, field, confidence, extracted_at"
+        " FROM extractions WHERE extraction_id IN (SELECT extraction_id FROM audit_items)"
+        " ORDER BY extraction_id").fetchall()
+    assert copied == expected  # each item once, its columns as stored
