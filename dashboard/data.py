@@ -411,6 +411,22 @@ def confidence_histogram(
     return histogram(con, doc_type, field, scope, bins=bins)
 
 
+@query("metric_intervals")
+def metric_intervals(
+    con: duckdb.DuckDBPyConnection, doc_type: str, field: str, scope: Scope, n_bins: int,
+    strategy: str,
+) -> Any:
+    """Bootstrap intervals of a stratum's ECE and Brier score (calibration.metrics)."""
+    from calibration.metrics import metric_intervals as intervals
+    from store.labelled import labelled_items
+
+    narrowed = Scope(weeks=scope.weeks, doc_types=(doc_type,),
+                     form_versions=scope.form_versions, fields=(field,))
+    items = labelled_items(con, narrowed)
+    return intervals(items.column("confidence").to_numpy(), items.column("correct").to_numpy(),
+                     weight=items.column("weight").to_numpy(), n_bins=n_bins, strategy=strategy)
+
+
 @query("recalibration_info")
 def recalibration_info(con: duckdb.DuckDBPyConnection, doc_type: str, field: str) -> Any:
     """A stratum's current map, its knots and ECE before/after (calibration.recalibrate)."""

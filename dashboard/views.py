@@ -100,6 +100,13 @@ def accuracy_text(acc: Any, low: Any, high: Any, n: Any) -> str:
     return layout.with_interval(acc, low, high, n)
 
 
+def range_text(low: float, high: float, n: int) -> str:
+    """``[0.071, 0.112] (n = 407)``: a metric's interval and label count; "no labels" without."""
+    if n == 0 or low != low:  # NaN: nothing to resample
+        return "no labels"
+    return f"[{low:.3f}, {high:.3f}] (n = {n:,})"
+
+
 def plan_summary(plan: pd.DataFrame, design: Any) -> str:
     """One line on a previewed design: cells, items, boosted cells, budget."""
     if plan.empty:

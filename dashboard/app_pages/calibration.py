@@ -38,9 +38,13 @@ metrics[0].metric("Accuracy (design-weighted)", layout.pct(table.accuracy),
                                            table.accuracy_high, table.n_labeled))
 metrics[0].caption(views.accuracy_text(None, table.accuracy_low, table.accuracy_high,
                                        table.n_labeled).lstrip("– "))
+spread = data.cached("metric_intervals", stratum.doc_type, stratum.field, scope, int(n_bins),
+                     strategy)
 metrics[1].metric("ECE, stated confidence", layout.fmt(table.ece),
                   help="Expected calibration error on the labels in scope; debiased squared"
-                       f" form {layout.fmt(table.ece_debiased, 4)}.")
+                       f" form {layout.fmt(table.ece_debiased, 4)}. The range is a 95%"
+                       " bootstrap interval of this estimate (biased upwards on few labels).")
+metrics[1].caption(views.range_text(spread.ece_low, spread.ece_high, spread.n_labels))
 if recal is not None:
     metrics[2].metric("ECE after recalibration", layout.fmt(recal.ece_after),
                       delta=None if recal.ece_before is None or recal.ece_after is None
@@ -51,7 +55,10 @@ if recal is not None:
 else:
     metrics[2].metric("ECE after recalibration", "–",
                       help="No map fitted: run `fieldtrust recalibrate`.")
-metrics[3].metric("Brier score", layout.fmt(table.brier))
+metrics[3].metric("Brier score", layout.fmt(table.brier),
+                  help="Mean squared gap between stated confidence and the verdict,"
+                       " design-weighted; the range is a 95% bootstrap interval.")
+metrics[3].caption(views.range_text(spread.brier_low, spread.brier_high, spread.n_labels))
 
 left, right = st.columns(2)
 with left:

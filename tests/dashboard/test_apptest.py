@@ -157,6 +157,22 @@ def test_overview_puts_the_strata_below_target_next_to_the_overall_figure(
     assert (below["accuracy"] < 0.95).all()
 
 
+def test_calibration_metrics_carry_an_interval_and_their_label_count(
+    shared_demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    import re
+
+    use_db(shared_demo_db)
+    at = _open("calibration", user="quinn")
+    assert not at.exception, at.exception[0].message
+    captions = [c.value for c in at.caption]
+    ranges = [c for c in captions if re.fullmatch(r"\[0\.\d{3}, 0\.\d{3}\] \(n = [\d,]+\)", c)]
+    assert len(ranges) == 2, captions  # ECE and Brier score
+    ece = next(m for m in at.metric if m.label.startswith("ECE, stated"))
+    low, high = (float(x) for x in re.findall(r"0\.\d{3}", ranges[0]))
+    assert low <= float(ece.value) <= high
+
+
 def test_labelling_writes_a_label_and_moves_on(
     demo_db: Path, use_db: Callable[[Path], None]
 ) -> None:
