@@ -330,7 +330,7 @@ async def _browsers(urls: list[str], reviewers: list[Reviewer]) -> None:
             await browser.close()
 
 
-@pytest.mark.soak  # minutes on 2 busy cores: run with `pytest -m soak`
+@pytest.mark.soak  # about 2 minutes on 2 busy cores, in every run; `pytest -m soak` runs it alone
 @pytest.mark.browser
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
 def test_reviewers_on_two_dashboards_and_a_cli_ingest_share_the_store(
