@@ -145,3 +145,10 @@ def record_figure(name: str, value: object) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.json").write_text(json.dumps(value, indent=2, default=str) + "\n",
                                          encoding="utf-8")
+
+
+def as_read(markdown: str) -> str:
+    """What a reader sees of ``markdown``'s backslash escapes (dashboard.layout.plain adds them)."""
+    import re
+
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)

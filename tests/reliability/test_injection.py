@@ -24,7 +24,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from rel_store import ADMIN, MANAGER, QA_LEAD, WEEK_START, extraction_rows, table_fingerprint
+from rel_store import (
+    ADMIN,
+    MANAGER,
+    QA_LEAD,
+    WEEK_START,
+    as_read,
+    extraction_rows,
+    table_fingerprint,
+)
 
 import store
 from dashboard.downloads import csv_bytes
@@ -452,7 +460,7 @@ def test_the_review_form_stores_hostile_text_and_refuses_incomplete_input(
 
     at.button(key=state.REVIEW_INCORRECT).click().run()  # 'other' without a detail
     assert not at.exception
-    assert any("needs error_detail" in e.value for e in at.error)
+    assert any("needs error_detail" in as_read(e.value) for e in at.error)
     con = store.connect(populated, read_only=True)
     try:
         assert table_fingerprint(con) == before

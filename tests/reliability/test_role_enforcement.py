@@ -18,7 +18,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from rel_store import MANAGER, QA_LEAD, WEEK, table_fingerprint
+from rel_store import MANAGER, QA_LEAD, WEEK, as_read, table_fingerprint
 from streamlit.testing.v1 import AppTest
 
 import store
@@ -228,7 +228,7 @@ def _all_text(at: AppTest) -> str:
                 value = getattr(element, attribute, None)
                 if value is not None and not callable(value):
                     parts.append(str(value))
-    return "\n".join(parts)
+    return as_read("\n".join(parts))
 
 
 def test_with_sign_in_configured_a_visitor_sees_no_data(dashboard_db: Path) -> None:
