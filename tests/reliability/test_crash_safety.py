@@ -25,6 +25,7 @@ from labels.roles import bootstrap_admin, grant_role
 from sampling.design import Design
 from sampling.draw import draw_sample
 from store.ingest import ingest_files
+from store.verify import verify_history
 
 pytestmark = pytest.mark.slow
 
@@ -180,7 +181,9 @@ def test_a_killed_sample_draw_leaves_whole_samples_and_draws_again(
 
 
 def _check_governance(path: Path, printed: list[str]) -> dict[str, int]:
-    """Everything reported committed is stored; decisions point at stored evidence."""
+    """Everything reported committed is stored; decisions point at stored evidence; the
+    history chain is intact (a killed write leaves neither its rows nor their chain entries).
+    """
     con = store.connect(path)
     try:
         decisions = {d for (d,) in con.execute("SELECT decision_id FROM decisions").fetchall()}
@@ -197,6 +200,8 @@ def _check_governance(path: Path, printed: list[str]) -> dict[str, int]:
         broken_chain = _count(con, "SELECT count(*) FROM labels WHERE supersedes IS NOT NULL"
                                    " AND supersedes NOT IN (SELECT label_id FROM labels)")
         assert (dangling, broken_chain) == (0, 0)
+        check = verify_history(con)
+        assert check.intact, check.summary()
         current_policy(con)  # still readable
         return {"decisions": len(decisions), "labels": len(labels)}
     finally:
