@@ -37,6 +37,7 @@ from dashboard import data, state
 from labels.assignment import next_items
 from labels.verdicts import record_verdict
 from store.errors import StoreLockedError
+from store.verify import verify_history
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "dashboard" / "app.py")
@@ -405,6 +406,8 @@ def test_reviewers_on_two_dashboards_and_a_cli_ingest_share_the_store(
                 SELECT extraction_id, review_round FROM labels l
                 WHERE NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)
                 GROUP BY ALL HAVING count(*) > 1)""") == 0  # never two live labels per round
+        check = verify_history(con)
+        assert check.intact, check.summary()
         first_read = table_fingerprint(con)
         con.execute("CHECKPOINT")
         assert table_fingerprint(con) == first_read
@@ -498,6 +501,8 @@ def test_eight_reviewers_in_two_processes_and_a_cli_ingest_share_the_store(
         assert len(people) == len(set(people))  # double review always by two people
         assert _count(con, "SELECT count(*) FROM extractions WHERE extraction_id LIKE 'w49-%'"
                       ) == CI_WEEK_ROWS
+        check = verify_history(con)  # one history chain, every label in it once
+        assert check.intact, check.summary()
     finally:
         con.close()
     record_figure("concurrency_ci", {"reviewers": 8, "processes": 2,
