@@ -53,6 +53,10 @@ def main() -> None:
         layout.sidebar_footer(path, version)
         page.run()
     except StoreLockedError as exc:
+        # A write that landed just before the store got busy still says so: a reviewer
+        # must not take a saved verdict for a lost one.
+        for key in state.FLASHES:
+            layout.flash(key)
         st.warning(layout.plain(data.busy_message(exc)), icon=":material/hourglass_top:")
     except FieldtrustError as exc:
         # Library messages quote values from files (a doc_type, a path): as written.

@@ -69,3 +69,6 @@ AUTO_FLASH = "automation.flash"
 def download_key(table: str, kind: str) -> str:
     """Key of a table's download button (``downloads.<table>.<csv|parquet>``)."""
     return f"downloads.{table}.{kind}"
+
+#: Every page's one-shot message about a write that has happened.
+FLASHES = (AUDIT_DRAW_FLASH, AUDIT_ADJ_FLASH, REVIEW_FLASH, AUTO_FLASH)

@@ -17,9 +17,15 @@ def settings(ctx: click.Context) -> Settings:
     return ctx.find_root().obj["settings"]  # type: ignore[no-any-return]
 
 
+#: Seconds a command waits for the store file. The dashboard's writes hold it for
+#: moments, but many reviewers at once can keep it busy for a while, and an
+#: ingest run by a person or a nightly job should wait for them, not fail.
+CLI_LOCK_WAIT = 120.0
+
+
 def open_db(ctx: click.Context, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """Open the store named by ``--db`` / ``FIELDTRUST_DB``; closed when the command ends."""
-    con = store.connect(settings(ctx).db, read_only=read_only)
+    con = store.connect(settings(ctx).db, read_only=read_only, lock_timeout=CLI_LOCK_WAIT)
     ctx.call_on_close(con.close)
     return con
 

@@ -99,6 +99,30 @@ def test_a_verdict_while_the_store_is_busy_gives_a_friendly_message(
         con.close()
 
 
+def test_a_verdict_saved_just_before_the_store_got_busy_still_says_saved(
+    populated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write lands, then the page's next read finds the store busy: both are said."""
+    monkeypatch.setenv("FIELDTRUST_DB", str(populated))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.session_state[state.AUTH_DEMO_USER] = "ben"
+    at.run()
+    at.switch_page("app_pages/review.py").run()
+    # What the review page leaves for the next run after a verdict is saved.
+    at.session_state[state.REVIEW_FLASH] = ("success", "Recorded **correct** for doc1 · total.")
+    holder = _hold_lock(populated)
+    try:
+        at.run()
+        assert not at.exception
+        assert any("The store is busy" in w.value for w in at.warning)
+        assert [s.value for s in at.success] == ["Recorded **correct** for doc1 · total."]
+    finally:
+        holder.kill()
+        holder.wait()
+    at.run()
+    assert not [s.value for s in at.success]  # said once, not again on the next run
+
+
 def test_a_busy_moment_does_not_change_who_the_demo_user_is(
     populated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
