@@ -1,8 +1,8 @@
 """The dashboard pages' data functions, called as a page render calls them on a cache miss.
 
 Every render runs the entry point's reads (data version, users for the demo
-picker, filter options), then the page's. Each read opens a short-lived
-read-only connection (:func:`dashboard.data.reading`) and calls the function
+picker, filter options), then the page's, on the one read-only connection a
+page run shares (:func:`dashboard.data.run_reads`), and calls the function
 registered for ``data.cached``, exactly what ``dashboard.data._cached_call``
 does when the Streamlit cache misses (a new label changes the data version,
 so every page misses once after each label). The Streamlit cache itself is
@@ -165,14 +165,15 @@ def render_page(page: str, store_path: Path, inputs: PageInputs, settings: Setti
 
     path = str(store_path)
     timings: dict[str, float] = {}
-    started = time.perf_counter()
-    data.data_version(path)
-    timings["data_version"] = time.perf_counter() - started
-    for name, args in [*_entry(inputs, settings), *PAGES[page](inputs, settings)]:
+    with data.run_reads(path):  # one connection for the render, as the dashboard's entry point
         started = time.perf_counter()
-        with data.reading(path) as con:
-            data._QUERIES[name](con, *args)
-        timings[name] = timings.get(name, 0.0) + time.perf_counter() - started
+        data.data_version(path)
+        timings["data_version"] = time.perf_counter() - started
+        for name, args in [*_entry(inputs, settings), *PAGES[page](inputs, settings)]:
+            started = time.perf_counter()
+            with data.reading(path) as con:
+                data._QUERIES[name](con, *args)
+            timings[name] = timings.get(name, 0.0) + time.perf_counter() - started
     return timings
 
 

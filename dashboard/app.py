@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 # `streamlit run` puts this file's folder on sys.path, not the project root.
 _ROOT = Path(__file__).resolve().parents[1]
@@ -40,6 +41,11 @@ PAGES = [
 def main() -> None:
     page = st.navigation(PAGES)
     path = data.db_path()
+    with data.run_reads(path):
+        _draw(page, path)
+
+
+def _draw(page: Any, path: str) -> None:
     try:
         version = data.data_version(path)
         st.session_state[state.DATA_VERSION] = version

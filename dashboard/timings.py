@@ -1,8 +1,8 @@
 """Time each page's data functions on a store: ``python -m dashboard.timings --db PATH``.
 
 Runs, per page, the reads the page makes on a first visit (default filters,
-worst stratum, newest week), each on its own short read-only connection as
-the dashboard does. *Cold* is the first run in a fresh process after the
+worst stratum, newest week), on one read-only connection per page run as
+the dashboard does (dashboard.data.run_reads). *Cold* is the first run in a fresh process after the
 imports (DuckDB's buffers empty); *warm* the second, still bypassing
 Streamlit's cache (a cached read costs microseconds). Prints one line per page
 with the slowest read, and every read with ``--verbose``.
@@ -86,7 +86,8 @@ def time_pages(path: str, report: Callable[[str], None] = print, verbose: bool =
             continue
         runs = []
         for _ in range(2):
-            runs.append([(name, _time(path, name, args)) for name, args in reads])
+            with data.run_reads(path):  # one connection per page run, as the dashboard
+                runs.append([(name, _time(path, name, args)) for name, args in reads])
         cold, warm = (sum(t for _, t in run) for run in runs)
         slowest = max(runs[0], key=lambda item: item[1])
         report(f"{page:12s} cold {cold:6.2f} s  warm {warm:6.2f} s"

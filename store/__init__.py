@@ -1,6 +1,6 @@
 """The DuckDB store: schema, connections, ingest and the shared reads."""
 
-from store.connection import connect, open_store, transaction, utc_now
+from store.connection import connect, cursor, open_store, transaction, utc_now
 from store.errors import FieldtrustError, StoreError, StoreLockedError, ValidationError
 from store.scope import Scope, last_weeks, latest_week
 
@@ -11,6 +11,7 @@ __all__ = [
     "StoreLockedError",
     "ValidationError",
     "connect",
+    "cursor",
     "last_weeks",
     "latest_week",
     "open_store",

@@ -75,7 +75,7 @@ def connect(
                 ) from exc
             time.sleep(pause)
             pause = min(pause * 2, 1.0)
-    con.execute("SET TimeZone = 'UTC'")
+    _configure(con)
     # DuckDB draws a progress bar on the process's stdout for any query slower than
     # two seconds, which would corrupt `--json` output and the CLI's tables.
     con.execute("SET enable_progress_bar = false")
@@ -96,6 +96,22 @@ def connect(
             ) from exc
         return connect(target, read_only=True, lock_timeout=lock_timeout)
     return con
+
+
+def _configure(con: duckdb.DuckDBPyConnection) -> None:
+    """Session settings every store connection needs (not shared by cursors)."""
+    con.execute("SET TimeZone = 'UTC'")
+
+
+def cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """A new connection to the same open store, set up as :func:`connect` sets one up.
+
+    Cheap (no file is opened) and independent: a result left unfetched on one
+    cursor never blocks the next, so a page's reads can share one open store.
+    """
+    new = con.cursor()
+    _configure(new)
+    return new
 
 
 @contextlib.contextmanager

@@ -83,3 +83,27 @@ def con_path(tmp_path: Path) -> Path:
     path = tmp_path / "store.duckdb"
     store.connect(path).close()
     return path
+
+
+def test_a_page_runs_reads_share_one_open_store_and_a_write_in_between_works(
+    tmp_path: Path,
+) -> None:
+    path = str(tmp_path / "run.duckdb")
+    store.connect(path).close()
+    with data.run_reads(path):
+        with data.reading(path) as first:
+            database = first.sql("SELECT current_database()").fetchall()
+            first.execute("SELECT 42")  # a result left unfetched, as some library reads do
+        with data.reading(path) as second:  # not blocked by it
+            assert second.sql("SELECT 1").fetchall() == [(1,)]
+            assert second.sql("SELECT current_setting('TimeZone')").fetchall() == [("UTC",)]
+        opened = data._RUN.con
+        with data.reading(path):
+            assert data._RUN.con is opened  # still the one connection
+        with data.writing(path) as con:  # closes the run's read-only connection first
+            con.execute("CREATE TABLE t AS SELECT 7 AS x")
+        with data.reading(path) as third:  # reopened, and sees the write
+            assert third.sql("SELECT x FROM t").fetchall() == [(7,)]
+    assert data._RUN.con is None and database
+    with data.writing(path) as con:  # the run let go of the store and the lock
+        con.execute("INSERT INTO t VALUES (8)")
