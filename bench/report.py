@@ -21,6 +21,9 @@ RSS_GOAL = 1.5 * GB
 #: Cases whose goals carry seconds and memory at 10M: (seconds, bytes).
 CASE_LIMITS = {"calibrate": (2.0, RSS_GOAL), "draw": (2.0, 1.0 * GB)}
 CASE_RATIOS = {"ingest": 1.5, "calibrate": 0.1, "draw": 2.0}
+#: Ratios the issue sets for the 10M store only (smaller sizes are shown, not judged):
+#: the pandas baseline's full load grows with the rows, the report's fixed costs do not.
+RATIOS_AT_10M = {"calibrate"}
 
 
 def machine() -> dict[str, Any]:
@@ -385,11 +388,17 @@ def _goal_rows(sizes: list[dict[str, Any]]) -> list[list[str]]:
         ratios = [(n, r["library"]["median"] / r["baseline"]["median"],
                    r["library"].get("cpu_median", float("nan"))
                    / r["baseline"].get("cpu_median", float("nan"))) for n, r in good]
-        text = ", ".join(f"{size_label(n)}: {x:.2f} (CPU {c:.2f})" for n, x, c in ratios)
+        text = ", ".join(f"{size_label(n)}: {x:.3f} (CPU {c:.3f})" for n, x, c in ratios)
+        where = ""
+        if name in RATIOS_AT_10M:
+            where = " at 10M"
+            found = [(n, r) for n, r in found if n >= TEN_M]
+            ratios = [(n, x, c) for n, x, c in ratios if n >= TEN_M]
+            good = [(n, r) for n, r in good if n >= TEN_M]
         ok = all(x <= limit for _, x, _ in ratios) and len(good) == len(found) if found else None
         cpu_ok = all(c <= limit for _, _, c in ratios) if ratios else None
         verdict = _verdict(ok) + (f" (CPU: {_verdict(cpu_ok)})" if cpu_ok != ok else "")
-        rows.append([f"{name}: ratio <= {limit:g}", text or "not measured", verdict])
+        rows.append([f"{name}: ratio <= {limit:g}{where}", text or "not measured", verdict])
     largest = sizes[-1] if sizes and sizes[-1]["rows"] >= TEN_M else None
     for name, (limit_s, limit_rss) in CASE_LIMITS.items():
         r = largest["cases"].get(name) if largest else None
