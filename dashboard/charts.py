@@ -24,6 +24,15 @@ RECAL = "#f28e2b"
 _MARGIN = {"l": 10, "r": 10, "t": 40, "b": 10}
 
 
+def as_text(value: object) -> str:
+    """``value`` escaped for plotly, which renders a few HTML tags in titles, ticks and names.
+
+    A doc_type like ``<a href="...">`` must read as those characters, not
+    become a link in a chart (plotly decodes the entities back for display).
+    """
+    return str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _finite(value: float | None) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 
@@ -65,7 +74,8 @@ def accuracy_heatmap(strata: pd.DataFrame, *, target: float) -> go.Figure:
     mid = min(max((target - low) / span, 0.0), 1.0)
     figure = go.Figure(
         go.Heatmap(
-            z=z, x=fields, y=doc_types, text=text, texttemplate="%{text}", customdata=custom,
+            z=z, x=[as_text(f) for f in fields], y=[as_text(d) for d in doc_types],
+            text=text, texttemplate="%{text}", customdata=custom,
             zmin=low, zmax=1.0,
             colorscale=[[0.0, BAD], [mid, "#ffffbf"], [1.0, GOOD]],
             colorbar={"title": "accuracy", "tickformat": ".0%"},
@@ -153,7 +163,7 @@ def reliability_diagram(
     figure.update_xaxes(range=[0, 1.01], title="stated confidence", row=2, col=1)
     figure.update_yaxes(title="accuracy", tickformat=".0%", row=1, col=1)
     figure.update_yaxes(title="count", row=2, col=1)
-    figure.update_layout(title=title, margin=_MARGIN, height=520,
+    figure.update_layout(title=as_text(title), margin=_MARGIN, height=520,
                          legend={"orientation": "h", "y": -0.18})
     return figure
 
@@ -192,7 +202,7 @@ def threshold_curve(
                          annotation_text=f"certified {certified_threshold:.3f}",
                          annotation_position="top right")
     figure.update_layout(
-        title=title, margin=_MARGIN, height=420, xaxis={"title": "confidence threshold"},
+        title=as_text(title), margin=_MARGIN, height=420, xaxis={"title": "confidence threshold"},
         yaxis={"title": "share", "tickformat": ".0%", "range": [0, 1.02]},
         legend={"orientation": "h", "y": -0.2},
     )
@@ -212,7 +222,7 @@ def weekly_trend(
         part = part.sort_values("week")
         figure.add_trace(
             go.Scatter(
-                x=part["week"], y=part["accuracy"], mode="lines+markers", name=str(series),
+                x=part["week"], y=part["accuracy"], mode="lines+markers", name=as_text(series),
                 error_y={"type": "data", "symmetric": False,
                          "array": part["high"] - part["accuracy"],
                          "arrayminus": part["accuracy"] - part["low"]},
@@ -223,7 +233,7 @@ def weekly_trend(
         )
     figure.add_hline(y=target, line={"color": BAD, "dash": "dot"},
                      annotation_text=f"target {target:.0%}", annotation_position="bottom left")
-    figure.update_layout(title=title, margin=_MARGIN, height=420,
+    figure.update_layout(title=as_text(title), margin=_MARGIN, height=420,
                          xaxis={"title": "ISO week (UTC)", "type": "category"},
                          yaxis={"title": "accuracy", "tickformat": ".0%"},
                          legend={"orientation": "h", "y": -0.25})
@@ -238,13 +248,13 @@ def error_breakdown(
     ``errors`` columns: the ``by`` columns, error_type, count.
     """
     frame = errors.copy()
-    frame["group"] = frame[list(by)].astype(str).agg(" · ".join, axis=1)
+    frame["group"] = frame[list(by)].astype(str).agg(" · ".join, axis=1).map(as_text)
     order = frame.groupby("group")["count"].sum().sort_values(ascending=True).index.tolist()
     figure = go.Figure()
     for error_type, part in frame.groupby("error_type", sort=True):
         figure.add_trace(go.Bar(
-            y=part["group"], x=part["count"], name=str(error_type), orientation="h",
-            hovertemplate="%{y}: %{x:,} " + str(error_type) + "<extra></extra>",
+            y=part["group"], x=part["count"], name=as_text(error_type), orientation="h",
+            hovertemplate="%{y}: %{x:,} " + as_text(error_type) + "<extra></extra>",
         ))
     figure.update_layout(barmode="stack", title="Error types (incorrect labels)",
                          margin={"l": 10, "r": 10, "t": 90, "b": 10},
@@ -262,6 +272,7 @@ def labelling_progress(cells: pd.DataFrame) -> go.Figure:
     ``cells`` columns: group, n_sample, n_labelled.
     """
     frame = cells.sort_values("group", ascending=False)
+    frame = frame.assign(group=frame["group"].map(as_text))
     figure = go.Figure()
     figure.add_trace(go.Bar(y=frame["group"], x=frame["n_labelled"], orientation="h",
                             name="labelled", marker={"color": GOOD}))

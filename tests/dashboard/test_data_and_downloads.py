@@ -107,3 +107,29 @@ def test_a_page_runs_reads_share_one_open_store_and_a_write_in_between_works(
     assert data._RUN.con is None and database
     with data.writing(path) as con:  # the run let go of the store and the lock
         con.execute("INSERT INTO t VALUES (8)")
+
+
+HOSTILE = '<a href="http://evil">x</a><b>'
+
+
+def test_charts_show_names_from_files_as_written() -> None:
+    from dashboard import charts
+
+    strata = pd.DataFrame({
+        "doc_type": [HOSTILE], "field": ["tot<i>al"], "accuracy": [0.9], "accuracy_low": [0.8],
+        "accuracy_high": [0.95], "n_labeled": [120], "ece": [0.05],
+    })
+    heatmap = charts.accuracy_heatmap(strata, target=0.95)
+    errors = pd.DataFrame({"doc_type": [HOSTILE], "field": ["total"],
+                           "error_type": ["misread_characters"], "count": [3]})
+    breakdown = charts.error_breakdown(errors)
+    written = "&lt;a href=\"http://evil\"&gt;x&lt;/a&gt;&lt;b&gt;"
+    assert list(heatmap.data[0].y) == [written]  # plotly shows the entities as the characters
+    assert list(heatmap.data[0].x) == ["tot&lt;i&gt;al"]
+    assert list(breakdown.data[0].y) == [f"{written} · total"]
+    title = charts.reliability_diagram(
+        pd.DataFrame({"confidence": [0.9], "accuracy": [0.8], "low": [0.7], "high": [0.9],
+                      "n": [40]}),
+        title=f"Reliability: {HOSTILE}").layout.title.text
+    assert title == f"Reliability: {written}"
+    assert charts.as_text("R&D <sub>") == "R&amp;D &lt;sub&gt;"
