@@ -2,8 +2,9 @@
 
 DuckDB locks its file per process. A dashboard that held a connection open
 would lock the CLI out (``fieldtrust ingest`` could not write while anyone
-looked at a chart), so every read opens a read-only connection, runs one
-library function and closes it; writes open read-write just as briefly.
+looked at a chart), so a page run opens a read-only connection on its first
+read, gives each read its own cursor and closes it when the run ends
+(:func:`run_reads`); writes open read-write just as briefly.
 
 Inside the server process, DuckDB refuses to open the same file read-only and
 read-write at once, so one process-wide lock serialises the (short) moments a
