@@ -46,6 +46,7 @@ def main() -> None:
 
 
 def _draw(page: Any, path: str) -> None:
+    auth.remember_pick()
     try:
         version = data.data_version(path)
         st.session_state[state.DATA_VERSION] = version

@@ -46,6 +46,18 @@ def draw_identity(path: str, *, has_store: bool) -> Identity | None:
     return identity
 
 
+def remember_pick() -> None:
+    """Keep the demo user picked in the browser before anything can find the store busy.
+
+    A pick arrives as the picker's widget state at the start of a run; if that
+    run ends on the busy warning, the picker is not drawn and Streamlit drops
+    the state, so the next run would fall back to the previous pick.
+    """
+    picked = st.session_state.get(state.AUTH_DEMO_USER)
+    if picked is not None:
+        st.session_state[state.AUTH_DEMO_KEPT] = picked
+
+
 def current_identity() -> Identity | None:
     """The identity the entry point established on this run."""
     identity = st.session_state.get(state.AUTH_IDENTITY)

@@ -99,6 +99,29 @@ def test_a_verdict_while_the_store_is_busy_gives_a_friendly_message(
         con.close()
 
 
+def test_a_demo_user_picked_while_the_store_is_busy_is_kept(
+    populated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pick arrives in a run that ends on the busy warning: the next run acts as ben."""
+    monkeypatch.setenv("FIELDTRUST_DB", str(populated))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert at.selectbox(key=state.AUTH_DEMO_USER).value != "ben"
+    at.switch_page("app_pages/review.py")
+    holder = _hold_lock(populated)
+    try:
+        at.selectbox(key=state.AUTH_DEMO_USER).set_value("ben").run()
+        assert any("The store is busy" in w.value for w in at.warning)
+    finally:
+        holder.kill()
+        holder.wait()
+    at.run()
+    assert at.selectbox(key=state.AUTH_DEMO_USER).value == "ben"
+    before = _labels_by(populated, "ben")
+    at.button(key=state.REVIEW_CORRECT).click().run()
+    assert _labels_by(populated, "ben") == before + 1
+
+
 def test_a_verdict_saved_just_before_the_store_got_busy_still_says_saved(
     populated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
