@@ -231,32 +231,41 @@ def kept_counts(
     return n_kept[ks], errors[ks]
 
 
-def _above_sums(labels: Labels, ks: IntArray) -> tuple[FloatArray, FloatArray, FloatArray,
-                                                        IntArray]:
-    """Per index in ``ks``: sum of weights, of squared weights, of weighted errors, and the
-    count of usable labels (``cell >= 0``) at or above it."""
+@dataclass(frozen=True)
+class _AboveSums:
+    """Sums over the usable labels (``cell >= 0``) at or above each index in ``ks``."""
+
+    weight: FloatArray
+    weight_squared: FloatArray
+    weighted_errors: FloatArray
+    count: IntArray
+
+
+def _above_sums(labels: Labels, ks: IntArray) -> _AboveSums:
     usable = labels.cell >= 0
     k = labels.k[usable]
     w = labels.weight[usable]
 
-    def above(values: FloatArray) -> FloatArray:
+    def above(values: npt.ArrayLike | None) -> FloatArray:
         per_index = np.bincount(k, weights=values, minlength=N_GRID)
         suffix: FloatArray = np.cumsum(per_index[::-1])[::-1].astype(float)
         return suffix[ks]
 
-    count = np.cumsum(np.bincount(k, minlength=N_GRID)[::-1])[::-1][ks]
-    return above(w), above(w * w), above(w * (1.0 - labels.correct[usable])), count
+    return _AboveSums(above(w), above(w * w), above(w * (1.0 - labels.correct[usable])),
+                      above(None).astype(np.int64))
 
 
-def weighted_error_upper_bounds(labels: Labels, ks: npt.ArrayLike, *, delta: float) -> FloatArray:
-    """:func:`weighted_error_upper_bound` of the usable labels at or above every index in ``ks``."""
-    ks = np.asarray(ks, dtype=np.int64)
-    sw, sw2, swe, count = _above_sums(labels, ks)
+def _korn_graubard_upper(
+    weight: npt.ArrayLike, weight_squared: npt.ArrayLike, weighted_errors: npt.ArrayLike,
+    delta: float,
+) -> FloatArray:
+    """Korn-Graubard upper bound from a label set's weight sums; 1 where it holds no weight."""
+    sw, sw2, swe = (np.asarray(x, dtype=float) for x in (weight, weight_squared, weighted_errors))
     with np.errstate(invalid="ignore", divide="ignore"):
         p_err = np.minimum(swe / sw, 1.0)
         n_eff = sw**2 / sw2
         bound = betaincinv(n_eff * p_err + 1.0, n_eff * (1.0 - p_err), 1.0 - delta)
-    out: FloatArray = np.where((count == 0) | (sw <= 0) | (p_err >= 1.0), 1.0, bound)
+    out: FloatArray = np.where((sw <= 0) | ~(p_err < 1.0), 1.0, bound)
     return out
 
 
@@ -275,6 +284,7 @@ def error_bounds(
     above_block = design.suffix[:, ks]
     total = above_block.sum(axis=0).astype(float)
     n_kept, errors = kept_counts(design, labels, ks)
+    sums = _above_sums(labels, ks)
     if side == "upper":
         covered = np.asarray(error_upper_bound(errors, n_kept, delta=delta), dtype=float)
         # Thinning is valid over the draw, but one thinning of one sample can
@@ -282,7 +292,8 @@ def error_bounds(
         # above t held 46). So the bound is also never below the Korn-Graubard
         # bound on all labels above t: the larger of two valid upper bounds is
         # still valid, and it cannot contradict the weighted estimate.
-        covered = np.maximum(covered, weighted_error_upper_bounds(labels, ks, delta=delta))
+        covered = np.maximum(covered, _korn_graubard_upper(
+            sums.weight, sums.weight_squared, sums.weighted_errors, delta))
         rest_value = 1.0
     else:
         covered = np.asarray(error_lower_bound(errors, n_kept, delta=delta), dtype=float)
@@ -294,14 +305,13 @@ def error_bounds(
     rest = np.minimum(rest_block[:, None], above_block).sum(axis=0)  # as unlabelled_mass
     with np.errstate(invalid="ignore", divide="ignore"):
         value = (rest * rest_value + (total - rest) * covered) / total
-    usable = _above_sums(labels, ks)[3]
     empty = total <= 0
     return Bounds(
         ks=ks,
         value=np.where(empty, np.nan, value),
         kept_labels=np.where(empty, 0, n_kept),
         kept_errors=np.where(empty, 0, errors),
-        exact=~empty & (rest == 0) & (n_kept == usable),
+        exact=~empty & (rest == 0) & (n_kept == sums.count),
     )
 
 
@@ -344,10 +354,6 @@ def weighted_error_upper_bound(
     Korn & Graubard (1998), Survey Methodology 24:193; Kish (1965).
     """
     weight = labels.weight[mask]
-    if weight.size == 0 or weight.sum() <= 0:
-        return 1.0
-    p_err = float(np.sum(weight * (1.0 - labels.correct[mask])) / weight.sum())
-    n_eff = float(weight.sum() ** 2 / np.sum(weight**2))
-    if p_err >= 1.0:
-        return 1.0
-    return float(betaincinv(n_eff * p_err + 1.0, n_eff * (1.0 - p_err), 1.0 - delta))
+    wrong = 1.0 - labels.correct[mask]
+    return float(_korn_graubard_upper(weight.sum(), np.sum(weight**2), np.sum(weight * wrong),
+                                      delta))

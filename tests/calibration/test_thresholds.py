@@ -216,7 +216,7 @@ def _plain_bound(design: Design, labels: Labels, k: int, delta: float, side: str
     if total == 0:
         return float("nan")
     keep = kept_labels(design, labels, k)
-    n, errors = int(keep.sum()), int(round(keep.sum() - labels.correct[keep].sum()))
+    n, errors = int(keep.sum()), round(keep.sum() - labels.correct[keep].sum())
     if side == "upper":
         covered = 1.0 if errors == n else beta.ppf(1 - delta, errors + 1, n - errors)
         above = (labels.k >= k) & (labels.cell >= 0)
