@@ -22,6 +22,7 @@ never whole tables.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import threading
@@ -469,9 +470,7 @@ def metric_intervals(
     from calibration.metrics import metric_intervals as intervals
     from store.labelled import labelled_items
 
-    narrowed = Scope(weeks=scope.weeks, doc_types=(doc_type,),
-                     form_versions=scope.form_versions, fields=(field,))
-    items = labelled_items(con, narrowed)
+    items = labelled_items(con, dataclasses.replace(scope, doc_types=(doc_type,), fields=(field,)))
     return intervals(items.column("confidence").to_numpy(), items.column("correct").to_numpy(),
                      weight=items.column("weight").to_numpy(), n_bins=n_bins, strategy=strategy)
 

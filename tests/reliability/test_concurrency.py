@@ -43,16 +43,31 @@ ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "dashboard" / "app.py")
 
 
-def _hold_lock(path: Path) -> subprocess.Popen[str]:
-    """Another process (an ingest, say) holding the store read-write until killed."""
+@contextlib.contextmanager
+def _store_held(path: Path) -> Iterator[None]:
+    """Another process (an ingest, say) holding the store read-write for the block."""
     holder = subprocess.Popen(
         [sys.executable, "-c",
          "import sys, time, duckdb; con = duckdb.connect(sys.argv[1]);"
          " print('ready', flush=True); time.sleep(120)", str(path)],
         stdout=subprocess.PIPE, text=True,
     )
-    assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
-    return holder
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def _dashboard(path: Path, monkeypatch: pytest.MonkeyPatch, user: str | None = None) -> AppTest:
+    """The real entry point on ``path`` after one run, acting as ``user`` when given."""
+    monkeypatch.setenv("FIELDTRUST_DB", str(path))
+    at = AppTest.from_file(APP, default_timeout=120)
+    if user is not None:
+        at.session_state[state.AUTH_DEMO_USER] = user
+    at.run()
+    return at
 
 
 def _labels_by(path: Path, reviewer: str) -> int:
@@ -67,24 +82,17 @@ def _labels_by(path: Path, reviewer: str) -> int:
 def test_a_verdict_while_the_store_is_busy_gives_a_friendly_message(
     populated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("FIELDTRUST_DB", str(populated))
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.session_state[state.AUTH_DEMO_USER] = "ben"
-    at.run()
+    at = _dashboard(populated, monkeypatch, "ben")
     at.switch_page("app_pages/review.py").run()
     assert not at.exception
     before = _labels_by(populated, "ben")
 
-    holder = _hold_lock(populated)
-    try:
+    with _store_held(populated):
         at.button(key=state.REVIEW_CORRECT).click().run()
         assert not at.exception, at.exception[0].message
         shown = [w.value for w in at.warning] + [e.value for e in at.error]
         assert any("busy" in text for text in shown), shown
         assert not any("Could not set lock" in text or "IOException" in text for text in shown)
-    finally:
-        holder.kill()
-        holder.wait()
 
     # Free again: the reviewer presses the key once more and the label lands once.
     at.run()
@@ -103,18 +111,12 @@ def test_a_demo_user_picked_while_the_store_is_busy_is_kept(
     populated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The pick arrives in a run that ends on the busy warning: the next run acts as ben."""
-    monkeypatch.setenv("FIELDTRUST_DB", str(populated))
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
+    at = _dashboard(populated, monkeypatch)
     assert at.selectbox(key=state.AUTH_DEMO_USER).value != "ben"
     at.switch_page("app_pages/review.py")
-    holder = _hold_lock(populated)
-    try:
+    with _store_held(populated):
         at.selectbox(key=state.AUTH_DEMO_USER).set_value("ben").run()
         assert any("The store is busy" in w.value for w in at.warning)
-    finally:
-        holder.kill()
-        holder.wait()
     at.run()
     assert at.selectbox(key=state.AUTH_DEMO_USER).value == "ben"
     before = _labels_by(populated, "ben")
@@ -126,22 +128,15 @@ def test_a_verdict_saved_just_before_the_store_got_busy_still_says_saved(
     populated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The write lands, then the page's next read finds the store busy: both are said."""
-    monkeypatch.setenv("FIELDTRUST_DB", str(populated))
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.session_state[state.AUTH_DEMO_USER] = "ben"
-    at.run()
+    at = _dashboard(populated, monkeypatch, "ben")
     at.switch_page("app_pages/review.py").run()
     # What the review page leaves for the next run after a verdict is saved.
     at.session_state[state.REVIEW_FLASH] = ("success", "Recorded **correct** for doc1 · total.")
-    holder = _hold_lock(populated)
-    try:
+    with _store_held(populated):
         at.run()
         assert not at.exception
         assert any("The store is busy" in w.value for w in at.warning)
         assert [s.value for s in at.success] == ["Recorded **correct** for doc1 · total."]
-    finally:
-        holder.kill()
-        holder.wait()
     at.run()
     assert not [s.value for s in at.success]  # said once, not again on the next run
 
@@ -150,18 +145,12 @@ def test_a_busy_moment_does_not_change_who_the_demo_user_is(
     populated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The page drawn while the store is busy has no picker; the next must still act as ben."""
-    monkeypatch.setenv("FIELDTRUST_DB", str(populated))
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
+    at = _dashboard(populated, monkeypatch)
     at.selectbox(key=state.AUTH_DEMO_USER).set_value("ben").run()
     at.switch_page("app_pages/review.py").run()
-    holder = _hold_lock(populated)
-    try:
+    with _store_held(populated):
         at.run()
         assert any("The store is busy" in w.value for w in at.warning)
-    finally:
-        holder.kill()
-        holder.wait()
     at.run()
     assert at.selectbox(key=state.AUTH_DEMO_USER).value == "ben"
     before = (_labels_by(populated, "ben"), _labels_by(populated, "quinn"))
