@@ -16,9 +16,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from fieldtrust.store.weeks import parse_week, week_bounds
 from scipy import stats
-
-from store.weeks import parse_week, week_bounds
 
 #: The threshold scan's grid: t = k / GRID, as the library's.
 GRID = 200

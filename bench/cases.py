@@ -22,18 +22,18 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+from fieldtrust.calibration.report import calibration_report
+from fieldtrust.sampling.alerts import weekly_alerts
+from fieldtrust.sampling.draw import draw_sample
+from fieldtrust.sampling.estimates import weekly_estimates
+from fieldtrust.store.ingest import ingest_files
+from fieldtrust.store.scope import Scope, last_weeks
 
-import store
 from bench import baselines
 from bench.generate import bench_design
-from calibration.report import calibration_report
+from fieldtrust import store
 from fieldtrust.demo.reviewers import QA_LEAD
 from fieldtrust.settings import Settings
-from sampling.alerts import weekly_alerts
-from sampling.draw import draw_sample
-from sampling.estimates import weekly_estimates
-from store.ingest import ingest_files
-from store.scope import Scope, last_weeks
 
 GB = 1024**3
 

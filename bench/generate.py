@@ -12,11 +12,11 @@ The chunks are written to Parquet, then DuckDB sorts them by time into one
 file, as a log arrives week by week. That file is what the ingest case
 reads, and it is ingested once, through the validated library path, to build
 the size's store. The audit history is real: each week's sample is drawn
-with :func:`sampling.draw.draw_sample` by the demo qa_lead (granted first, as
+with :func:`fieldtrust.sampling.draw.draw_sample` by the demo qa_lead (granted first, as
 drawing is checked) and labelled from ``demo_truth`` by the
 demo's simulated reviewers (:func:`fieldtrust.demo.reviewers.simulate_reviews`,
 with their small error rate and double reviews), recalibration maps are fitted
-and the demo users granted (:func:`dashboard.demo_setup.ensure_demo_ready`),
+and the demo users granted (:func:`fieldtrust.dashboard.demo_setup.ensure_demo_ready`),
 and one automation candidate is approved, so every dashboard page has data.
 
 Everything is cached under ``bench/.data/rows-N-seed-S/`` and reused while
@@ -74,7 +74,7 @@ class Dataset:
 
 def bench_design() -> Any:
     """The audit design of the benchmark's history and of its draw case."""
-    from sampling.design import Design
+    from fieldtrust.sampling.design import Design
 
     return Design(base_rate=BASE_RATE)
 
@@ -194,10 +194,11 @@ def sort_log(chunks: Path, out: Path, tmp: Path) -> None:
 
 def build_store(path: Path, parquet: Path, chunks: Path, seed: int) -> dict[str, Any]:
     """Ingest the log, add the demo truth, label eight weeks of audits, fit maps, approve one."""
-    import store
-    from dashboard.demo_setup import ensure_demo_ready
+    from fieldtrust.dashboard.demo_setup import ensure_demo_ready
+    from fieldtrust.store.ingest import ingest_files
+
+    from fieldtrust import store
     from fieldtrust.demo.reviewers import simulate_reviews
-    from store.ingest import ingest_files
 
     building = path.with_name(path.name + ".building")
     building.unlink(missing_ok=True)
@@ -244,9 +245,9 @@ def _with_design(simulate: Any, con: Any, seed: int) -> None:
 
 def _approve_one(con: Any) -> None:
     """Approve the first automation candidate, so the policy pages show a decision."""
-    from calibration.candidates import automation_candidates
-    from labels.approval import approve_candidate
-    from store.scope import Scope, last_weeks
+    from fieldtrust.calibration.candidates import automation_candidates
+    from fieldtrust.labels.approval import approve_candidate
+    from fieldtrust.store.scope import Scope, last_weeks
 
     scope = Scope(weeks=last_weeks(con.cursor(), 8))
     found = [a for a in automation_candidates(con, scope) if a.candidate]

@@ -18,9 +18,9 @@ from functools import partial
 from pathlib import Path
 
 import duckdb
+from fieldtrust.store.ingest import ingest_files
 
-import store
-from store.ingest import ingest_files
+from fieldtrust import store
 
 _ROWS_SQL = """
 SELECT

@@ -2,7 +2,7 @@
 
 Every render runs the entry point's reads (data version, users for the demo
 picker, filter options), then the page's, on the one read-only connection a
-page run shares (:func:`dashboard.data.run_reads`), and calls the function
+page run shares (:func:`fieldtrust.dashboard.data.run_reads`), and calls the function
 registered for ``data.cached``, exactly what ``dashboard.data._cached_call``
 does when the Streamlit cache misses (a new label changes the data version,
 so every page misses once after each label). The Streamlit cache itself is
@@ -45,7 +45,7 @@ class PageInputs:
 
 
 def _scope(inputs: PageInputs) -> Any:
-    from dashboard.data import scope_from
+    from fieldtrust.dashboard.data import scope_from
 
     return scope_from(inputs.weeks, (), ())
 
@@ -123,9 +123,10 @@ PAGES: dict[str, Callable[[PageInputs, Settings], Calls]] = {
 
 def resolve_inputs(store_path: Path, settings: Settings) -> PageInputs:
     """The default widget values of every page, read from the store."""
-    import store
-    from calibration.report import calibration_report
-    from store.scope import Scope, last_weeks
+    from fieldtrust.calibration.report import calibration_report
+    from fieldtrust.store.scope import Scope, last_weeks
+
+    from fieldtrust import store
 
     con = store.connect(store_path, read_only=True)
     try:
@@ -161,7 +162,7 @@ def resolve_inputs(store_path: Path, settings: Settings) -> PageInputs:
 def render_page(page: str, store_path: Path, inputs: PageInputs, settings: Settings
                 ) -> dict[str, float]:
     """Seconds of each read of one render of ``page`` (entry point reads first)."""
-    from dashboard import data
+    from fieldtrust.dashboard import data
 
     path = str(store_path)
     timings: dict[str, float] = {}

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-
-from calibration.errors import CalibrationInputError
-from calibration.intervals import jeffreys_interval, wilson_interval
+from fieldtrust.calibration.errors import CalibrationInputError
+from fieldtrust.calibration.intervals import jeffreys_interval, wilson_interval
 
 FloatArray = npt.NDArray[np.float64]
 

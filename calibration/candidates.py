@@ -22,12 +22,12 @@ from dataclasses import field as dataclass_field
 from typing import Any
 
 import duckdb
+from fieldtrust.calibration.population import StratumData, empty_stratum, load_strata, strata_names
+from fieldtrust.calibration.stability import VersionCheck, WeekCheck, version_checks, week_checks
+from fieldtrust.calibration.thresholds import ThresholdResult, select_thresholds
+from fieldtrust.store.scope import Scope
 
 import fieldtrust
-from calibration.population import StratumData, empty_stratum, load_strata, strata_names
-from calibration.stability import VersionCheck, WeekCheck, version_checks, week_checks
-from calibration.thresholds import ThresholdResult, select_thresholds
-from store.scope import Scope
 
 #: The closed set of reasons a stratum is not a candidate, with the text shown to people.
 REASONS: dict[str, str] = {
@@ -168,7 +168,7 @@ def automation_candidates(
     scope
         Weeks and filters; certification uses the labels of these weeks.
     target, confidence, n_min
-        As :func:`calibration.thresholds.select_thresholds`.
+        As :func:`fieldtrust.calibration.thresholds.select_thresholds`.
     stability_weeks
         How many of the most recent weeks with labels must each hold the target.
 

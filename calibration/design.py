@@ -1,6 +1,6 @@
 """Upper bounds on a stratum's error rate above a threshold, valid under the audit design.
 
-Pure numpy: the store-facing code (:mod:`calibration.population`) and the
+Pure numpy: the store-facing code (:mod:`fieldtrust.calibration.population`) and the
 simulations in the tests build the same two objects and call the same
 function.
 
@@ -40,10 +40,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+from fieldtrust.calibration.errors import CalibrationInputError
+from fieldtrust.calibration.intervals import error_lower_bound, error_upper_bound
 from scipy.special import betaincinv
-
-from calibration.errors import CalibrationInputError
-from calibration.intervals import error_lower_bound, error_upper_bound
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import duckdb
 import pyarrow as pa
-
-from calibration.errors import CalibrationInputError
-from store.scope import Scope
+from fieldtrust.calibration.errors import CalibrationInputError
+from fieldtrust.store.scope import Scope
 
 _HISTOGRAM_SQL = """
 WITH counts AS (

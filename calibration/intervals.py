@@ -13,9 +13,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from fieldtrust.calibration.errors import CalibrationInputError
 from scipy.special import bdtr, betaincinv, ndtri
-
-from calibration.errors import CalibrationInputError
 
 ArrayLike = npt.ArrayLike
 FloatArray = npt.NDArray[np.float64]

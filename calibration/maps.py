@@ -1,12 +1,12 @@
 """Which recalibration maps are in force, and what they were fitted on.
 
-:func:`calibration.recalibrate.fit_recalibration` stores a map per stratum
+:func:`fieldtrust.calibration.recalibrate.fit_recalibration` stores a map per stratum
 each time it runs; the newest map of a stratum is its current one (view
 ``current_recalibration_maps``). :func:`current_maps` lists them with what
 was recorded at fitting time (method, labels, ECE before and after on the
 held-out folds), so a QA lead can see which strata are recalibrated and how
 much it helped without refitting. The knots of one map come from
-:func:`calibration.recalibrate.stored_map`.
+:func:`fieldtrust.calibration.recalibrate.stored_map`.
 
 This module reads only; it imports neither numpy nor scikit-learn.
 """
@@ -52,7 +52,7 @@ def current_maps(con: duckdb.DuckDBPyConnection) -> list[MapSummary]:
     References
     ----------
     ECE and the cross-validated Brier score are those of
-    :func:`calibration.recalibrate.choose_map` (STATS.md section 5).
+    :func:`fieldtrust.calibration.recalibrate.choose_map` (STATS.md section 5).
     """
     rows = con.execute(
         """

@@ -6,8 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-
-from calibration.bins import BinStats, bin_stats, check_inputs
+from fieldtrust.calibration.bins import BinStats, bin_stats, check_inputs
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,7 @@ def expected_calibration_error(
     Parameters
     ----------
     confidence, correct, weight, n_bins, strategy
-        As in :func:`calibration.bins.reliability_bins`.
+        As in :func:`fieldtrust.calibration.bins.reliability_bins`.
 
     References
     ----------

@@ -3,10 +3,10 @@
 The population is never loaded row by row: one SQL aggregation gives counts
 per (doc_type, field, form version, week, 0.005-wide confidence step), a few
 hundred thousand rows at most for ten million extractions. Labels and their
-weights come from :func:`store.labelled.labelled_items` only.
+weights come from :func:`fieldtrust.store.labelled.labelled_items` only.
 
 How a stratum's population is split for the certified bound
-(:mod:`calibration.design`):
+(:mod:`fieldtrust.calibration.design`):
 
 * a week counts as *audited* for a stratum when its newest audit sample has
   cells for the stratum and at least one audit label of the stratum exists in
@@ -38,11 +38,10 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from calibration.design import GRID, N_GRID, Design, Labels, grid_index
-from store.labelled import labelled_items
-from store.rollup import is_current, population_counts
-from store.scope import Scope
+from fieldtrust.calibration.design import GRID, N_GRID, Design, Labels, grid_index
+from fieldtrust.store.labelled import labelled_items
+from fieldtrust.store.rollup import is_current, population_counts
+from fieldtrust.store.scope import Scope
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

@@ -25,16 +25,15 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+from fieldtrust.calibration.bins import check_inputs
+from fieldtrust.calibration.errors import CalibrationInputError
+from fieldtrust.calibration.metrics import expected_calibration_error
+from fieldtrust.calibration.population import load_strata
+from fieldtrust.store.connection import transaction, utc_now
+from fieldtrust.store.scope import Scope
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold, StratifiedKFold
-
-from calibration.bins import check_inputs
-from calibration.errors import CalibrationInputError
-from calibration.metrics import expected_calibration_error
-from calibration.population import load_strata
-from store.connection import transaction, utc_now
-from store.scope import Scope
 
 FloatArray = npt.NDArray[np.float64]
 

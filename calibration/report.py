@@ -14,14 +14,13 @@ from typing import Any
 import duckdb
 import numpy as np
 import pandas as pd
-
-from calibration.candidates import CandidateAssessment, assess
-from calibration.errors import CalibrationInputError
-from calibration.intervals import korn_graubard_interval
-from calibration.population import StratumData, empty_stratum, load_strata, strata_names
-from calibration.table import StratumTable, stratum_bins, stratum_table
-from calibration.thresholds import ThresholdResult, select_thresholds
-from store.scope import Scope
+from fieldtrust.calibration.candidates import CandidateAssessment, assess
+from fieldtrust.calibration.errors import CalibrationInputError
+from fieldtrust.calibration.intervals import korn_graubard_interval
+from fieldtrust.calibration.population import StratumData, empty_stratum, load_strata, strata_names
+from fieldtrust.calibration.table import StratumTable, stratum_bins, stratum_table
+from fieldtrust.calibration.thresholds import ThresholdResult, select_thresholds
+from fieldtrust.store.scope import Scope
 
 
 def _num(value: float | None) -> float | None:

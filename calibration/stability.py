@@ -19,9 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-
-from calibration.design import error_bound, grid_index
-from calibration.population import StratumData, build_design
+from fieldtrust.calibration.design import error_bound, grid_index
+from fieldtrust.calibration.population import StratumData, build_design
 
 
 @dataclass(frozen=True)

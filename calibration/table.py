@@ -13,12 +13,11 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-
-from calibration.bins import reliability_bins
-from calibration.intervals import korn_graubard_interval
-from calibration.metrics import calibration_metrics
-from calibration.population import StratumData, load_strata
-from store.scope import Scope
+from fieldtrust.calibration.bins import reliability_bins
+from fieldtrust.calibration.intervals import korn_graubard_interval
+from fieldtrust.calibration.metrics import calibration_metrics
+from fieldtrust.calibration.population import StratumData, load_strata
+from fieldtrust.store.scope import Scope
 
 FloatArray = npt.NDArray[np.float64]
 

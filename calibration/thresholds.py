@@ -19,9 +19,7 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy.special import ndtri
-
-from calibration.design import (
+from fieldtrust.calibration.design import (
     GRID,
     N_GRID,
     Bound,
@@ -31,10 +29,11 @@ from calibration.design import (
     error_bounds,
     kept_labels,
 )
-from calibration.errors import CalibrationInputError
-from calibration.intervals import labels_needed, labels_needed_at_rate
-from calibration.population import load_strata
-from store.scope import Scope
+from fieldtrust.calibration.errors import CalibrationInputError
+from fieldtrust.calibration.intervals import labels_needed, labels_needed_at_rate
+from fieldtrust.calibration.population import load_strata
+from fieldtrust.store.scope import Scope
+from scipy.special import ndtri
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -142,7 +141,7 @@ def select_thresholds(
     Parameters
     ----------
     design, labels
-        The stratum's population and labels (:mod:`calibration.design`).
+        The stratum's population and labels (:mod:`fieldtrust.calibration.design`).
     target
         Accuracy the extractions above the threshold must reach.
     confidence

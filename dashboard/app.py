@@ -1,4 +1,4 @@
-"""fieldtrust dashboard: entry point (``streamlit run dashboard/app.py -- --db PATH``).
+"""fieldtrust dashboard: entry point (``fieldtrust serve`` runs ``streamlit run`` on it).
 
 This script owns what every page shares: the page list (``st.navigation``),
 who is looking (``dashboard.auth``) and the sidebar filters. Pages live in
@@ -8,19 +8,14 @@ Errors fieldtrust raises on purpose become a message here, at the edge.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
-# `streamlit run` puts this file's folder on sys.path, not the project root.
-_ROOT = Path(__file__).resolve().parents[1]
-if str(_ROOT) not in sys.path:
-    sys.path.insert(0, str(_ROOT))
+import streamlit as st
 
-import streamlit as st  # noqa: E402
-
-from dashboard import auth, data, layout, sidebar, state  # noqa: E402
-from store.errors import FieldtrustError, StoreLockedError  # noqa: E402
+# `streamlit run` runs this file as a script; the package it belongs to is
+# imported by its installed name, so the same code serves a wheel and a checkout.
+from fieldtrust.dashboard import auth, data, layout, sidebar, state
+from fieldtrust.store.errors import FieldtrustError, StoreLockedError
 
 st.set_page_config(page_title="fieldtrust", page_icon=":material/fact_check:", layout="wide")
 

@@ -18,8 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import streamlit as st
-
-from dashboard import data, layout, state
+from fieldtrust.dashboard import data, layout, state
 
 
 @dataclass(frozen=True)

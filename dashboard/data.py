@@ -8,7 +8,7 @@ read, gives each read its own cursor and closes it when the run ends
 
 Inside the server process, DuckDB refuses to open the same file read-only and
 read-write at once, so one process-wide lock serialises the (short) moments a
-connection is open. When another process holds the file, :func:`store.connect`
+connection is open. When another process holds the file, :func:`fieldtrust.store.connect`
 retries with a bounded backoff; if the file stays busy the page says so in a
 friendly warning instead of a traceback.
 
@@ -33,12 +33,12 @@ from typing import Any
 
 import duckdb
 import streamlit as st
+from fieldtrust.dashboard import state
+from fieldtrust.store.errors import StoreError, StoreLockedError
+from fieldtrust.store.scope import Scope
 
-import store
-from dashboard import state
+from fieldtrust import store
 from fieldtrust.settings import load_settings
-from store.errors import StoreError, StoreLockedError
-from store.scope import Scope
 
 #: Seconds a page waits for another process to release the store.
 LOCK_WAIT = 4.0
@@ -234,7 +234,7 @@ def current_version() -> DataVersion:
 
 def scope_from(weeks: tuple[str, ...], doc_types: tuple[str, ...],
                form_versions: tuple[str, ...]) -> Scope:
-    """The library :class:`~store.scope.Scope` the sidebar filters describe."""
+    """The library :class:`~fieldtrust.store.scope.Scope` the sidebar filters describe."""
     return Scope(weeks=weeks, doc_types=doc_types, form_versions=form_versions)
 
 
@@ -258,7 +258,7 @@ def env_db_default() -> str | None:
 @query("filter_options")
 def filter_options(con: duckdb.DuckDBPyConnection) -> Any:
     """Weeks, document types and form versions in the store (store.summary.filter_options)."""
-    from store.summary import filter_options as options
+    from fieldtrust.store.summary import filter_options as options
 
     return options(con)
 
@@ -266,7 +266,7 @@ def filter_options(con: duckdb.DuckDBPyConnection) -> Any:
 @query("users")
 def users(con: duckdb.DuckDBPyConnection) -> tuple[tuple[str, str], ...]:
     """(user, current role) of everyone holding a role, for the demo-mode picker."""
-    from labels.roles import list_users
+    from fieldtrust.labels.roles import list_users
 
     return tuple((g.user_name, g.role) for g in list_users(con) if g.role != "none")
 
@@ -274,7 +274,7 @@ def users(con: duckdb.DuckDBPyConnection) -> tuple[tuple[str, str], ...]:
 @query("role_of")
 def role_of(con: duckdb.DuckDBPyConnection, user: str) -> str | None:
     """The signed-in user's current role (None: no role granted)."""
-    from labels.roles import current_role
+    from fieldtrust.labels.roles import current_role
 
     return current_role(con, user)
 
@@ -282,7 +282,7 @@ def role_of(con: duckdb.DuckDBPyConnection, user: str) -> str | None:
 @query("current_sample")
 def current_sample(con: duckdb.DuckDBPyConnection) -> str | None:
     """The newest audit sample's id (None before the first draw)."""
-    from labels.assignment import current_sample as newest
+    from fieldtrust.labels.assignment import current_sample as newest
 
     return newest(con)
 
@@ -290,7 +290,7 @@ def current_sample(con: duckdb.DuckDBPyConnection) -> str | None:
 @query("sample_progress")
 def sample_progress(con: duckdb.DuckDBPyConnection, sample_id: str) -> Any:
     """How far the review of ``sample_id`` has got (labels.assignment.SampleProgress)."""
-    from labels.assignment import sample_progress as progress
+    from fieldtrust.labels.assignment import sample_progress as progress
 
     return progress(con, sample_id)
 
@@ -300,7 +300,7 @@ def item_context(
     con: duckdb.DuckDBPyConnection, extraction_id: str, reviewer: str, sample_id: str
 ) -> Any:
     """Stated confidence, conflict and the reviewer's count beside an item (labels.progress)."""
-    from labels.progress import item_context as context
+    from fieldtrust.labels.progress import item_context as context
 
     return context(con, extraction_id, reviewer, sample_id)
 
@@ -308,7 +308,7 @@ def item_context(
 @query("error_report")
 def error_report(con: duckdb.DuckDBPyConnection, scope: Scope) -> Any:
     """Error types per (doc_type, field, form_version) (labels.errors_report)."""
-    from labels.errors_report import error_report as report
+    from fieldtrust.labels.errors_report import error_report as report
 
     return report(con, scope)
 
@@ -316,7 +316,7 @@ def error_report(con: duckdb.DuckDBPyConnection, scope: Scope) -> Any:
 @query("adjudication_queue")
 def adjudication_queue(con: duckdb.DuckDBPyConnection, scope: Scope) -> Any:
     """Double-reviewed items whose verdicts differ, not yet settled (labels.agreement)."""
-    from labels.agreement import adjudication_queue as queue
+    from fieldtrust.labels.agreement import adjudication_queue as queue
 
     return queue(con, scope)
 
@@ -324,7 +324,7 @@ def adjudication_queue(con: duckdb.DuckDBPyConnection, scope: Scope) -> Any:
 @query("agreement")
 def agreement(con: duckdb.DuckDBPyConnection, scope: Scope) -> Any:
     """Percent agreement and Cohen's kappa per field and reviewer pair (labels.agreement)."""
-    from labels.agreement import agreement as report
+    from fieldtrust.labels.agreement import agreement as report
 
     return report(con, scope)
 
@@ -332,7 +332,7 @@ def agreement(con: duckdb.DuckDBPyConnection, scope: Scope) -> Any:
 @query("decision_history")
 def decision_history(con: duckdb.DuckDBPyConnection) -> Any:
     """Every automation decision, oldest first (labels.decisions)."""
-    from labels.decisions import decision_history as history
+    from fieldtrust.labels.decisions import decision_history as history
 
     return history(con)
 
@@ -340,7 +340,7 @@ def decision_history(con: duckdb.DuckDBPyConnection) -> Any:
 @query("current_policy")
 def current_policy(con: duckdb.DuckDBPyConnection) -> Any:
     """The latest decision of every decided stratum (labels.decisions)."""
-    from labels.decisions import current_policy as policy
+    from fieldtrust.labels.decisions import current_policy as policy
 
     return policy(con)
 
@@ -348,7 +348,7 @@ def current_policy(con: duckdb.DuckDBPyConnection) -> Any:
 @query("revocations")
 def revocations(con: duckdb.DuckDBPyConnection, target: float, confidence: float) -> Any:
     """Approved strata that later audits show failing (labels.revocation)."""
-    from labels.revocation import revocation_recommendations
+    from fieldtrust.labels.revocation import revocation_recommendations
 
     return revocation_recommendations(con, target=target, confidence=confidence)
 
@@ -356,7 +356,7 @@ def revocations(con: duckdb.DuckDBPyConnection, target: float, confidence: float
 @query("policy_export")
 def policy_export(con: duckdb.DuckDBPyConnection) -> Any:
     """The policy file production reads (labels.policy.export_policy)."""
-    from labels.policy import export_policy
+    from fieldtrust.labels.policy import export_policy
 
     return export_policy(con)
 
@@ -364,8 +364,8 @@ def policy_export(con: duckdb.DuckDBPyConnection) -> Any:
 @query("preview_design")
 def preview_design(con: duckdb.DuckDBPyConnection, week: str, design_json: str) -> Any:
     """Cells of ``week`` under a design, with sizes, before drawing (sampling planner)."""
-    from sampling.design import Design
-    from sampling.planner import preview_design as preview
+    from fieldtrust.sampling.design import Design
+    from fieldtrust.sampling.planner import preview_design as preview
 
     return preview(con, week, Design.from_json(design_json))
 
@@ -373,7 +373,7 @@ def preview_design(con: duckdb.DuckDBPyConnection, week: str, design_json: str) 
 @query("weekly_estimates")
 def weekly_estimates(con: duckdb.DuckDBPyConnection, scope: Scope, confidence: float) -> Any:
     """Design-weighted accuracy per week and (doc_type, field) (sampling.estimates)."""
-    from sampling.estimates import weekly_estimates as weekly
+    from fieldtrust.sampling.estimates import weekly_estimates as weekly
 
     return weekly(con, scope, confidence=confidence)
 
@@ -383,7 +383,7 @@ def weekly_alerts(
     con: duckdb.DuckDBPyConnection, week: str | None, target: float, confidence: float
 ) -> Any:
     """This week's alerts: below target, slipping, new form version worse (sampling.alerts)."""
-    from sampling.alerts import weekly_alerts as alerts
+    from fieldtrust.sampling.alerts import weekly_alerts as alerts
 
     return alerts(con, week, target=target, confidence=confidence)
 
@@ -391,7 +391,7 @@ def weekly_alerts(
 @query("week_sample")
 def week_sample(con: duckdb.DuckDBPyConnection, week: str) -> str | None:
     """The current sample id of ``week`` (None: not drawn yet)."""
-    from sampling.draw import current_sample_id
+    from fieldtrust.sampling.draw import current_sample_id
 
     return current_sample_id(con, week)
 
@@ -399,7 +399,7 @@ def week_sample(con: duckdb.DuckDBPyConnection, week: str) -> str | None:
 @query("cell_progress")
 def cell_progress(con: duckdb.DuckDBPyConnection, sample_id: str) -> Any:
     """Per cell of a sample: population, drawn and labelled items (labels.progress)."""
-    from labels.progress import cell_progress as progress
+    from fieldtrust.labels.progress import cell_progress as progress
 
     return progress(con, sample_id)
 
@@ -407,7 +407,7 @@ def cell_progress(con: duckdb.DuckDBPyConnection, sample_id: str) -> Any:
 @query("priority_queue")
 def priority_queue(con: duckdb.DuckDBPyConnection, scope: Scope, limit: int) -> Any:
     """The human review queue outside the audit, most urgent first (sampling.queue)."""
-    from sampling.queue import priority_queue as queue
+    from fieldtrust.sampling.queue import priority_queue as queue
 
     return queue(con, scope, limit=limit)
 
@@ -418,7 +418,7 @@ def candidates(
     n_min: int, stability_weeks: int,
 ) -> Any:
     """Every stratum's automation assessment, candidates first (calibration.candidates)."""
-    from calibration.candidates import automation_candidates
+    from fieldtrust.calibration.candidates import automation_candidates
 
     return automation_candidates(
         con, scope, target=target, confidence=confidence, n_min=n_min,
@@ -432,7 +432,7 @@ def calibration_report(
     n_min: int, stability_weeks: int, n_bins: int = 10, strategy: str = "quantile",
 ) -> Any:
     """Tables, bins, thresholds and candidacy of every stratum (calibration.report)."""
-    from calibration.report import calibration_report as report
+    from fieldtrust.calibration.report import calibration_report as report
 
     return report(
         con, scope, target=target, confidence=confidence, n_bins=n_bins, strategy=strategy,
@@ -446,7 +446,7 @@ def threshold_curve(
     confidence: float, n_min: int,
 ) -> Any:
     """Accuracy, lower bound and coverage at every candidate threshold (calibration.thresholds)."""
-    from calibration.thresholds import threshold_curve as curve
+    from fieldtrust.calibration.thresholds import threshold_curve as curve
 
     return curve(con, doc_type, field, scope, target=target, confidence=confidence, n_min=n_min)
 
@@ -456,7 +456,7 @@ def confidence_histogram(
     con: duckdb.DuckDBPyConnection, doc_type: str, field: str, scope: Scope, bins: int = 40
 ) -> Any:
     """Counts of stated confidence of one stratum in equal-width bins (calibration.histogram)."""
-    from calibration.histogram import confidence_histogram as histogram
+    from fieldtrust.calibration.histogram import confidence_histogram as histogram
 
     return histogram(con, doc_type, field, scope, bins=bins)
 
@@ -467,8 +467,8 @@ def metric_intervals(
     strategy: str,
 ) -> Any:
     """Bootstrap intervals of a stratum's ECE and Brier score (calibration.metrics)."""
-    from calibration.metrics import metric_intervals as intervals
-    from store.labelled import labelled_items
+    from fieldtrust.calibration.metrics import metric_intervals as intervals
+    from fieldtrust.store.labelled import labelled_items
 
     items = labelled_items(con, dataclasses.replace(scope, doc_types=(doc_type,), fields=(field,)))
     return intervals(items.column("confidence").to_numpy(), items.column("correct").to_numpy(),
@@ -478,6 +478,6 @@ def metric_intervals(
 @query("recalibration_info")
 def recalibration_info(con: duckdb.DuckDBPyConnection, doc_type: str, field: str) -> Any:
     """A stratum's current map, its knots and ECE before/after (calibration.recalibrate)."""
-    from calibration.recalibrate import stored_map
+    from fieldtrust.calibration.recalibrate import stored_map
 
     return stored_map(con, doc_type, field)

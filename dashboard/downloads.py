@@ -15,8 +15,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import streamlit as st
-
-from dashboard import state
+from fieldtrust.dashboard import state
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 

@@ -7,8 +7,7 @@ import re
 from typing import Any
 
 import streamlit as st
-
-from dashboard import data
+from fieldtrust.dashboard import data
 
 EMPTY_HINT = (
     "No extractions yet: run `fieldtrust demo` (a demo store to explore) or"

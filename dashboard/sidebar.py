@@ -1,18 +1,18 @@
 """The filters every page shares: a window of weeks, document types, form versions.
 
 The entry point draws them once in the sidebar; pages read the resulting
-:class:`~store.scope.Scope` with :func:`current_scope`, so "the last 8 weeks of
+:class:`~fieldtrust.store.scope.Scope` with :func:`current_scope`, so "the last 8 weeks of
 invoices" means the same rows on every page.
 """
 
 from __future__ import annotations
 
 import streamlit as st
+from fieldtrust.dashboard import state
+from fieldtrust.store.scope import Scope
+from fieldtrust.store.summary import FilterOptions
 
-from dashboard import state
 from fieldtrust.settings import load_settings
-from store.scope import Scope
-from store.summary import FilterOptions
 
 
 def draw_filters(options: FilterOptions) -> Scope:

@@ -1,4 +1,4 @@
-"""Time each page's data functions on a store: ``python -m dashboard.timings --db PATH``.
+"""Time each page's data functions on a store: ``python -m fieldtrust.dashboard.timings --db PATH``.
 
 Runs, per page, the reads the page makes on a first visit (default filters,
 worst stratum, newest week), on one read-only connection per page run as
@@ -15,11 +15,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import store
-from dashboard import data
+from fieldtrust.dashboard import data
+from fieldtrust.sampling.design import Design
+from fieldtrust.store.scope import Scope
+
+from fieldtrust import store
 from fieldtrust.settings import load_settings
-from sampling.design import Design
-from store.scope import Scope
 
 Call = tuple[str, tuple[Any, ...]]
 

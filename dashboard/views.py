@@ -14,8 +14,8 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+from fieldtrust.dashboard import layout
 
-from dashboard import layout
 from fieldtrust.settings import Settings, load_settings
 
 

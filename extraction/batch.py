@@ -1,6 +1,6 @@
 """Extract many documents through the Message Batches API (half the price, asynchronous).
 
-The same :class:`~extraction.conversation.Conversation` judges every reply
+The same :class:`~fieldtrust.extraction.conversation.Conversation` judges every reply
 as in the synchronous loop; what differs is the transport. A round submits
 every document that needs a request as one batch (split when large), polls
 until the batch ends, collects its results, and stores the finished
@@ -8,7 +8,7 @@ documents. Documents that need another attempt (a format retry, a conflict
 re-read, a larger budget) go into the next round's batch, carrying their
 conversation from the manifest.
 
-Every state change is written to the manifest (:mod:`extraction.manifest`),
+Every state change is written to the manifest (:mod:`fieldtrust.extraction.manifest`),
 so an interrupted run resumes from it: finished documents are not
 resubmitted, a batch still running is polled rather than sent again. The
 one loss window is between creating a batch and saving the manifest: a
@@ -26,18 +26,17 @@ from typing import Any
 
 import anthropic
 from anthropic.types.messages import MessageBatchIndividualResponse
-
-from extraction.client import redact
-from extraction.conversation import (
+from fieldtrust.extraction.client import redact
+from fieldtrust.extraction.conversation import (
     DEFAULT_LIMITS,
     Conversation,
     Limits,
     kind_for_error_type,
 )
-from extraction.documents import Document, load_document
-from extraction.errors import DocumentError
-from extraction.loop import Sink, api_failure, identify_files, new_run_id, unreadable
-from extraction.manifest import (
+from fieldtrust.extraction.documents import Document, load_document
+from fieldtrust.extraction.errors import DocumentError
+from fieldtrust.extraction.loop import Sink, api_failure, identify_files, new_run_id, unreadable
+from fieldtrust.extraction.manifest import (
     batches_in_progress,
     check_matches,
     documents_in,
@@ -45,7 +44,7 @@ from extraction.manifest import (
     new_manifest,
     save_manifest,
 )
-from extraction.results import DocumentResult, FailureKind, Gap, RunSummary, summarise
+from fieldtrust.extraction.results import DocumentResult, FailureKind, Gap, RunSummary, summarise
 
 #: Called with one line describing what the run is doing.
 BatchProgress = Callable[[str], None]

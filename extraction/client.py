@@ -13,8 +13,7 @@ import os
 from collections.abc import Mapping
 
 import anthropic
-
-from extraction.errors import MissingApiKeyError
+from fieldtrust.extraction.errors import MissingApiKeyError
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 

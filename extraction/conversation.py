@@ -31,11 +31,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from anthropic.types import Message
-
-from extraction import prompts
-from extraction.documents import Document
-from extraction.errors import ExtractionConfigError
-from extraction.results import (
+from fieldtrust.extraction import prompts
+from fieldtrust.extraction.documents import Document
+from fieldtrust.extraction.errors import ExtractionConfigError
+from fieldtrust.extraction.results import (
     Attempt,
     DocumentResult,
     Extraction,
@@ -43,15 +42,15 @@ from extraction.results import (
     FailureKind,
     Outcome,
 )
-from extraction.schemas import (
+from fieldtrust.extraction.schemas import (
     MAX_STRICT_UNIONS,
     DocSchema,
     schema_for_tool,
     schemas_for,
     union_count,
 )
-from extraction.validate import conflicts, format_problems, line_items_sum
-from store.connection import utc_now
+from fieldtrust.extraction.validate import conflicts, format_problems, line_items_sum
+from fieldtrust.store.connection import utc_now
 
 
 @dataclass(frozen=True)

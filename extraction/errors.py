@@ -1,14 +1,14 @@
 """Errors the extraction package raises on purpose.
 
 Per-document problems never raise: they come back as a
-:class:`extraction.results.Failure`. These errors are for what stops a run
+:class:`fieldtrust.extraction.results.Failure`. These errors are for what stops a run
 before it starts (no API key, an unusable manifest) and for a file that
 cannot be turned into a request.
 """
 
 from __future__ import annotations
 
-from store.errors import FieldtrustError
+from fieldtrust.store.errors import FieldtrustError
 
 
 class ExtractionError(FieldtrustError):

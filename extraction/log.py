@@ -11,10 +11,9 @@ from __future__ import annotations
 import datetime as dt
 
 import duckdb
-
-from extraction.results import Attempt, DocumentResult
-from extraction.to_rows import canonical_json
-from store.connection import utc_now
+from fieldtrust.extraction.results import Attempt, DocumentResult
+from fieldtrust.extraction.to_rows import canonical_json
+from fieldtrust.store.connection import utc_now
 
 
 def attempt_id(run_id: str, doc_id: str, number: int) -> str:

@@ -1,6 +1,6 @@
 """Extract documents one request at a time (the Messages API, synchronously).
 
-:func:`extract_document` drives one :class:`~extraction.conversation.Conversation`
+:func:`extract_document` drives one :class:`~fieldtrust.extraction.conversation.Conversation`
 until it finishes; :func:`extract_paths` runs it over many files, hands each
 result to a sink as soon as it is known (so a crash loses at most the
 document in flight), and never lets one document's failure stop the others.
@@ -19,19 +19,30 @@ from typing import Protocol
 
 import anthropic
 from anthropic.types import Message
-
-from extraction.client import redact
-from extraction.conversation import DEFAULT_LIMITS, Conversation, Limits, kind_for_status
-from extraction.documents import Document, doc_id_for, expand_paths, identify, load_document
-from extraction.errors import DocumentError
-from extraction.results import DocumentResult, Failure, FailureKind, RunSummary, summarise
+from fieldtrust.extraction.client import redact
+from fieldtrust.extraction.conversation import DEFAULT_LIMITS, Conversation, Limits, kind_for_status
+from fieldtrust.extraction.documents import (
+    Document,
+    doc_id_for,
+    expand_paths,
+    identify,
+    load_document,
+)
+from fieldtrust.extraction.errors import DocumentError
+from fieldtrust.extraction.results import (
+    DocumentResult,
+    Failure,
+    FailureKind,
+    RunSummary,
+    summarise,
+)
 
 #: Called after each document: (position, count, result).
 Progress = Callable[[int, int, DocumentResult], None]
 
 
 class Sink(Protocol):
-    """Where results go: the store (:class:`extraction.sink.StoreSink`) or a test's list."""
+    """Where results go: the store (:class:`~.sink.StoreSink`) or a test's list."""
 
     def stored(self, doc_ids: Collection[str]) -> set[str]:
         """Which of ``doc_ids`` already have an extraction stored."""
@@ -63,7 +74,7 @@ def extract_document(
         An Anthropic client; its own ``max_retries`` covers transient HTTP
         errors (429, 529, 5xx) with backoff.
     document
-        From :func:`extraction.documents.load_document`.
+        From :func:`fieldtrust.extraction.documents.load_document`.
     doc_type
         ``invoice``, ``receipt`` or ``auto`` (the model picks the tool).
     model

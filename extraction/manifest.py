@@ -25,8 +25,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from extraction.errors import ManifestError
-from store.connection import utc_now
+from fieldtrust.extraction.errors import ManifestError
+from fieldtrust.store.connection import utc_now
 
 VERSION = 1
 

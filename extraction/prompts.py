@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from extraction.schemas import CATEGORIES, UNCLEAR, DocSchema
+from fieldtrust.extraction.schemas import CATEGORIES, UNCLEAR, DocSchema
 
 SYSTEM_PROMPT = f"""\
 You read business documents (invoices, receipts) and record what they say by

@@ -6,7 +6,7 @@ rules of strict tool use (Anthropic, "Structured outputs"): every object has
 ``additionalProperties: false`` and lists all its keys as required; nullable
 values are ``anyOf [..., null]``; numeric bounds and patterns are not
 supported there, so they are stated in the descriptions and checked by
-:mod:`extraction.validate`.
+:mod:`fieldtrust.extraction.validate`.
 
 Strict tool use also caps the parameters with union types (``anyOf``,
 nullable) at 16 per request, across all tools. So only the values a
@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from extraction.errors import ExtractionConfigError
+from fieldtrust.extraction.errors import ExtractionConfigError
 
 #: The explicit value of a field that is on the document but unreadable.
 UNCLEAR = "unclear"

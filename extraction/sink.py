@@ -2,7 +2,7 @@
 
 :func:`store_result` writes one document's result: its attempts to
 ``extraction_log`` and, when it was accepted, its rows through
-:func:`store.ingest.ingest_table` (the same checks as an ingested file).
+:func:`fieldtrust.store.ingest.ingest_table` (the same checks as an ingested file).
 :class:`StoreSink` opens the store only for each write, because DuckDB locks
 the file per process and an extraction run (a batch can take hours) must not
 lock reviewers out of the dashboard.
@@ -15,12 +15,11 @@ import os
 from collections.abc import Collection
 
 import duckdb
-
-from extraction.log import write_attempts
-from extraction.results import DocumentResult
-from extraction.to_rows import extraction_rows
-from store.connection import open_store, utc_now
-from store.ingest import ingest_table
+from fieldtrust.extraction.log import write_attempts
+from fieldtrust.extraction.results import DocumentResult
+from fieldtrust.extraction.to_rows import extraction_rows
+from fieldtrust.store.connection import open_store, utc_now
+from fieldtrust.store.ingest import ingest_table
 
 
 def store_result(

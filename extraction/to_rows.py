@@ -25,9 +25,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
-
-from extraction.results import Extraction
-from extraction.schemas import SCHEMAS, UNCLEAR, FieldSpec
+from fieldtrust.extraction.results import Extraction
+from fieldtrust.extraction.schemas import SCHEMAS, UNCLEAR, FieldSpec
 
 #: Columns of the rows, as store.ingest.ingest_table takes them.
 ROW_SCHEMA = pa.schema(

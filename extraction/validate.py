@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from extraction.schemas import CATEGORIES, UNCLEAR, DocSchema, FieldSpec
+from fieldtrust.extraction.schemas import CATEGORIES, UNCLEAR, DocSchema, FieldSpec
 
 _DECIMAL = re.compile(r"-?\d+(\.\d+)?")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")

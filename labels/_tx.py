@@ -7,7 +7,7 @@ committed. The work function re-reads the store on every attempt, so a retry
 either succeeds on fresh data or raises a clear error (a label already there,
 an item already taken).
 
-Every history write also appends to the one history chain (:mod:`store.chain`),
+Every history write also appends to the one history chain (:mod:`fieldtrust.store.chain`),
 so any two concurrent writes now conflict on the chain head, not only two
 writes to the same item. Writes in one process therefore take a lock for the
 length of their transaction (they are milliseconds long): threads queue instead
@@ -25,9 +25,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import duckdb
-
-from labels.errors import ConcurrentWriteError
-from store.connection import transaction
+from fieldtrust.labels.errors import ConcurrentWriteError
+from fieldtrust.store.connection import transaction
 
 T = TypeVar("T")
 

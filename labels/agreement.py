@@ -26,12 +26,11 @@ from dataclasses import dataclass
 
 import duckdb
 import numpy as np
-
-from labels._tx import write_with_retry
-from labels.errors import LabelError
-from labels.roles import require, user_name
-from labels.verdicts import Label, insert_label, live_label, verdict_fields
-from store.scope import Scope
+from fieldtrust.labels._tx import write_with_retry
+from fieldtrust.labels.errors import LabelError
+from fieldtrust.labels.roles import require, user_name
+from fieldtrust.labels.verdicts import Label, insert_label, live_label, verdict_fields
+from fieldtrust.store.scope import Scope
 
 _PAIRS_SQL = """
 WITH live AS (
@@ -174,9 +173,9 @@ def adjudicate(
     """Settle an extraction's verdict as qa_lead; it becomes the truth used everywhere.
 
     Writes a label in review round ``adjudication``, which ``effective_labels``
-    (and so :func:`store.labelled.labelled_items`) prefers over the review
+    (and so :func:`fieldtrust.store.labelled.labelled_items`) prefers over the review
     rounds. Adjudicating again supersedes the previous adjudication. The
-    verdict fields are validated as in :func:`labels.verdicts.record_verdict`.
+    verdict fields are validated as in :func:`fieldtrust.labels.verdicts.record_verdict`.
 
     Raises
     ------

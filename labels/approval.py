@@ -13,11 +13,10 @@ import dataclasses
 import math
 
 import duckdb
-
-from labels.decisions import Decision, decide
-from labels.errors import DecisionError
-from labels.roles import require, user_name
-from store.scope import Scope
+from fieldtrust.labels.decisions import Decision, decide
+from fieldtrust.labels.errors import DecisionError
+from fieldtrust.labels.roles import require, user_name
+from fieldtrust.store.scope import Scope
 
 
 def approve_candidate(
@@ -63,7 +62,7 @@ def approve_candidate(
     """
     actor = user_name(actor, what="acting user")
     require(con, actor, "decide")  # before the costly certification
-    from calibration.candidates import REASONS, automation_candidates
+    from fieldtrust.calibration.candidates import REASONS, automation_candidates
 
     narrowed = dataclasses.replace(scope, doc_types=(doc_type,), fields=(field,))
     assessments = automation_candidates(

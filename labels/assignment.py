@@ -25,12 +25,11 @@ import datetime as dt
 from dataclasses import dataclass
 
 import duckdb
-
-from labels._tx import first_row, write_with_retry
-from labels.errors import LabelError
-from labels.roles import require, user_name
-from store.chain import chain_returned
-from store.connection import utc_now
+from fieldtrust.labels._tx import first_row, write_with_retry
+from fieldtrust.labels.errors import LabelError
+from fieldtrust.labels.roles import require, user_name
+from fieldtrust.store.chain import chain_returned
+from fieldtrust.store.connection import utc_now
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from store.errors import FieldtrustError
+from fieldtrust.store.errors import FieldtrustError
 
 
 class PermissionDenied(FieldtrustError, PermissionError):

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import duckdb
 import pyarrow as pa
-
-from store.rollup import extraction_columns_sql
-from store.scope import Scope
+from fieldtrust.store.rollup import extraction_columns_sql
+from fieldtrust.store.scope import Scope
 
 _REPORT_SQL = """
 WITH labelled AS (

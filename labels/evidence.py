@@ -19,11 +19,10 @@ from typing import Any
 
 import duckdb
 import numpy as np
-
-from labels._tx import first_row
-from labels.errors import DecisionError
-from store.chain import chain_returned
-from store.connection import utc_now
+from fieldtrust.labels._tx import first_row
+from fieldtrust.labels.errors import DecisionError
+from fieldtrust.store.chain import chain_returned
+from fieldtrust.store.connection import utc_now
 
 
 def canonical_json(payload: Any) -> str:

@@ -18,10 +18,9 @@ import os
 from pathlib import Path
 
 import duckdb
-
-from labels._tx import first_row
-from labels.errors import LabelError
-from store.sql import quote_ident, quote_literal
+from fieldtrust.labels._tx import first_row
+from fieldtrust.labels.errors import LabelError
+from fieldtrust.store.sql import quote_ident, quote_literal
 
 _COLUMNS = (
     ("label_id", True), ("extraction_id", True), ("sample_id", True),

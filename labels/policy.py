@@ -11,12 +11,12 @@ import json
 from typing import Any
 
 import duckdb
+from fieldtrust.labels._tx import first_row
+from fieldtrust.labels.decisions import current_policy
+from fieldtrust.store.chain import chain_head
+from fieldtrust.store.connection import utc_now
 
 from fieldtrust import __version__
-from labels._tx import first_row
-from labels.decisions import current_policy
-from store.chain import chain_head
-from store.connection import utc_now
 
 #: Bumped when the layout of the exported file changes.
 POLICY_FORMAT = 1
@@ -31,7 +31,7 @@ def export_policy(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     threshold, approved_by, approved_at, evidence_id and decision_id, sorted by
     stratum.
 
-    ``history_head`` is the head of the history chain (:mod:`store.chain`):
+    ``history_head`` is the head of the history chain (:mod:`fieldtrust.store.chain`):
     ``{"seq": N, "hash": "..."}``, or None for a store that has no chain yet.
     A copy of the file kept outside the store proves the history up to that
     point: ``fieldtrust verify --policy FILE`` checks the store still holds it.

@@ -1,10 +1,10 @@
 """How a sample's review stands: per cell for the QA lead, per item for the reviewer.
 
-:func:`labels.assignment.sample_progress` gives one line for a whole sample;
+:func:`fieldtrust.labels.assignment.sample_progress` gives one line for a whole sample;
 :func:`cell_progress` splits it by sampling cell, so a QA lead sees which
 cells still lack labels (an estimate needs every cell). :func:`item_context`
 is what the review screen shows beside an assigned item that
-:class:`~labels.assignment.ReviewItem` deliberately leaves out: the stated
+:class:`~fieldtrust.labels.assignment.ReviewItem` deliberately leaves out: the stated
 confidence (shown folded away, so it does not anchor the judgement), the
 other source's conflicting value and how many items the reviewer has done.
 
@@ -19,10 +19,9 @@ from dataclasses import dataclass
 
 import duckdb
 import pyarrow as pa
-
-from labels._tx import first_row
-from labels.assignment import current_sample
-from labels.errors import LabelError
+from fieldtrust.labels._tx import first_row
+from fieldtrust.labels.assignment import current_sample
+from fieldtrust.labels.errors import LabelError
 
 _CELL_PROGRESS_SQL = """
 SELECT c.sample_id, c.cell, c.doc_type, c.field, c.band, c.version_status, c.n_population,
@@ -47,7 +46,7 @@ def cell_progress(con: duckdb.DuckDBPyConnection, sample_id: str | None = None) 
         Store connection (read-only is enough).
     sample_id
         Sample like ``'2026-W48/v1'``; default the newest sample
-        (:func:`labels.assignment.current_sample`).
+        (:func:`fieldtrust.labels.assignment.current_sample`).
 
     Returns
     -------
@@ -56,7 +55,7 @@ def cell_progress(con: duckdb.DuckDBPyConnection, sample_id: str | None = None) 
         columns ``sample_id, cell, doc_type, field, band, version_status,
         n_population, n_sample, inclusion_prob, n_labelled``. ``n_labelled`` counts items
         with a primary, imported or adjudicated label, as
-        :func:`labels.assignment.sample_progress` does.
+        :func:`fieldtrust.labels.assignment.sample_progress` does.
 
     Raises
     ------

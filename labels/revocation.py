@@ -2,7 +2,7 @@
 
 For every stratum whose current policy is an approval, each ISO week after
 the approval's week is checked on its own audit labels above the approved
-threshold (read through :func:`store.labelled.labelled_items`, so adjudicated
+threshold (read through :func:`fieldtrust.store.labelled.labelled_items`, so adjudicated
 verdicts and design weights count as everywhere else). A week fails when its
 accuracy is significantly below the target, one-sided at level
 ``1 - confidence``: the upper confidence bound on the design-weighted
@@ -25,13 +25,12 @@ from dataclasses import dataclass
 
 import duckdb
 import numpy as np
+from fieldtrust.labels.decisions import current_policy
+from fieldtrust.labels.errors import DecisionError
+from fieldtrust.store.labelled import labelled_items
+from fieldtrust.store.scope import Scope
+from fieldtrust.store.weeks import iso_week
 from scipy.stats import beta
-
-from labels.decisions import current_policy
-from labels.errors import DecisionError
-from store.labelled import labelled_items
-from store.scope import Scope
-from store.weeks import iso_week
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The error taxonomy: why an extraction was wrong, in a few words a reviewer picks.
 
 Small on purpose: a reviewer decides in seconds, and the error report
-(:mod:`labels.errors_report`) counts these per (doc_type, field,
+(:mod:`fieldtrust.labels.errors_report`) counts these per (doc_type, field,
 form_version), so a systematic pattern such as "tax filled from the total on
 form v3" stands out. Anything that fits none of them is ``other`` with a
 detail line, which the QA lead reads to decide whether a new type is due.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from labels.errors import LabelFieldError
+from fieldtrust.labels.errors import LabelFieldError
 
 #: Error type -> what it means (shown to reviewers and in docs/review.md).
 ERROR_TYPES: MappingProxyType[str, str] = MappingProxyType(

@@ -9,7 +9,7 @@ Two constraints in the store (migration ``0010_labels_history_constraints``)
 make this safe with several reviewers writing at once: each (extraction,
 review round) has one chain of labels, and a label is superseded at most once.
 A concurrent writer that loses the race gets a DuckDB conflict, is retried,
-and then sees the winner's row and a :class:`~labels.errors.LabelConflict`
+and then sees the winner's row and a :class:`~fieldtrust.labels.errors.LabelConflict`
 that says what to do, so nobody's label is lost or silently replaced.
 """
 
@@ -21,13 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
-
-from labels._tx import first_row, write_with_retry
-from labels.errors import LabelConflict, LabelError, LabelFieldError
-from labels.roles import require, user_name
-from labels.taxonomy import check_correction, check_error
-from store.chain import chain_returned
-from store.connection import utc_now
+from fieldtrust.labels._tx import first_row, write_with_retry
+from fieldtrust.labels.errors import LabelConflict, LabelError, LabelFieldError
+from fieldtrust.labels.roles import require, user_name
+from fieldtrust.labels.taxonomy import check_correction, check_error
+from fieldtrust.store.chain import chain_returned
+from fieldtrust.store.connection import utc_now
 
 #: The verdicts a reviewer can give; 'unclear' = the source cannot be read.
 VERDICTS: tuple[str, ...] = ("correct", "incorrect", "unclear")
@@ -93,9 +92,9 @@ def record_verdict(
     corrected_value, corrected_status
         For ``incorrect``: the right value, or no value with status ``null``
         (field absent) or ``unclear`` (unreadable); see
-        :func:`labels.taxonomy.check_correction`.
+        :func:`fieldtrust.labels.taxonomy.check_correction`.
     error_type, error_detail
-        For ``incorrect``: a type from :data:`labels.taxonomy.ERROR_TYPES`;
+        For ``incorrect``: a type from :data:`fieldtrust.labels.taxonomy.ERROR_TYPES`;
         ``other`` needs a detail. ``unclear`` may carry a detail as a note.
 
     Raises
@@ -224,7 +223,7 @@ def verdict_problems(
 ) -> list[LabelFieldError]:
     """Every reason :func:`verdict_fields` would refuse these fields (empty: none).
 
-    Labels import (:mod:`store.label_import`) reports each one with its row,
+    Labels import (:mod:`fieldtrust.store.label_import`) reports each one with its row,
     so a file is held to exactly the rules of :func:`record_verdict`.
     """
     return _checked_fields(verdict, corrected_value, corrected_status, error_type, error_detail)[1]

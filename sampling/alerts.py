@@ -1,7 +1,7 @@
 """Weekly alerts: a stratum below target, a stratum slipping, a new form version worse.
 
 Three one-sided tests per (doc_type, field), each at level ``1 - confidence``,
-on the design-weighted estimates of :mod:`sampling.estimates`:
+on the design-weighted estimates of :mod:`fieldtrust.sampling.estimates`:
 
 ``below_target``
     The week's accuracy is significantly below the target: the one-sided
@@ -33,11 +33,10 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from fieldtrust.sampling.estimates import audit_labels, estimate_labels
+from fieldtrust.store.scope import Scope
+from fieldtrust.store.weeks import parse_week, shift_week
 from scipy import stats
-
-from sampling.estimates import audit_labels, estimate_labels
-from store.scope import Scope
-from store.weeks import parse_week, shift_week
 
 
 @dataclass(frozen=True)
@@ -126,7 +125,7 @@ def alerts_from_labels(
     confidence: float = 0.95,
     lookback: int = 4,
 ) -> list[Alert]:
-    """:func:`weekly_alerts` on labels already read by :func:`sampling.estimates.audit_labels`.
+    """:func:`weekly_alerts` on labels already read by :func:`~.estimates.audit_labels`.
 
     ``labels`` must cover :func:`alert_weeks` of ``week``.
     """

@@ -1,6 +1,6 @@
 """How many items each cell gets: the rate rule and Neyman allocation (STATS.md section 8).
 
-Pure functions on per-cell arrays; :mod:`sampling.cells` feeds them counts
+Pure functions on per-cell arrays; :mod:`fieldtrust.sampling.cells` feeds them counts
 from the store.
 """
 
@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-
-from sampling.design import Design
+from fieldtrust.sampling.design import Design
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

@@ -15,18 +15,17 @@ from typing import Any
 import duckdb
 import numpy as np
 import pandas as pd
-
-from sampling.allocation import (
+from fieldtrust.sampling.allocation import (
     neyman_allocation,
     neyman_weights,
     rate_allocation,
     smoothed_error_rate,
 )
-from sampling.design import Design
-from sampling.errors import SamplingError
-from store.labelled import labelled_items
-from store.scope import Scope, last_weeks
-from store.weeks import parse_week, shift_week, week_bounds
+from fieldtrust.sampling.design import Design
+from fieldtrust.sampling.errors import SamplingError
+from fieldtrust.store.labelled import labelled_items
+from fieldtrust.store.scope import Scope, last_weeks
+from fieldtrust.store.weeks import parse_week, shift_week, week_bounds
 
 #: Weeks of past labels that set a band's error rate for Neyman allocation.
 RATE_LOOKBACK_WEEKS = 8
@@ -135,8 +134,8 @@ def plan_cells(con: duckdb.DuckDBPyConnection, week: str, design: Design) -> pd.
     """Every cell of ``week`` with ``N_h``, ``n_h``, ``pi_h = n_h / N_h`` and whether it is boosted.
 
     Without a budget ``n_h`` follows the rate rule
-    (:func:`sampling.allocation.rate_allocation`); with one, Neyman allocation
-    (:func:`sampling.allocation.neyman_allocation`) with each band's error
+    (:func:`fieldtrust.sampling.allocation.rate_allocation`); with one, Neyman allocation
+    (:func:`fieldtrust.sampling.allocation.neyman_allocation`) with each band's error
     rate taken from the labels of the previous :data:`RATE_LOOKBACK_WEEKS`
     weeks, shrunk towards ``design.prior_error``.
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sampling.errors import DesignError
+from fieldtrust.sampling.errors import DesignError
 
 DEFAULT_BANDS: tuple[float, ...] = (0.0, 0.5, 0.8, 0.9, 0.95, 1.0)
 

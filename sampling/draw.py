@@ -7,11 +7,11 @@ that becomes current. Nothing is deleted: labels point at extraction ids, so
 a new version simply holds the labelled items again wherever it picks them.
 
 Each cell's sample is its ``n_h`` items with the smallest permanent random
-number (:mod:`sampling.prn`). Selection runs in two SQL statements over the
+number (:mod:`fieldtrust.sampling.prn`). Selection runs in two SQL statements over the
 week's rows: one counts the cells, one ranks and inserts the picks.
 
 Drawing is checked here, not only in the dashboard: the acting user must hold
-a role allowed to ``draw_sample`` (:data:`labels.roles.PERMISSIONS`, the
+a role allowed to ``draw_sample`` (:data:`fieldtrust.labels.roles.PERMISSIONS`, the
 qa_lead), read from the store's grants as every other writer does.
 """
 
@@ -23,15 +23,14 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from fieldtrust.labels.roles import require, user_name
+from fieldtrust.sampling.cells import checked_week, plan_cells, population_sql
+from fieldtrust.sampling.design import Design
+from fieldtrust.sampling.errors import SamplingError
+from fieldtrust.sampling.prn import prn_hash_sql, prn_sql
+from fieldtrust.store.connection import transaction, utc_now
+from fieldtrust.store.rollup import record_sampled_rows
 from scipy import stats
-
-from labels.roles import require, user_name
-from sampling.cells import checked_week, plan_cells, population_sql
-from sampling.design import Design
-from sampling.errors import SamplingError
-from sampling.prn import prn_hash_sql, prn_sql
-from store.connection import transaction, utc_now
-from store.rollup import record_sampled_rows
 
 #: Chance that a cell's candidate cutoff holds fewer than ``n_h`` items; then the
 #: draw falls back to ranking every row, so the cutoff only saves time.

@@ -2,7 +2,7 @@
 
 The probability sample of a week is its *current* (newest) sample version.
 The estimates use the labels on its items: they read every label through
-:func:`store.labelled.labelled_items` and keep those whose extraction is in the
+:func:`fieldtrust.store.labelled.labelled_items` and keep those whose extraction is in the
 current sample of its week, where it has a cell and a known ``N_h``. Labels
 from the review queue or from one-off imports are chosen by other rules
 (lowest confidence first, say); mixing them in would bias the figures
@@ -10,7 +10,7 @@ from the review queue or from one-off imports are chosen by other rules
 
 Strata are the cells of each week's sample; a window of several weeks keeps
 each week's cells as separate strata. The arithmetic lives in
-:mod:`sampling.stratified`.
+:mod:`fieldtrust.sampling.stratified`.
 """
 
 from __future__ import annotations
@@ -21,12 +21,11 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-
-from sampling.errors import SamplingError
-from sampling.stratified import ProportionEstimate, domain_estimates
-from store.labelled import labelled_items
-from store.scope import Scope
-from store.sql import quote_ident
+from fieldtrust.sampling.errors import SamplingError
+from fieldtrust.sampling.stratified import ProportionEstimate, domain_estimates
+from fieldtrust.store.labelled import labelled_items
+from fieldtrust.store.scope import Scope
+from fieldtrust.store.sql import quote_ident
 
 #: What an estimate can be broken down by.
 GROUPINGS = ("week", "doc_type", "field", "form_version", "band", "version_status", "cell")

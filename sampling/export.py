@@ -44,7 +44,7 @@ def escape_cell(value: object) -> object:
 
 
 def write_items_csv(items: pa.Table, path: str | os.PathLike[str]) -> int:
-    """Write ``items`` (:func:`sampling.draw.sample_items`) to ``path``; return the row count."""
+    """Write ``items`` (:func:`~.draw.sample_items`) to ``path``; return the row count."""
     missing = [c for c in ITEM_COLUMNS if c not in items.column_names]
     if missing:
         raise ValueError(f"items lack column {missing[0]!r}; pass sample_items(...) output")

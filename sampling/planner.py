@@ -11,10 +11,9 @@ from collections.abc import Sequence
 import duckdb
 import numpy as np
 import pandas as pd
+from fieldtrust.sampling.cells import plan_cells
+from fieldtrust.sampling.design import Design
 from scipy import stats
-
-from sampling.cells import plan_cells
-from sampling.design import Design
 
 
 def sample_size(p: float, margin: float, N: int | None = None, z: float = 1.96) -> int:

@@ -18,7 +18,7 @@ Ties in calibrated confidence (isotonic maps are flat in places) are broken
 by stated confidence, then extraction id.
 
 Labels given from the queue are not an audit sample and do not enter the
-audit estimates (see :mod:`sampling.estimates`).
+audit estimates (see :mod:`fieldtrust.sampling.estimates`).
 
 Speed: the ``calibrated_confidence`` view maps every extraction of the store
 (an ASOF join over millions of rows), so the queue asks it only about
@@ -35,8 +35,7 @@ from __future__ import annotations
 
 import duckdb
 import pyarrow as pa
-
-from store.scope import Scope
+from fieldtrust.store.scope import Scope
 
 _OPEN_ITEMS = """
 WITH unordered_maps AS (  -- strata whose current map ever goes down: no shortcut there

@@ -6,10 +6,9 @@ from dataclasses import dataclass
 
 import duckdb
 import pandas as pd
-
-from sampling.alerts import Alert, alert_weeks, alerts_from_labels
-from sampling.estimates import ESTIMATE_COLUMNS, audit_labels, estimate_labels
-from store.scope import Scope, last_weeks
+from fieldtrust.sampling.alerts import Alert, alert_weeks, alerts_from_labels
+from fieldtrust.sampling.estimates import ESTIMATE_COLUMNS, audit_labels, estimate_labels
+from fieldtrust.store.scope import Scope, last_weeks
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Pure functions on per-stratum counts, so a simulation can run thousands of
 replications at array speed and the store-facing code
-(:mod:`sampling.estimates`) only has to count.
+(:mod:`fieldtrust.sampling.estimates`) only has to count.
 
 Within stratum ``h`` (an audit cell of one week) the ``m_h`` labelled items are
 treated as a simple random sample of its ``N_h`` items, weight ``N_h / m_h``.

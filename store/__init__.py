@@ -1,8 +1,8 @@
 """The DuckDB store: schema, connections, ingest and the shared reads."""
 
-from store.connection import connect, cursor, open_store, transaction, utc_now
-from store.errors import FieldtrustError, StoreError, StoreLockedError, ValidationError
-from store.scope import Scope, last_weeks, latest_week
+from fieldtrust.store.connection import connect, cursor, open_store, transaction, utc_now
+from fieldtrust.store.errors import FieldtrustError, StoreError, StoreLockedError, ValidationError
+from fieldtrust.store.scope import Scope, last_weeks, latest_week
 
 __all__ = [
     "FieldtrustError",

@@ -11,7 +11,7 @@ appends one entry per row to ``history_chain``::
 
 starting from :data:`GENESIS`. The newest ``row_hash`` (the head) therefore
 depends on every chained row ever written, in order: change, delete or insert
-a row and :func:`store.verify.verify_history` names it. A copy of the head
+a row and :func:`fieldtrust.store.verify.verify_history` names it. A copy of the head
 kept outside the store (it is written into every policy export) also catches
 someone who rewrites the whole chain to match their edit.
 
@@ -20,7 +20,7 @@ is the table's primary key, so of two transactions that read the same head
 the second fails to commit (DuckDB's duplicate-key conflict) and is retried
 by the caller on the new head (``labels._tx.write_with_retry``). The rows are
 read back rather than serialised from the writer's Python values so that a
-row always serialises exactly as :mod:`store.verify` will read it (an int
+row always serialises exactly as :mod:`fieldtrust.store.verify` will read it (an int
 threshold comes back a float, for instance): a writer of one row adds
 ``RETURNING *`` to its INSERT and hands the result to :func:`chain_returned`,
 which costs one more statement per write (the head is read inside it).
@@ -36,8 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
-
-from store.sql import quote_ident
+from fieldtrust.store.sql import quote_ident
 
 # One row: read the head and append in one statement (DuckDB's sha256 is the
 # same hex digest as hashlib's over the UTF-8 text, see link_hash).

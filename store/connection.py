@@ -16,9 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
-
-from store.errors import StoreError, StoreLockedError
-from store.migrations import migrate, pending_migrations
+from fieldtrust.store.errors import StoreError, StoreLockedError
+from fieldtrust.store.migrations import migrate, pending_migrations
 
 #: How long :func:`connect` keeps retrying a locked file, in seconds.
 DEFAULT_LOCK_TIMEOUT = 10.0

@@ -1,8 +1,8 @@
 """Validated ingest of extraction files (CSV, Parquet, JSON Lines) and in-memory rows.
 
-Every input is staged (:mod:`store.readers`) and checked with SQL
-(:mod:`store.validation`) before anything is written. One bad row rejects
-the call: a :class:`~store.errors.ValidationError` names rows, columns and
+Every input is staged (:mod:`fieldtrust.store.readers`) and checked with SQL
+(:mod:`fieldtrust.store.validation`) before anything is written. One bad row rejects
+the call: a :class:`~fieldtrust.store.errors.ValidationError` names rows, columns and
 values, and the store is unchanged. Valid inputs then land in one
 transaction.
 
@@ -24,10 +24,9 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-
-from store.connection import transaction, utc_now
-from store.errors import ValidationError
-from store.readers import (
+from fieldtrust.store.connection import transaction, utc_now
+from fieldtrust.store.errors import ValidationError
+from fieldtrust.store.readers import (
     Staged,
     arrow_sha256,
     detect_format,
@@ -37,9 +36,9 @@ from store.readers import (
     stage_file,
     temp_name,
 )
-from store.rollup import append_batch
-from store.sql import quote_ident
-from store.validation import (
+from fieldtrust.store.rollup import append_batch
+from fieldtrust.store.sql import quote_ident
+from fieldtrust.store.validation import (
     Rule,
     Unique,
     boolean_rules,

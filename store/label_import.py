@@ -9,8 +9,8 @@ for the reviewer and are ignored here, and rows whose verdict is still blank
 are skipped and counted, so a half-labelled sample can be imported.
 
 The acting user must hold a role allowed to ``import_labels`` (qa_lead or
-admin, :data:`labels.roles.PERMISSIONS`), and every row is held to the rules
-of recording a verdict (:func:`labels.verdicts.verdict_problems`): an error
+admin, :data:`fieldtrust.labels.roles.PERMISSIONS`), and every row is held to the rules
+of recording a verdict (:func:`fieldtrust.labels.verdicts.verdict_problems`): an error
 type from the taxonomy, a corrected value or status for ``incorrect``, a
 detail for ``other``, nothing of the sort on ``correct``; and each reviewer
 name to those of a user name (one line, no control characters). A file is
@@ -35,15 +35,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
-
-from labels._tx import write_with_retry
-from labels.errors import LabelError, LabelFieldError
-from labels.roles import require, user_name
-from labels.verdicts import verdict_fields, verdict_problems
-from store.chain import chain_rows
-from store.connection import utc_now
-from store.errors import ValidationError
-from store.readers import (
+from fieldtrust.labels._tx import write_with_retry
+from fieldtrust.labels.errors import LabelError, LabelFieldError
+from fieldtrust.labels.roles import require, user_name
+from fieldtrust.labels.verdicts import verdict_fields, verdict_problems
+from fieldtrust.store.chain import chain_rows
+from fieldtrust.store.connection import utc_now
+from fieldtrust.store.errors import ValidationError
+from fieldtrust.store.readers import (
     MAX_PROBLEMS,
     Staged,
     detect_format,
@@ -52,9 +51,9 @@ from store.readers import (
     stage_file,
     temp_name,
 )
-from store.rollup import record_sampled
-from store.sql import quote_ident
-from store.validation import (
+from fieldtrust.store.rollup import record_sampled
+from fieldtrust.store.sql import quote_ident
+from fieldtrust.store.validation import (
     Rule,
     check_columns,
     choice_rules,

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import duckdb
 import pyarrow as pa
-
-from store.rollup import extraction_columns_sql, is_current
-from store.scope import Scope
-from store.weeks import week_sql
+from fieldtrust.store.rollup import extraction_columns_sql, is_current
+from fieldtrust.store.scope import Scope
+from fieldtrust.store.weeks import week_sql
 
 _LABELLED_SQL = """
 WITH live AS (

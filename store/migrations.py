@@ -16,9 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import duckdb
-
-from store.chain import chain_existing_rows
-from store.rollup import refresh_rollups
+from fieldtrust.store.chain import chain_existing_rows
+from fieldtrust.store.rollup import refresh_rollups
 
 
 @dataclass(frozen=True)

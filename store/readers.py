@@ -28,9 +28,8 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-
-from store.errors import ValidationError
-from store.sql import quote_ident, quote_literal
+from fieldtrust.store.errors import ValidationError
+from fieldtrust.store.sql import quote_ident, quote_literal
 
 #: File formats by extension. ``.json`` is read as JSON Lines, or as one
 #: array of objects when it holds that.

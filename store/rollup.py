@@ -26,9 +26,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import duckdb
-
-from store.scope import Scope
-from store.sql import fetch_one
+from fieldtrust.store.scope import Scope
+from fieldtrust.store.sql import fetch_one
 
 if TYPE_CHECKING:  # the CLI imports this module (migrations) and starts without pyarrow
     import pyarrow as pa

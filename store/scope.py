@@ -11,9 +11,8 @@ import datetime as dt
 from dataclasses import dataclass
 
 import duckdb
-
-from store.sql import fetch_one
-from store.weeks import iso_week, parse_week, shift_week, week_bounds, week_sql
+from fieldtrust.store.sql import fetch_one
+from fieldtrust.store.weeks import iso_week, parse_week, shift_week, week_bounds, week_sql
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import duckdb
-
-from store.rollup import is_current
-from store.sql import fetch_one
-from store.weeks import iso_week, week_sql
+from fieldtrust.store.rollup import is_current
+from fieldtrust.store.sql import fetch_one
+from fieldtrust.store.weeks import iso_week, week_sql
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,7 @@ class FilterOptions:
 def filter_options(con: duckdb.DuckDBPyConnection) -> FilterOptions:
     """ISO weeks, document types and form versions present in the store, sorted.
 
-    These are the values a :class:`~store.scope.Scope` can usefully hold (the
+    These are the values a :class:`~fieldtrust.store.scope.Scope` can usefully hold (the
     dashboard's sidebar filters offer them, ``fieldtrust info --values`` lists
     them). An empty store gives empty tuples.
 

@@ -1,6 +1,6 @@
 """Validation of staged rows in SQL, reported row by row.
 
-Rows staged by :mod:`store.readers` are checked against :class:`Rule` s (a
+Rows staged by :mod:`fieldtrust.store.readers` are checked against :class:`Rule` s (a
 SQL condition true on a bad row) and :class:`Unique` keys (no repeats within
 the input). A large valid input, the common case, costs one aggregate scan
 (:func:`raise_problems` asks "any problem?" first). Only when something is
@@ -19,10 +19,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import duckdb
-
-from store.errors import ValidationError
-from store.readers import MAX_PROBLEMS, Staged, shown
-from store.sql import quote_ident
+from fieldtrust.store.errors import ValidationError
+from fieldtrust.store.readers import MAX_PROBLEMS, Staged, shown
+from fieldtrust.store.sql import quote_ident
 
 BOOLEAN_WORDS = ("true", "false", "1", "0", "yes", "no")
 
@@ -218,7 +217,7 @@ def timestamp_sql(column: str, dtype: str | None) -> str:
 
     Text with an offset (``Z``, ``+02:00``) or a zone name is converted to UTC;
     text without one is taken as UTC. This relies on the session time zone
-    being UTC, which :func:`store.connect` sets and :func:`ensure_utc` checks.
+    being UTC, which :func:`fieldtrust.store.connect` sets and :func:`ensure_utc` checks.
     """
     q = quote_ident(column)
     if dtype == "TIMESTAMP":
@@ -274,7 +273,7 @@ def _words(words: Sequence[str]) -> str:
 def ensure_utc(con: duckdb.DuckDBPyConnection) -> None:
     """Make the session time zone UTC, which timestamp parsing relies on.
 
-    Store connections already are (:func:`store.connect`); this guards a
+    Store connections already are (:func:`fieldtrust.store.connect`); this guards a
     connection opened some other way.
     """
     row = con.execute("SELECT current_setting('TimeZone')").fetchone()

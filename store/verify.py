@@ -1,6 +1,6 @@
 """Checking the history chain: is every history row still as fieldtrust wrote it?
 
-:func:`verify_history` recomputes the chain of :mod:`store.chain` from its
+:func:`verify_history` recomputes the chain of :mod:`fieldtrust.store.chain` from its
 first entry and compares every entry with the row it chained. It reports, in
 chain order, every row that was altered (with the columns that changed, old
 and new value), deleted, or inserted without passing through fieldtrust, and
@@ -17,9 +17,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
-
-from store.chain import CHAINED, GENESIS, ChainHead, link_hash, row_json, row_key, table_rows
-from store.errors import StoreError
+from fieldtrust.store.chain import (
+    CHAINED,
+    GENESIS,
+    ChainHead,
+    link_hash,
+    row_json,
+    row_key,
+    table_rows,
+)
+from fieldtrust.store.errors import StoreError
 
 #: Problems kept in a report (the count covers them all).
 MAX_PROBLEMS = 20

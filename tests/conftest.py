@@ -6,11 +6,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
+import fieldtrust.store.sql  # noqa: F401  (store.sql below)
 import pytest
 from hypothesis import settings
 
-import store
-import store.sql
+from fieldtrust import store
 
 # Timing deadlines make property tests fail on a loaded CI machine for reasons
 # that have nothing to do with the property; the properties themselves stay.

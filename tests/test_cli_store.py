@@ -11,7 +11,7 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-import store
+from fieldtrust import store
 from fieldtrust.cli.main import cli
 from fieldtrust.cli.store_cmds import labels_group
 

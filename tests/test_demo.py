@@ -9,10 +9,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
+from fieldtrust.store.labelled import labelled_items
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import store
+from fieldtrust import store
 from fieldtrust.cli.main import cli
 from fieldtrust.demo import (
     DemoStoreNotEmptyError,
@@ -21,7 +22,6 @@ from fieldtrust.demo import (
     generate_demo,
 )
 from fieldtrust.demo.reviewers import DemoTruthMissingError, simulate_reviews
-from store.labelled import labelled_items
 from tests.conftest import table_fingerprint
 
 PROFILE_ROWS = 60_000

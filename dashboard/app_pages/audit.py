@@ -1,8 +1,8 @@
 """Weekly audit (QA lead): preview and draw the week's sample, follow it, read the trend.
 
-Sizes come from :mod:`sampling` (design, planner, draw), estimates and alerts
-from :mod:`sampling.estimates` / :mod:`sampling.alerts`, disagreements and
-error types from :mod:`labels`. Drawing and adjudicating are checked by the
+Sizes come from :mod:`fieldtrust.sampling` (design, planner, draw), estimates and alerts
+from :mod:`fieldtrust.sampling.estimates` / :mod:`fieldtrust.sampling.alerts`, disagreements and
+error types from :mod:`fieldtrust.labels`. Drawing and adjudicating are checked by the
 library's permission table.
 """
 
@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import duckdb
 import streamlit as st
-
-from dashboard import auth, charts, data, downloads, layout, sidebar, state, views
-from labels.agreement import adjudicate
-from labels.roles import allowed, require
-from labels.taxonomy import ERROR_TYPES
-from sampling.design import Design
-from sampling.draw import SampleResult, draw_sample
-from store.errors import FieldtrustError
+from fieldtrust.dashboard import auth, charts, data, downloads, layout, sidebar, state, views
+from fieldtrust.labels.agreement import adjudicate
+from fieldtrust.labels.roles import allowed, require
+from fieldtrust.labels.taxonomy import ERROR_TYPES
+from fieldtrust.sampling.design import Design
+from fieldtrust.sampling.draw import SampleResult, draw_sample
+from fieldtrust.store.errors import FieldtrustError
 
 
 def _design_from_widgets() -> Design:

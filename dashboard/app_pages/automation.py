@@ -1,6 +1,6 @@
 """Automation (manager): candidates with their evidence, decisions, policy, warnings.
 
-Approving, rejecting and revoking go through :func:`labels.decisions.decide`,
+Approving, rejecting and revoking go through :func:`fieldtrust.labels.decisions.decide`,
 which checks the role and freezes the evidence; the buttons only appear for
 roles the library's permission table allows to decide.
 """
@@ -8,12 +8,11 @@ roles the library's permission table allows to decide.
 from __future__ import annotations
 
 import streamlit as st
-
-from dashboard import auth, data, downloads, layout, sidebar, state, views
-from labels.decisions import decide
-from labels.policy import policy_json
-from labels.roles import allowed
-from store.errors import FieldtrustError
+from fieldtrust.dashboard import auth, data, downloads, layout, sidebar, state, views
+from fieldtrust.labels.decisions import decide
+from fieldtrust.labels.policy import policy_json
+from fieldtrust.labels.roles import allowed
+from fieldtrust.store.errors import FieldtrustError
 
 
 def _decide(identity: auth.Identity, action: str, stratum: views.Stratum) -> None:

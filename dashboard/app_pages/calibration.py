@@ -1,15 +1,14 @@
 """Calibration (QA lead): per stratum, stated confidence against accuracy, and thresholds.
 
 Reliability bins, ECE, thresholds and labels needed come from
-:mod:`calibration`; the recalibration map from the store. The page only picks
+:mod:`fieldtrust.calibration`; the recalibration map from the store. The page only picks
 a stratum and draws.
 """
 
 from __future__ import annotations
 
 import streamlit as st
-
-from dashboard import charts, data, downloads, layout, sidebar, state, views
+from fieldtrust.dashboard import charts, data, downloads, layout, sidebar, state, views
 
 HISTOGRAM_BINS = 40
 

@@ -7,8 +7,7 @@ the strata below target, and the heatmap shows every (doc_type, field).
 from __future__ import annotations
 
 import streamlit as st
-
-from dashboard import charts, data, downloads, layout, sidebar, views
+from fieldtrust.dashboard import charts, data, downloads, layout, sidebar, views
 
 st.title("Overview")
 settings = views.settings()

@@ -2,7 +2,7 @@
 
 Keys: 1 correct, 2 incorrect, 3 unclear, N next (skip, the item goes back to
 the pool for someone else). Streamlit reserves C and R, hence digits. The
-verdict is written by :func:`labels.verdicts.record_verdict`, which checks the
+verdict is written by :func:`fieldtrust.labels.verdicts.record_verdict`, which checks the
 role; the page only hides what a role cannot use.
 """
 
@@ -11,14 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
-
-from dashboard import auth, data, downloads, layout, sidebar, state
-from labels.assignment import ReviewItem, next_items, skip
-from labels.progress import ItemContext
-from labels.roles import allowed
-from labels.taxonomy import ERROR_TYPES
-from labels.verdicts import record_verdict
-from store.errors import FieldtrustError, StoreLockedError
+from fieldtrust.dashboard import auth, data, downloads, layout, sidebar, state
+from fieldtrust.labels.assignment import ReviewItem, next_items, skip
+from fieldtrust.labels.progress import ItemContext
+from fieldtrust.labels.roles import allowed
+from fieldtrust.labels.taxonomy import ERROR_TYPES
+from fieldtrust.labels.verdicts import record_verdict
+from fieldtrust.store.errors import FieldtrustError, StoreLockedError
 
 SKIP_REASON = "skipped by reviewer (next)"
 

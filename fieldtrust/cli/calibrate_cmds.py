@@ -13,11 +13,11 @@ import click
 import duckdb
 
 from fieldtrust.cli.common import echo_json, echo_table, open_db, settings
-from store.scope import Scope, last_weeks
+from fieldtrust.store.scope import Scope, last_weeks
 
 if TYPE_CHECKING:
-    from calibration.candidates import CandidateAssessment
-    from calibration.report import CalibrationReport
+    from fieldtrust.calibration.candidates import CandidateAssessment
+    from fieldtrust.calibration.report import CalibrationReport
 
 
 def _scope(con: duckdb.DuckDBPyConnection, weeks: int) -> Scope:
@@ -94,7 +94,7 @@ def calibrate(
     as_json: bool,
 ) -> None:
     """Per (document type, field): accuracy, calibration and thresholds."""
-    from calibration.report import calibration_report
+    from fieldtrust.calibration.report import calibration_report
 
     conf = settings(ctx)
     con = open_db(ctx, read_only=True)
@@ -158,7 +158,7 @@ def candidates(
     as_json: bool,
 ) -> None:
     """Strata that may be automated above a threshold, with evidence; why others may not."""
-    from calibration.candidates import automation_candidates
+    from fieldtrust.calibration.candidates import automation_candidates
 
     conf = settings(ctx)
     con = open_db(ctx, read_only=True)
@@ -214,7 +214,7 @@ def candidates(
 @click.pass_context
 def recalibrate(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
     """Fit and store a confidence recalibration map per (document type, field)."""
-    from calibration.recalibrate import fit_recalibration
+    from fieldtrust.calibration.recalibrate import fit_recalibration
 
     conf = settings(ctx)
     con = open_db(ctx)
@@ -250,7 +250,7 @@ def recalibrate(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
 @click.pass_context
 def maps(ctx: click.Context, as_json: bool) -> None:
     """The recalibration map in force per (document type, field), and how much it helped."""
-    from calibration.maps import current_maps
+    from fieldtrust.calibration.maps import current_maps
 
     rows = [dataclasses.asdict(m) for m in current_maps(open_db(ctx, read_only=True))]
     if as_json:
@@ -278,7 +278,7 @@ def histogram(
     as_json: bool,
 ) -> None:
     """How many extractions of a stratum state each level of confidence (all, not only labelled)."""
-    from calibration.histogram import confidence_histogram
+    from fieldtrust.calibration.histogram import confidence_histogram
 
     con = open_db(ctx, read_only=True)
     scope = _scope(con, weeks if weeks is not None else settings(ctx).weeks)

@@ -8,7 +8,7 @@ from typing import Any
 import click
 import duckdb
 
-import store
+from fieldtrust import store
 from fieldtrust.settings import Settings
 
 

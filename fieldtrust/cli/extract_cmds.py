@@ -13,21 +13,21 @@ from typing import TYPE_CHECKING
 
 import click
 
-from extraction.schemas import DOC_TYPE_CHOICES
 from fieldtrust.cli.common import echo_json, echo_table, settings
-from store.connection import open_store
+from fieldtrust.extraction.schemas import DOC_TYPE_CHOICES
+from fieldtrust.store.connection import open_store
 
 if TYPE_CHECKING:
     import anthropic
 
-    from extraction.results import DocumentResult, RunSummary
+    from fieldtrust.extraction.results import DocumentResult, RunSummary
 
 DEFAULT_MANIFEST = "extract-batches.json"
 
 
 def make_client(api_key: str) -> anthropic.Anthropic:
     """The Anthropic client the command uses (tests swap in one over a mock transport)."""
-    from extraction.client import make_client as build
+    from fieldtrust.extraction.client import make_client as build
 
     return build(api_key)
 
@@ -92,10 +92,10 @@ def extract(
     the summary, with every document that failed or was flagged, to stdout.
     Exits 1 when a document failed.
     """
-    from extraction.batch import run_batch
-    from extraction.client import api_key_from_env
-    from extraction.loop import extract_paths
-    from extraction.sink import StoreSink
+    from fieldtrust.extraction.batch import run_batch
+    from fieldtrust.extraction.client import api_key_from_env
+    from fieldtrust.extraction.loop import extract_paths
+    from fieldtrust.extraction.sink import StoreSink
 
     api_key = api_key_from_env()
     resolved = settings(ctx)

@@ -15,7 +15,7 @@ import click
 
 from fieldtrust import __version__
 from fieldtrust.settings import load_settings
-from store.errors import FieldtrustError
+from fieldtrust.store.errors import FieldtrustError
 
 #: Modules that add commands; each defines ``register(group)``.
 COMMAND_MODULES = (

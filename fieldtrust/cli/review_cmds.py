@@ -20,15 +20,15 @@ import click
 import duckdb
 
 from fieldtrust.cli.common import echo_json, echo_table, open_db, settings
-from labels.decisions import DECISION_ACTIONS, current_policy, decide
-from labels.errors import DecisionError
-from labels.roles import ROLES, grant_role, list_users, role_history
-from labels.taxonomy import CORRECTED_STATUSES, ERROR_TYPES
-from labels.verdicts import VERDICTS
-from store.scope import Scope, last_weeks
+from fieldtrust.labels.decisions import DECISION_ACTIONS, current_policy, decide
+from fieldtrust.labels.errors import DecisionError
+from fieldtrust.labels.roles import ROLES, grant_role, list_users, role_history
+from fieldtrust.labels.taxonomy import CORRECTED_STATUSES, ERROR_TYPES
+from fieldtrust.labels.verdicts import VERDICTS
+from fieldtrust.store.scope import Scope, last_weeks
 
 if TYPE_CHECKING:
-    from labels.agreement import Agreement
+    from fieldtrust.labels.agreement import Agreement
 
 _AS = click.option("--as", "actor", required=True, metavar="NAME",
                    help="Who is acting; their role in the store is checked.")
@@ -113,7 +113,7 @@ def decide_cmd(
     conf = settings(ctx)
     if action == "approve":
         try:
-            from labels.approval import approve_candidate
+            from fieldtrust.labels.approval import approve_candidate
         except ImportError as exc:  # pragma: no cover - calibration ships with fieldtrust
             raise DecisionError(
                 "approving needs the calibration package to certify the threshold"
@@ -126,7 +126,7 @@ def decide_cmd(
     else:
         evidence: dict[str, Any] = {}
         if action == "revoke":
-            from labels.revocation import revocation_recommendations
+            from fieldtrust.labels.revocation import revocation_recommendations
 
             flagged = [r for r in revocation_recommendations(
                 con, target=conf.target, confidence=conf.confidence)
@@ -154,7 +154,7 @@ def policy_group() -> None:
 @click.pass_context
 def policy_export(ctx: click.Context, out: str | None) -> None:
     """Write the approved thresholds as JSON, for production pipelines to read."""
-    from labels.policy import export_policy, policy_json
+    from fieldtrust.labels.policy import export_policy, policy_json
 
     text = policy_json(export_policy(open_db(ctx, read_only=True)))
     if out is None:
@@ -169,7 +169,7 @@ def policy_export(ctx: click.Context, out: str | None) -> None:
 @click.pass_context
 def policy_show(ctx: click.Context, as_json: bool) -> None:
     """Every decided stratum with its latest decision, and revocation recommendations."""
-    from labels.revocation import revocation_recommendations
+    from fieldtrust.labels.revocation import revocation_recommendations
 
     con = open_db(ctx, read_only=True)
     conf = settings(ctx)
@@ -209,7 +209,7 @@ def _agreement_rows(results: list[Agreement], names: tuple[str, str]) -> list[di
 @click.pass_context
 def agreement_cmd(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
     """Percent agreement and Cohen's kappa of double reviews, per field and reviewer pair."""
-    from labels.agreement import agreement
+    from fieldtrust.labels.agreement import agreement
 
     con = open_db(ctx, read_only=True)
     report = agreement(con, _scope(con, weeks))
@@ -249,7 +249,7 @@ def adjudicate_cmd(
     error_detail: str | None, actor: str | None, as_json: bool,
 ) -> None:
     """Settle a double-review disagreement (qa_lead); the verdict becomes the truth."""
-    from labels.agreement import adjudicate, adjudication_queue
+    from fieldtrust.labels.agreement import adjudicate, adjudication_queue
 
     if queue:
         pairs = adjudication_queue(open_db(ctx, read_only=True))
@@ -278,7 +278,7 @@ def adjudicate_cmd(
 @click.pass_context
 def errors_cmd(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
     """Error types found by reviewers, per (doc_type, field, form_version)."""
-    from labels.errors_report import error_report
+    from fieldtrust.labels.errors_report import error_report
 
     con = open_db(ctx, read_only=True)
     rows = error_report(con, _scope(con, weeks)).to_pylist()
@@ -295,7 +295,7 @@ def labels_export(ctx: click.Context, out: str) -> None:
     In CSV, text starting with = + - @ (or a tab / carriage return) gets a
     leading single quote so spreadsheets do not run it as a formula.
     """
-    from labels.export import export_labels
+    from fieldtrust.labels.export import export_labels
 
     rows = export_labels(open_db(ctx, read_only=True), out)
     click.echo(f"wrote {rows:,} labels to {out}")

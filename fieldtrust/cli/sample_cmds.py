@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from fieldtrust.cli.common import echo_json, echo_table, open_db, settings
-from sampling.design import Design, load_design
+from fieldtrust.sampling.design import Design, load_design
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -81,9 +81,9 @@ def sample(
     actor: str | None,
 ) -> None:
     """Draw the week's audit sample (or return it if drawn already) and show its cells."""
-    from sampling.draw import draw_sample, sample_items
-    from sampling.export import write_items_csv
-    from sampling.planner import preview_design
+    from fieldtrust.sampling.draw import draw_sample, sample_items
+    from fieldtrust.sampling.export import write_items_csv
+    from fieldtrust.sampling.planner import preview_design
 
     design = _design(design_file)
     if preview:
@@ -149,7 +149,7 @@ def sample(
 @click.pass_context
 def plan(ctx: click.Context, week: str, design_file: str | None, as_json: bool) -> None:
     """Preview a design on a week: cells, sizes, inclusion probabilities, expected margins."""
-    from sampling.planner import preview_design
+    from fieldtrust.sampling.planner import preview_design
 
     _print_preview(
         preview_design(open_db(ctx, read_only=True), week, _design(design_file)), as_json
@@ -177,7 +177,7 @@ def _print_preview(cells: pd.DataFrame, as_json: bool) -> None:
 @click.pass_context
 def report(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
     """Weekly design-weighted accuracy per (doc_type, field), and this week's alerts."""
-    from sampling.report import audit_report
+    from fieldtrust.sampling.report import audit_report
 
     resolved = settings(ctx)
     result = audit_report(
@@ -230,7 +230,7 @@ def _trend_grid(trend: pd.DataFrame, overall: pd.DataFrame) -> pd.DataFrame:
 @click.pass_context
 def queue(ctx: click.Context, limit: int, as_json: bool) -> None:
     """The priority review queue: unautomated extractions most likely wrong, first."""
-    from sampling.queue import priority_queue
+    from fieldtrust.sampling.queue import priority_queue
 
     rows = priority_queue(open_db(ctx, read_only=True), limit=limit).to_pylist()
     if as_json:
@@ -262,7 +262,7 @@ def queue(ctx: click.Context, limit: int, as_json: bool) -> None:
 @click.pass_context
 def progress(ctx: click.Context, sample_id: str | None, as_json: bool) -> None:
     """How far the labelling of an audit sample has got, per sampling cell."""
-    from labels.progress import cell_progress
+    from fieldtrust.labels.progress import cell_progress
 
     rows = cell_progress(open_db(ctx, read_only=True), sample_id).to_pylist()
     shown = rows[0]["sample_id"] if rows else sample_id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -11,8 +12,17 @@ import click
 from fieldtrust.cli.common import settings
 from fieldtrust.settings import Settings
 
-#: The dashboard's entry script, found beside the installed package.
-APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+
+def app_path() -> Path:
+    """The dashboard's entry script, wherever ``fieldtrust.dashboard`` is installed.
+
+    Found without importing it: the CLI sits below the dashboard in the layers.
+    """
+    spec = importlib.util.find_spec("fieldtrust.dashboard")
+    assert spec is not None and spec.submodule_search_locations, "fieldtrust.dashboard missing"
+    return Path(next(iter(spec.submodule_search_locations))) / "app.py"
+
+
 #: Only this machine can reach the dashboard unless asked otherwise: without
 #: sign-in configured it runs in demo mode, where anyone can act as anyone.
 DEFAULT_ADDRESS = "127.0.0.1"
@@ -22,7 +32,7 @@ _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 def streamlit_command(db: str, port: int, *, address: str = DEFAULT_ADDRESS) -> list[str]:
     """The ``streamlit run`` command line that serves the dashboard on ``db``."""
     command = [
-        sys.executable, "-m", "streamlit", "run", str(APP),
+        sys.executable, "-m", "streamlit", "run", str(app_path()),
         "--server.headless", "true",
         "--server.port", str(port),
         "--server.address", address,
@@ -79,7 +89,7 @@ def register(group: click.Group) -> None:
         db = str(Path(resolved.db).resolve())
         built = _ensure_store(db, demo=demo, default_db=resolved.db == Settings().db)
         if demo or built:
-            from dashboard.demo_setup import ensure_demo_ready
+            from fieldtrust.dashboard.demo_setup import ensure_demo_ready
 
             # Only a demo store (one with simulated truth) gets demo users and maps.
             for added in ensure_demo_ready(db):

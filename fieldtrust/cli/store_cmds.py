@@ -17,10 +17,10 @@ import duckdb
 
 from fieldtrust.cli.common import echo_json, open_db, settings
 from fieldtrust.settings import Settings
-from store.chain import ChainHead
-from store.errors import StoreError
-from store.summary import filter_options, store_summary
-from store.verify import HistoryAlteredError, verify_history
+from fieldtrust.store.chain import ChainHead
+from fieldtrust.store.errors import StoreError
+from fieldtrust.store.summary import filter_options, store_summary
+from fieldtrust.store.verify import HistoryAlteredError, verify_history
 
 
 @click.command(epilog="Example: fieldtrust --db demo.duckdb info --json")
@@ -87,7 +87,7 @@ def ingest(ctx: click.Context, files: tuple[str, ...], quiet: bool, as_json: boo
     rows already stored are skipped, so ingesting again is safe. See
     docs/ingest.md.
     """
-    from store.ingest import ingest_files
+    from fieldtrust.store.ingest import ingest_files
 
     results = ingest_files(open_db(ctx), files, progress=None if quiet else _progress_line)
     if as_json:
@@ -135,7 +135,7 @@ def labels_import(
     Rows whose verdict is blank are skipped. Any bad row rejects the file and
     nothing is written (exit code 2). See docs/ingest.md.
     """
-    from store.label_import import import_labels
+    from fieldtrust.store.label_import import import_labels
 
     result = import_labels(open_db(ctx), file, actor=actor, reviewer_default=reviewer)
     if as_json:

@@ -15,12 +15,12 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-import store
+from fieldtrust import store
 from fieldtrust.demo.generator import generate_demo
 from fieldtrust.demo.reviewers import simulate_reviews
 from fieldtrust.demo.summary import DemoSummary, truth_summary
-from store.errors import FieldtrustError
-from store.ingest import ingest_table
+from fieldtrust.store.errors import FieldtrustError
+from fieldtrust.store.ingest import ingest_table
 
 
 class DemoStoreNotEmptyError(FieldtrustError, FileExistsError):

@@ -1,18 +1,18 @@
 """Simulated reviewers: eight weeks of audit samples labelled from the hidden truth.
 
 For each week the audit sample is drawn exactly as ``fieldtrust sample`` would
-(:func:`sampling.draw.draw_sample` with the default design and the default
+(:func:`fieldtrust.sampling.draw.draw_sample` with the default design and the default
 settings seed, so a later ``fieldtrust sample --week ...`` finds it instead of
 drawing a new version), by the demo qa_lead once the demo people hold their
 roles. Every item gets a primary review; items the sample
 marks ``double_review`` get a blind second review by another reviewer. Each
 review reads the demo truth and is wrong with a small probability, so the
 store has realistic agreement data; disagreements of all but the newest week
-are settled by the qa_lead through :func:`labels.agreement.adjudicate`, the
+are settled by the qa_lead through :func:`fieldtrust.labels.agreement.adjudicate`, the
 newest week's wait in the adjudication queue.
 
-Every label is validated by :func:`labels.verdicts.verdict_fields` and the
-reviewers' roles are checked with :func:`labels.roles.require`. The rows are
+Every label is validated by :func:`fieldtrust.labels.verdicts.verdict_fields` and the
+reviewers' roles are checked with :func:`fieldtrust.labels.roles.require`. The rows are
 then appended in one INSERT rather than one :func:`record_verdict` call each:
 about 13,000 calls at ~12 ms would take minutes, and the bulk path lets each
 label carry a ``labeled_at`` in the week after its sample (a believable
@@ -34,16 +34,16 @@ import numpy as np
 import pyarrow as pa
 
 from fieldtrust.demo.values import OTHER_PAYMENTS, misread_digit, misread_letter
+from fieldtrust.labels.agreement import adjudicate
+from fieldtrust.labels.roles import bootstrap_admin, current_role, grant_role, require
+from fieldtrust.labels.verdicts import verdict_fields
+from fieldtrust.sampling.design import Design
+from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.settings import Settings
-from labels.agreement import adjudicate
-from labels.roles import bootstrap_admin, current_role, grant_role, require
-from labels.verdicts import verdict_fields
-from sampling.design import Design
-from sampling.draw import draw_sample
-from store.chain import chain_rows
-from store.connection import transaction
-from store.errors import FieldtrustError
-from store.weeks import week_bounds, week_sql
+from fieldtrust.store.chain import chain_rows
+from fieldtrust.store.connection import transaction
+from fieldtrust.store.errors import FieldtrustError
+from fieldtrust.store.weeks import week_bounds, week_sql
 
 #: The demo's people, the same as dashboard/demo_users.py: root grants roles,
 #: quinn draws samples and adjudicates, maya decides on automation.

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from store.weeks import week_sql
+from fieldtrust.store.weeks import week_sql
 
 #: How many of the worst strata a summary lists.
 WORST = 5

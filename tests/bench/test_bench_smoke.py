@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fieldtrust.calibration.report import calibration_report
+from fieldtrust.store.scope import Scope, last_weeks
 
-import store
 from bench import baselines, report
 from bench.cases import CASES
 from bench.pages import PAGES
 from bench.run import parse_size
-from calibration.report import calibration_report
-from store.scope import Scope, last_weeks
+from fieldtrust import store
 
 ROOT = Path(__file__).resolve().parents[2]
 ROWS = 20_000

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 import duckdb
 import numpy as np
 import pandas as pd
-
-from store.weeks import week_bounds
+from fieldtrust.store.weeks import week_bounds
 
 BANDS = (0.0, 0.5, 0.8, 0.9, 0.95, 1.0)
 

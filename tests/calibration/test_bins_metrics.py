@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sklearn.calibration import calibration_curve
-from sklearn.metrics import brier_score_loss
-
-from calibration.bins import reliability_bins
-from calibration.errors import CalibrationInputError
-from calibration.metrics import (
+from fieldtrust.calibration.bins import reliability_bins
+from fieldtrust.calibration.errors import CalibrationInputError
+from fieldtrust.calibration.metrics import (
     brier_score,
     calibration_metrics,
     debiased_squared_calibration_error,
     expected_calibration_error,
 )
+from sklearn.calibration import calibration_curve
+from sklearn.metrics import brier_score_loss
 
 
 def random_labels(seed: int, n: int = 500) -> tuple[np.ndarray, np.ndarray]:
@@ -57,7 +56,7 @@ def test_bins_keep_empty_and_small_bins_and_flag_them() -> None:
 
 
 def test_bin_interval_is_wilson_or_jeffreys_of_the_bin_counts() -> None:
-    from calibration.intervals import jeffreys_interval, wilson_interval
+    from fieldtrust.calibration.intervals import jeffreys_interval, wilson_interval
 
     c, y = random_labels(7, n=300)
     for name, method in (("wilson", wilson_interval), ("jeffreys", jeffreys_interval)):

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fieldtrust.calibration.design import (
+    N_GRID,
+    Design,
+    Labels,
+    error_bound,
+    weighted_error_upper_bound,
+)
 from scipy.stats import beta
-
-from calibration.design import N_GRID, Design, Labels, error_bound, weighted_error_upper_bound
 
 
 def _labels(correct: np.ndarray, weight: np.ndarray, cell: np.ndarray, u: np.ndarray) -> Labels:

@@ -7,11 +7,11 @@ from functools import partial
 import pytest
 from calib_store import add_stratum as _add_stratum
 from calib_store import weeks_from
+from fieldtrust.calibration.candidates import REASONS, automation_candidates
+from fieldtrust.calibration.report import calibration_report
+from fieldtrust.store.scope import Scope
 
-import store
-from calibration.candidates import REASONS, automation_candidates
-from calibration.report import calibration_report
-from store.scope import Scope
+from fieldtrust import store
 
 WEEKS = tuple(weeks_from("2026-W10", 4))
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fieldtrust.calibration.report import calibration_report
 
-import store
-from calibration.report import calibration_report
+from fieldtrust import store
 from fieldtrust.demo import build_demo_store
 
 

@@ -11,16 +11,16 @@ import duckdb
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from fieldtrust.calibration.errors import CalibrationInputError
+from fieldtrust.calibration.histogram import confidence_histogram
+from fieldtrust.calibration.maps import MapSummary, current_maps
+from fieldtrust.calibration.recalibrate import stored_map
+from fieldtrust.store.scope import Scope
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import store
-from calibration.errors import CalibrationInputError
-from calibration.histogram import confidence_histogram
-from calibration.maps import MapSummary, current_maps
-from calibration.recalibrate import stored_map
+from fieldtrust import store
 from fieldtrust.cli.main import cli
-from store.scope import Scope
 
 W10 = dt.datetime(2026, 3, 2, 9)  # 2026-W10
 W11 = dt.datetime(2026, 3, 9, 9)  # 2026-W11

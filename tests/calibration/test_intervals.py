@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.stats import beta, binomtest
-
-from calibration.errors import CalibrationInputError
-from calibration.intervals import (
+from fieldtrust.calibration.errors import CalibrationInputError
+from fieldtrust.calibration.intervals import (
     clopper_pearson_interval,
     error_lower_bound,
     error_upper_bound,
@@ -17,6 +15,7 @@ from calibration.intervals import (
     labels_needed_at_rate,
     wilson_interval,
 )
+from scipy.stats import beta, binomtest
 
 CASES = [(0, 1), (0, 10), (1, 10), (3, 100), (50, 100), (99, 100), (100, 100), (7, 13), (0, 400),
          (399, 400), (123, 456)]

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fieldtrust.calibration.metrics import brier_score, expected_calibration_error, metric_intervals
 from scipy import stats
-
-from calibration.metrics import brier_score, expected_calibration_error, metric_intervals
 
 
 def labels(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fieldtrust.calibration.bins import reliability_bins
+from fieldtrust.calibration.design import N_GRID, Design, Labels, grid_index
+from fieldtrust.calibration.metrics import brier_score, calibration_metrics
+from fieldtrust.calibration.recalibrate import fit_map
+from fieldtrust.calibration.table import weighted_accuracy
+from fieldtrust.calibration.thresholds import select_thresholds
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-
-from calibration.bins import reliability_bins
-from calibration.design import N_GRID, Design, Labels, grid_index
-from calibration.metrics import brier_score, calibration_metrics
-from calibration.recalibrate import fit_map
-from calibration.table import weighted_accuracy
-from calibration.thresholds import select_thresholds
 
 
 @st.composite

@@ -5,10 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from calib_store import DesignSpec, StratumSpec, build_store, weeks_from
-from sklearn.isotonic import IsotonicRegression
-
-from calibration.errors import CalibrationInputError
-from calibration.recalibrate import (
+from fieldtrust.calibration.errors import CalibrationInputError
+from fieldtrust.calibration.recalibrate import (
     allowed_methods,
     choose_map,
     current_map,
@@ -16,6 +14,7 @@ from calibration.recalibrate import (
     fit_recalibration,
     stored_map,
 )
+from sklearn.isotonic import IsotonicRegression
 
 
 def miscalibrated(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from calib_store import DesignSpec, StratumSpec, add_stratum, build_store, weeks_from
 from click.testing import CliRunner
+from fieldtrust.calibration.errors import CalibrationInputError
+from fieldtrust.calibration.report import calibration_report
+from fieldtrust.store.scope import Scope
 
-import store
-from calibration.errors import CalibrationInputError
-from calibration.report import calibration_report
+from fieldtrust import store
 from fieldtrust.cli.main import cli
-from store.scope import Scope
 
 WEEKS = weeks_from("2026-W20", 3)
 STRATUM_KEYS = {

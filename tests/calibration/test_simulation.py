@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from calibration.design import N_GRID, Design, Labels, grid_index
-from calibration.thresholds import select_thresholds
+from fieldtrust.calibration.design import N_GRID, Design, Labels, grid_index
+from fieldtrust.calibration.thresholds import select_thresholds
 
 RUNS = 240
 TARGET = 0.95

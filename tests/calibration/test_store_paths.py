@@ -14,15 +14,15 @@ from calib_store import (
     week_rows,
     weeks_from,
 )
+from fieldtrust.calibration.design import grid_index
+from fieldtrust.calibration.population import load_strata, permanent_uniform
+from fieldtrust.calibration.report import calibration_report
+from fieldtrust.calibration.thresholds import threshold_curve
+from fieldtrust.store.labelled import labelled_items
+from fieldtrust.store.scope import Scope
 from test_thresholds import brute_force_walk
 
-import store
-from calibration.design import grid_index
-from calibration.population import load_strata, permanent_uniform
-from calibration.report import calibration_report
-from calibration.thresholds import threshold_curve
-from store.labelled import labelled_items
-from store.scope import Scope
+from fieldtrust import store
 
 
 def test_imported_labels_certify_exactly_like_the_brute_force_walk(con) -> None:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.stats import beta
-
-from calibration.design import (
+from fieldtrust.calibration.design import (
     GRID,
     N_GRID,
     Design,
@@ -17,8 +15,9 @@ from calibration.design import (
     kept_labels,
     unlabelled_mass,
 )
-from calibration.errors import CalibrationInputError
-from calibration.thresholds import candidate_grid, select_thresholds, threshold_table
+from fieldtrust.calibration.errors import CalibrationInputError
+from fieldtrust.calibration.thresholds import candidate_grid, select_thresholds, threshold_table
+from scipy.stats import beta
 
 
 def srs(confidence: np.ndarray, labelled: np.ndarray, correct: np.ndarray, seed: int = 0):

@@ -17,14 +17,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fieldtrust.dashboard import layout, state
+from fieldtrust.dashboard.layout import EMPTY_HINT
+from fieldtrust.labels.decisions import decide
+from fieldtrust.labels.errors import PermissionDenied
+from fieldtrust.labels.roles import grant_role
 from streamlit.testing.v1 import AppTest
 
-import store
-from dashboard import layout, state
-from dashboard.layout import EMPTY_HINT
-from labels.decisions import decide
-from labels.errors import PermissionDenied
-from labels.roles import grant_role
+from fieldtrust import store
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 
@@ -365,11 +365,10 @@ def test_serve_refuses_a_missing_store_without_demo(tmp_path: Path) -> None:
 
 
 def test_serve_runs_streamlit_on_the_dashboard_with_the_store() -> None:
-    from fieldtrust.cli.serve_cmds import APP as SERVED
-    from fieldtrust.cli.serve_cmds import streamlit_command
+    from fieldtrust.cli.serve_cmds import app_path, streamlit_command
 
     command = streamlit_command("/data/store.duckdb", 8765)
-    assert Path(APP) == SERVED
+    assert Path(APP).resolve() == app_path().resolve()
     assert command[1:4] == ["-m", "streamlit", "run"]
     assert command[4] == APP
     assert command[command.index("--server.port") + 1] == "8765"

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-import store
+from fieldtrust import store
 
 CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parents[2]

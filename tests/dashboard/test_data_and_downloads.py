@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from fieldtrust.dashboard import data
+from fieldtrust.dashboard.downloads import csv_bytes, escape_formula, parquet_bytes
 
-import store
-from dashboard import data
-from dashboard.downloads import csv_bytes, escape_formula, parquet_bytes
+from fieldtrust import store
 
 
 @pytest.mark.parametrize(
@@ -113,7 +113,7 @@ HOSTILE = '<a href="http://evil">x</a><b>'
 
 
 def test_charts_show_names_from_files_as_written() -> None:
-    from dashboard import charts
+    from fieldtrust.dashboard import charts
 
     strata = pd.DataFrame({
         "doc_type": [HOSTILE], "field": ["tot<i>al"], "accuracy": [0.9], "accuracy_low": [0.8],

@@ -17,8 +17,7 @@ from typing import Any
 
 import anthropic
 import httpx2
-
-from extraction.results import DocumentResult
+from fieldtrust.extraction.results import DocumentResult
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BASE_URL = "https://api.test"

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from extraction.documents import Document, load_document
+from fieldtrust.extraction.documents import Document, load_document
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -20,13 +20,13 @@ from claude_fake import (
     ok,
     tool_reply,
 )
+from fieldtrust.extraction.batch import run_batch
+from fieldtrust.extraction.documents import identify
+from fieldtrust.extraction.errors import ManifestError
+from fieldtrust.extraction.manifest import load_manifest, save_manifest
+from fieldtrust.extraction.sink import StoreSink
 
-import store
-from extraction.batch import run_batch
-from extraction.documents import identify
-from extraction.errors import ManifestError
-from extraction.manifest import load_manifest, save_manifest
-from extraction.sink import StoreSink
+from fieldtrust import store
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from claude_fake import (
 )
 from click.testing import CliRunner
 
-import store
+from fieldtrust import store
 from fieldtrust.cli import extract_cmds
 from fieldtrust.cli.main import cli
 

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 from claude_fake import FIXTURES
-
-from extraction import documents
-from extraction.documents import expand_paths, identify, load_document, media_type_of
-from extraction.errors import DocumentError
+from fieldtrust.extraction import documents
+from fieldtrust.extraction.documents import expand_paths, identify, load_document, media_type_of
+from fieldtrust.extraction.errors import DocumentError
 
 
 def test_pdf_becomes_a_base64_document_block() -> None:

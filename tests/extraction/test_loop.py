@@ -23,10 +23,9 @@ from claude_fake import (
     text_reply,
     tool_reply,
 )
-
-from extraction.conversation import Limits
-from extraction.documents import Document
-from extraction.loop import extract_document, extract_paths
+from fieldtrust.extraction.conversation import Limits
+from fieldtrust.extraction.documents import Document
+from fieldtrust.extraction.loop import extract_document, extract_paths
 
 
 def run(fake: FakeClaude, document: Document, doc_type: str = "invoice", **limits: int):

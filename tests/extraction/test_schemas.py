@@ -6,9 +6,8 @@ from typing import Any
 
 import pytest
 from claude_fake import invoice_input, receipt_input
-
-from extraction.errors import ExtractionConfigError
-from extraction.schemas import (
+from fieldtrust.extraction.errors import ExtractionConfigError
+from fieldtrust.extraction.schemas import (
     CATEGORIES,
     INVOICE,
     MAX_STRICT_UNIONS,
@@ -19,7 +18,7 @@ from extraction.schemas import (
     schemas_for,
     union_count,
 )
-from extraction.validate import format_problems
+from fieldtrust.extraction.validate import format_problems
 
 #: Keywords strict tool use does not support (they would be ignored or rejected).
 UNSUPPORTED = {"minimum", "maximum", "minLength", "maxLength", "pattern", "multipleOf",

@@ -20,14 +20,14 @@ from claude_fake import (
     receipt_input,
     tool_reply,
 )
+from fieldtrust.extraction.loop import extract_paths
+from fieldtrust.extraction.results import Extraction
+from fieldtrust.extraction.sink import StoreSink, store_result, stored_doc_ids
+from fieldtrust.extraction.to_rows import ROW_SCHEMA, extraction_rows
+from fieldtrust.store.ingest import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
+from fieldtrust.store.labelled import labelled_items
 
-import store
-from extraction.loop import extract_paths
-from extraction.results import Extraction
-from extraction.sink import StoreSink, store_result, stored_doc_ids
-from extraction.to_rows import ROW_SCHEMA, extraction_rows
-from store.ingest import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
-from store.labelled import labelled_items
+from fieldtrust import store
 
 AT = dt.datetime(2026, 3, 2, 10, 0, 0)
 

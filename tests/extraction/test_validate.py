@@ -6,11 +6,10 @@ from decimal import Decimal
 
 import pytest
 from claude_fake import entry, invoice_input, line, receipt_input
+from fieldtrust.extraction.schemas import INVOICE, RECEIPT
+from fieldtrust.extraction.validate import conflicts, format_problems, line_items_sum
 from hypothesis import given
 from hypothesis import strategies as st
-
-from extraction.schemas import INVOICE, RECEIPT
-from extraction.validate import conflicts, format_problems, line_items_sum
 
 
 @pytest.mark.parametrize(

@@ -9,15 +9,14 @@ from typing import Any
 import duckdb
 import numpy as np
 import pytest
+from fieldtrust.labels.agreement import adjudicate, adjudication_queue, agreement, cohen_kappa
+from fieldtrust.labels.errors import LabelError, PermissionDenied
+from fieldtrust.labels.verdicts import label_history, record_verdict
+from fieldtrust.store.labelled import labelled_items
+from fieldtrust.store.scope import Scope
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
-
-from labels.agreement import adjudicate, adjudication_queue, agreement, cohen_kappa
-from labels.errors import LabelError, PermissionDenied
-from labels.verdicts import label_history, record_verdict
-from store.labelled import labelled_items
-from store.scope import Scope
 
 VERDICTS = ("correct", "incorrect", "unclear")
 

@@ -8,12 +8,11 @@ from typing import Any
 import duckdb
 import numpy as np
 import pytest
-
-from labels.approval import approve_candidate
-from labels.decisions import current_policy
-from labels.errors import DecisionError, PermissionDenied
-from labels.evidence import evidence_payload
-from store.weeks import week_bounds
+from fieldtrust.labels.approval import approve_candidate
+from fieldtrust.labels.decisions import current_policy
+from fieldtrust.labels.errors import DecisionError, PermissionDenied
+from fieldtrust.labels.evidence import evidence_payload
+from fieldtrust.store.weeks import week_bounds
 
 WEEKS = ("2026-W07", "2026-W08", "2026-W09", "2026-W10")
 
@@ -46,7 +45,7 @@ def certified_store(con: duckdb.DuckDBPyConnection, builder: Any) -> duckdb.Duck
 def test_a_candidate_is_approved_at_its_certified_threshold_with_its_evidence(
     certified_store: duckdb.DuckDBPyConnection,
 ) -> None:
-    from calibration.candidates import automation_candidates
+    from fieldtrust.calibration.candidates import automation_candidates
 
     (candidate,) = [a for a in automation_candidates(certified_store, n_min=50)
                     if a.field == "total"]

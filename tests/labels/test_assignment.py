@@ -8,11 +8,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from fieldtrust.labels.assignment import ReviewItem, item_view, next_items, sample_progress, skip
+from fieldtrust.labels.errors import LabelError, PermissionDenied
+from fieldtrust.labels.verdicts import record_verdict
 
-import store
-from labels.assignment import ReviewItem, item_view, next_items, sample_progress, skip
-from labels.errors import LabelError, PermissionDenied
-from labels.verdicts import record_verdict
+from fieldtrust import store
 
 SAMPLE = "2026-W10/v1"
 CELL_OF = {f"e{c}{k}": c for c in range(3) for k in range(4)}
@@ -122,7 +122,7 @@ def test_managers_get_no_items(review_store: duckdb.DuckDBPyConnection) -> None:
 
 
 def test_no_sample_and_bad_count(con: duckdb.DuckDBPyConnection) -> None:
-    from labels.roles import bootstrap_admin, grant_role
+    from fieldtrust.labels.roles import bootstrap_admin, grant_role
 
     bootstrap_admin(con, "root")
     grant_role(con, "root", "alice", "reviewer")

@@ -14,13 +14,13 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pytest
+from fieldtrust.labels.decisions import current_policy, decide, decision_history
+from fieldtrust.labels.errors import DecisionError, PermissionDenied
+from fieldtrust.labels.evidence import canonical_json, evidence_json, evidence_payload
+from fieldtrust.labels.verdicts import record_verdict
 
 import fieldtrust
-import labels
-from labels.decisions import current_policy, decide, decision_history
-from labels.errors import DecisionError, PermissionDenied
-from labels.evidence import canonical_json, evidence_json, evidence_payload
-from labels.verdicts import record_verdict
+from fieldtrust import labels
 
 EVIDENCE = {
     "threshold": 0.95,
@@ -137,7 +137,7 @@ _MUTATING = re.compile(r"\b(update|delete|remove|edit|modify|drop|truncate|erase
 
 def test_the_library_offers_no_way_to_edit_or_delete_history() -> None:
     modules = [importlib.import_module(m.name)
-               for m in pkgutil.walk_packages(labels.__path__, "labels.")]
+               for m in pkgutil.walk_packages(labels.__path__, "fieldtrust.labels.")]
     for module in modules:
         public = [name for name, obj in inspect.getmembers(module, callable)
                   if not name.startswith("_") and getattr(obj, "__module__", "") == module.__name__]

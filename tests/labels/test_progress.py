@@ -9,11 +9,11 @@ from typing import Any
 import duckdb
 import pytest
 from click.testing import CliRunner
+from fieldtrust.labels.assignment import sample_progress
+from fieldtrust.labels.errors import LabelError
+from fieldtrust.labels.progress import ItemContext, cell_progress, item_context
 
 from fieldtrust.cli.main import cli
-from labels.assignment import sample_progress
-from labels.errors import LabelError
-from labels.progress import ItemContext, cell_progress, item_context
 
 # The review_store fixture's sample and cells (tests/labels/conftest.py).
 SAMPLE = "2026-W10/v1"

@@ -11,16 +11,16 @@ from typing import Any
 import duckdb
 import pyarrow.parquet as pq
 import pytest
+from fieldtrust.labels.agreement import adjudicate
+from fieldtrust.labels.decisions import decide
+from fieldtrust.labels.errors import LabelError
+from fieldtrust.labels.errors_report import error_report
+from fieldtrust.labels.export import export_labels
+from fieldtrust.labels.policy import export_policy, policy_json
+from fieldtrust.labels.verdicts import record_verdict, supersede
+from fieldtrust.store.scope import Scope
 
 import fieldtrust
-from labels.agreement import adjudicate
-from labels.decisions import decide
-from labels.errors import LabelError
-from labels.errors_report import error_report
-from labels.export import export_labels
-from labels.policy import export_policy, policy_json
-from labels.verdicts import record_verdict, supersede
-from store.scope import Scope
 
 
 def test_error_report_counts_and_shares_per_form_version(

@@ -10,10 +10,10 @@ import click
 import duckdb
 import pytest
 from click.testing import CliRunner
+from fieldtrust.labels.decisions import decide
+from fieldtrust.labels.verdicts import record_verdict
 
 from fieldtrust.cli.main import cli
-from labels.decisions import decide
-from labels.verdicts import record_verdict
 
 
 def run(db: Path, *args: str) -> tuple[int, str, str]:

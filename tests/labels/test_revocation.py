@@ -8,13 +8,13 @@ from typing import Any
 import duckdb
 import numpy as np
 import pytest
+from fieldtrust.labels.decisions import decide
+from fieldtrust.labels.errors import DecisionError
+from fieldtrust.labels.revocation import revocation_recommendations, weighted_upper_bound
+from fieldtrust.store.weeks import iso_week, shift_week, week_bounds
 from scipy.stats import beta
 
-import store
-from labels.decisions import decide
-from labels.errors import DecisionError
-from labels.revocation import revocation_recommendations, weighted_upper_bound
-from store.weeks import iso_week, shift_week, week_bounds
+from fieldtrust import store
 
 EVIDENCE = {"threshold": 0.9, "labels": 300, "accuracy": 0.99, "lower_bound": 0.96}
 

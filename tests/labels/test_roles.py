@@ -9,11 +9,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
-
-from labels.agreement import adjudicate
-from labels.decisions import decide
-from labels.errors import LabelError, PermissionDenied
-from labels.roles import (
+from fieldtrust.labels.agreement import adjudicate
+from fieldtrust.labels.decisions import decide
+from fieldtrust.labels.errors import LabelError, PermissionDenied
+from fieldtrust.labels.roles import (
     ACTIONS,
     PERMISSIONS,
     ROLES,
@@ -24,8 +23,8 @@ from labels.roles import (
     require,
     role_history,
 )
-from labels.verdicts import record_verdict, supersede
-from store.label_import import import_labels
+from fieldtrust.labels.verdicts import record_verdict, supersede
+from fieldtrust.store.label_import import import_labels
 
 #: Expected table, written out by hand so a change to PERMISSIONS must change the test too.
 EXPECTED = {

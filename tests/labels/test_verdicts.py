@@ -11,11 +11,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from fieldtrust.labels.errors import LabelConflict, LabelError, PermissionDenied
+from fieldtrust.labels.verdicts import get_label, label_history, record_verdict, supersede
+from fieldtrust.store.labelled import labelled_items
 
-import store
-from labels.errors import LabelConflict, LabelError, PermissionDenied
-from labels.verdicts import get_label, label_history, record_verdict, supersede
-from store.labelled import labelled_items
+from fieldtrust import store
 
 SAMPLE = "2026-W10/v1"
 

@@ -14,7 +14,7 @@ import duckdb
 import pytest
 from rel_store import build_store, copy_store
 
-import store
+from fieldtrust import store
 
 
 @pytest.fixture(scope="session")

@@ -104,8 +104,8 @@ def run_and_kill(code: str, *args: str, marker: str, delay: float,
 
 INGEST_CHILD = """
 import sys
-import store
-from store.ingest import ingest_files
+from fieldtrust import store
+from fieldtrust.store.ingest import ingest_files
 con = store.connect(sys.argv[1])
 def progress(stage, done, total):
     print(stage, flush=True)
@@ -116,9 +116,9 @@ print("committed", result[0].rows_added, flush=True)
 
 DRAW_CHILD = """
 import sys
-import store
-from sampling.design import Design
-from sampling.draw import draw_sample
+from fieldtrust import store
+from fieldtrust.sampling.design import Design
+from fieldtrust.sampling.draw import draw_sample
 con = store.connect(sys.argv[1])
 print("ready", flush=True)
 for seed in range(1000):
@@ -129,10 +129,10 @@ for seed in range(1000):
 
 DECIDE_CHILD = """
 import sys
-import store
-from labels.assignment import next_items
-from labels.decisions import decide
-from labels.verdicts import record_verdict, supersede
+from fieldtrust import store
+from fieldtrust.labels.assignment import next_items
+from fieldtrust.labels.decisions import decide
+from fieldtrust.labels.verdicts import record_verdict, supersede
 con = store.connect(sys.argv[1])
 sample = sys.argv[2]
 print("ready", flush=True)

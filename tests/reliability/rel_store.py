@@ -16,16 +16,16 @@ from typing import Any
 import duckdb
 import numpy as np
 import pyarrow as pa
+from fieldtrust.labels.agreement import adjudicate
+from fieldtrust.labels.assignment import next_items
+from fieldtrust.labels.decisions import decide
+from fieldtrust.labels.roles import bootstrap_admin, grant_role
+from fieldtrust.labels.verdicts import record_verdict, supersede
+from fieldtrust.sampling.design import Design
+from fieldtrust.sampling.draw import draw_sample
+from fieldtrust.store.ingest import ingest_table
 
-import store
-from labels.agreement import adjudicate
-from labels.assignment import next_items
-from labels.decisions import decide
-from labels.roles import bootstrap_admin, grant_role
-from labels.verdicts import record_verdict, supersede
-from sampling.design import Design
-from sampling.draw import draw_sample
-from store.ingest import ingest_table
+from fieldtrust import store
 from tests.conftest import table_fingerprint
 
 __all__ = ["table_fingerprint"]

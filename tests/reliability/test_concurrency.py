@@ -29,15 +29,15 @@ from typing import Any
 
 import pytest
 from crash import write_big_parquet
+from fieldtrust.dashboard import data, state
+from fieldtrust.labels.assignment import next_items
+from fieldtrust.labels.verdicts import record_verdict
+from fieldtrust.store.errors import StoreLockedError
+from fieldtrust.store.verify import verify_history
 from rel_store import record_figure, table_fingerprint
 from streamlit.testing.v1 import AppTest
 
-import store
-from dashboard import data, state
-from labels.assignment import next_items
-from labels.verdicts import record_verdict
-from store.errors import StoreLockedError
-from store.verify import verify_history
+from fieldtrust import store
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "dashboard" / "app.py")

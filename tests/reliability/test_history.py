@@ -22,21 +22,25 @@ from typing import Any
 
 import duckdb
 import pytest
+from fieldtrust.labels.agreement import adjudicate
+from fieldtrust.labels.assignment import next_items, skip
+from fieldtrust.labels.decisions import decide, decision_history
+from fieldtrust.labels.errors import DecisionError
+from fieldtrust.labels.evidence import (
+    canonical_json,
+    evidence_id_of,
+    evidence_json,
+    evidence_payload,
+)
+from fieldtrust.labels.export import export_labels
+from fieldtrust.labels.roles import grant_role
+from fieldtrust.labels.verdicts import label_history, record_verdict, supersede
+from fieldtrust.store.chain import CHAINED, chain_head
+from fieldtrust.store.errors import FieldtrustError
+from fieldtrust.store.verify import verify_history
 from rel_store import ADMIN, MANAGER, QA_LEAD, rows_of, table_fingerprint
 
-import labels
-import store
-from labels.agreement import adjudicate
-from labels.assignment import next_items, skip
-from labels.decisions import decide, decision_history
-from labels.errors import DecisionError
-from labels.evidence import canonical_json, evidence_id_of, evidence_json, evidence_payload
-from labels.export import export_labels
-from labels.roles import grant_role
-from labels.verdicts import label_history, record_verdict, supersede
-from store.chain import CHAINED, chain_head
-from store.errors import FieldtrustError
-from store.verify import verify_history
+from fieldtrust import labels, store
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ("store", "labels", "sampling", "calibration", "extraction", "fieldtrust", "dashboard")
@@ -54,7 +58,7 @@ _MUTATING_SQL = re.compile(
 
 def _labels_modules() -> list[Any]:
     return [
-        importlib.import_module(f"labels.{info.name}")
+        importlib.import_module(f"fieldtrust.labels.{info.name}")
         for info in pkgutil.iter_modules(labels.__path__)
     ]
 
@@ -158,7 +162,7 @@ def _approve_again(con: duckdb.DuckDBPyConnection, sample_id: str) -> object:
 
 
 def _import(con: duckdb.DuckDBPyConnection, sample_id: str, tmp_path: Path) -> object:
-    from store.label_import import import_labels
+    from fieldtrust.store.label_import import import_labels
 
     path = tmp_path / "more labels.csv"
     path.write_text("extraction_id,verdict,reviewer,labeled_at\n"

@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rel_store import QA_LEAD, copy_store, record_figure, table_fingerprint
 
-import store
+from fieldtrust import store
 from fieldtrust.cli.main import cli
 
 TRIED: Counter[str] = Counter()

@@ -24,6 +24,22 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from fieldtrust.dashboard.downloads import csv_bytes
+from fieldtrust.labels.agreement import review_pairs
+from fieldtrust.labels.assignment import next_items, skip
+from fieldtrust.labels.decisions import decide, decision_history
+from fieldtrust.labels.errors import LabelError
+from fieldtrust.labels.errors_report import error_report
+from fieldtrust.labels.evidence import evidence_payload
+from fieldtrust.labels.export import export_labels
+from fieldtrust.labels.roles import bootstrap_admin, grant_role
+from fieldtrust.labels.verdicts import get_label, record_verdict, supersede
+from fieldtrust.sampling.design import Design
+from fieldtrust.sampling.draw import draw_sample, sample_items
+from fieldtrust.sampling.export import write_items_csv
+from fieldtrust.store.ingest import ingest_table
+from fieldtrust.store.labelled import labelled_items
+from fieldtrust.store.scope import Scope
 from rel_store import (
     ADMIN,
     MANAGER,
@@ -34,24 +50,8 @@ from rel_store import (
     table_fingerprint,
 )
 
-import store
-from dashboard.downloads import csv_bytes
+from fieldtrust import store
 from fieldtrust.cli.main import cli
-from labels.agreement import review_pairs
-from labels.assignment import next_items, skip
-from labels.decisions import decide, decision_history
-from labels.errors import LabelError
-from labels.errors_report import error_report
-from labels.evidence import evidence_payload
-from labels.export import export_labels
-from labels.roles import bootstrap_admin, grant_role
-from labels.verdicts import get_label, record_verdict, supersede
-from sampling.design import Design
-from sampling.draw import draw_sample, sample_items
-from sampling.export import write_items_csv
-from store.ingest import ingest_table
-from store.labelled import labelled_items
-from store.scope import Scope
 
 HOSTILE = (
     "'; DROP TABLE labels; --",
@@ -368,7 +368,7 @@ def test_sample_csv_defuses_formula_looking_ids_and_they_import_back(
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(filled)
-    from store.label_import import import_labels
+    from fieldtrust.store.label_import import import_labels
 
     result = import_labels(pcon, back, actor=QA_LEAD)
     assert result.rows_added == len(hostile_ids)
@@ -411,10 +411,9 @@ def test_hostile_scope_filters_match_nothing_and_run_nothing(
 def test_the_review_page_shows_hostile_extractions_as_written(
     pcon: duckdb.DuckDBPyConnection, populated: Path, monkeypatch: pytest.MonkeyPatch, text: str
 ) -> None:
+    from fieldtrust.dashboard import state
+    from fieldtrust.dashboard.layout import code_span, plain
     from streamlit.testing.v1 import AppTest
-
-    from dashboard import state
-    from dashboard.layout import code_span, plain
 
     rows = extraction_rows(2, seed=9, prefix="md",
                            start=WEEK_START + dt.timedelta(days=7)).to_pylist()
@@ -441,9 +440,8 @@ def test_the_review_page_shows_hostile_extractions_as_written(
 def test_the_review_form_stores_hostile_text_and_refuses_incomplete_input(
     populated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from fieldtrust.dashboard import state
     from streamlit.testing.v1 import AppTest
-
-    from dashboard import state
 
     monkeypatch.setenv("FIELDTRUST_DB", str(populated))
     at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py"),

@@ -18,19 +18,19 @@ from typing import Any
 
 import duckdb
 import pytest
+from fieldtrust.dashboard import data, state
+from fieldtrust.labels.agreement import adjudicate
+from fieldtrust.labels.assignment import item_view, next_items, skip
+from fieldtrust.labels.decisions import decide
+from fieldtrust.labels.errors import LabelError, PermissionDenied
+from fieldtrust.labels.roles import grant_role
+from fieldtrust.labels.verdicts import record_verdict, supersede
+from fieldtrust.sampling.design import Design
+from fieldtrust.sampling.draw import draw_sample
 from rel_store import MANAGER, QA_LEAD, WEEK, as_read, table_fingerprint
 from streamlit.testing.v1 import AppTest
 
-import store
-from dashboard import data, state
-from labels.agreement import adjudicate
-from labels.assignment import item_view, next_items, skip
-from labels.decisions import decide
-from labels.errors import LabelError, PermissionDenied
-from labels.roles import grant_role
-from labels.verdicts import record_verdict, supersede
-from sampling.design import Design
-from sampling.draw import draw_sample
+from fieldtrust import store
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 PAGES = ("app_pages/overview.py", "app_pages/calibration.py", "app_pages/audit.py",
@@ -119,7 +119,7 @@ def test_every_write_is_checked_against_the_store_grants(
 
 def test_no_write_takes_a_reviewer_or_role_besides_the_acting_user() -> None:
     """The API cannot be asked to record someone else: the actor is the only name it takes."""
-    from labels import agreement, assignment, decisions, verdicts
+    from fieldtrust.labels import agreement, assignment, decisions, verdicts
 
     writers = [verdicts.record_verdict, verdicts.supersede, agreement.adjudicate,
                assignment.next_items, assignment.skip, decisions.decide, draw_sample]

@@ -27,7 +27,7 @@ import pytest
 from click.testing import CliRunner
 from rel_store import find_text
 
-import store
+from fieldtrust import store
 from fieldtrust.cli import extract_cmds
 from fieldtrust.cli.main import cli
 

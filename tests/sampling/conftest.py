@@ -11,11 +11,11 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+from fieldtrust.labels.roles import bootstrap_admin, grant_role
+from fieldtrust.store.sql import quote_ident
+from fieldtrust.store.weeks import week_bounds
 
-import store
-from labels.roles import bootstrap_admin, grant_role
-from store.sql import quote_ident
-from store.weeks import week_bounds
+from fieldtrust import store
 
 
 @dataclass

@@ -4,15 +4,14 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+from fieldtrust.sampling.alerts import below_target_p_value, lower_rate_p_value, weekly_alerts
+from fieldtrust.sampling.design import Design
+from fieldtrust.sampling.draw import draw_sample
+from fieldtrust.sampling.estimates import weekly_estimates
+from fieldtrust.sampling.report import audit_report
+from fieldtrust.sampling.stratified import clopper_pearson
+from fieldtrust.store.scope import Scope
 from scipy import stats
-
-from sampling.alerts import below_target_p_value, lower_rate_p_value, weekly_alerts
-from sampling.design import Design
-from sampling.draw import draw_sample
-from sampling.estimates import weekly_estimates
-from sampling.report import audit_report
-from sampling.stratified import clopper_pearson
-from store.scope import Scope
 
 WEEKS = ("2026-W44", "2026-W45", "2026-W46", "2026-W47", "2026-W48")
 DESIGN = Design(base_rate=0.06, minimum=10)

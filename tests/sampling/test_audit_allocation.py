@@ -4,11 +4,10 @@ import math
 
 import numpy as np
 import pytest
+from fieldtrust.sampling.allocation import neyman_allocation, neyman_weights, rate_allocation
+from fieldtrust.sampling.design import Design
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from sampling.allocation import neyman_allocation, neyman_weights, rate_allocation
-from sampling.design import Design
 
 cells = st.lists(st.integers(min_value=1, max_value=5000), min_size=1, max_size=30)
 

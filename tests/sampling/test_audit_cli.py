@@ -7,10 +7,10 @@ from pathlib import Path
 import duckdb
 import pytest
 from click.testing import CliRunner
+from fieldtrust.sampling.export import escape_cell
 
-import store
+from fieldtrust import store
 from fieldtrust.cli.main import cli
-from sampling.export import escape_cell
 
 WEEK = "2026-W48"
 #: Drawing and labels import are checked: the ``world`` qa_lead acts (granted in ``filled``).

@@ -4,9 +4,8 @@ import json
 from pathlib import Path
 
 import pytest
-
-from sampling.design import Design, load_design
-from sampling.errors import DesignError
+from fieldtrust.sampling.design import Design, load_design
+from fieldtrust.sampling.errors import DesignError
 
 
 def test_defaults_follow_stats_md() -> None:

@@ -7,11 +7,9 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-
-import store
-from sampling.cells import plan_cells
-from sampling.design import Design
-from sampling.draw import (
+from fieldtrust.sampling.cells import plan_cells
+from fieldtrust.sampling.design import Design
+from fieldtrust.sampling.draw import (
     _insert_items,
     candidate_cutoffs,
     current_sample_id,
@@ -19,10 +17,12 @@ from sampling.draw import (
     load_sample,
     sample_items,
 )
-from sampling.errors import SamplingError
-from sampling.prn import prn
-from store.labelled import labelled_items
-from store.scope import Scope
+from fieldtrust.sampling.errors import SamplingError
+from fieldtrust.sampling.prn import prn
+from fieldtrust.store.labelled import labelled_items
+from fieldtrust.store.scope import Scope
+
+from fieldtrust import store
 
 WEEK = "2026-W48"
 SEED = 7

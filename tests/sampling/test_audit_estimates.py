@@ -6,15 +6,14 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+from fieldtrust.sampling.design import Design
+from fieldtrust.sampling.draw import draw_sample
+from fieldtrust.sampling.errors import SamplingError
+from fieldtrust.sampling.estimates import estimate_table, overall_estimate, weekly_estimates
+from fieldtrust.sampling.stratified import clopper_pearson, effective_size, stratified_proportion
+from fieldtrust.store.labelled import labelled_items
+from fieldtrust.store.scope import Scope
 from scipy import stats
-
-from sampling.design import Design
-from sampling.draw import draw_sample
-from sampling.errors import SamplingError
-from sampling.estimates import estimate_table, overall_estimate, weekly_estimates
-from sampling.stratified import clopper_pearson, effective_size, stratified_proportion
-from store.labelled import labelled_items
-from store.scope import Scope
 
 WEEKS = ("2026-W47", "2026-W48")
 

@@ -3,17 +3,16 @@ from __future__ import annotations
 import duckdb
 import numpy as np
 import pytest
-from scipy import stats
-
-from sampling.design import Design
-from sampling.draw import draw_sample
-from sampling.planner import (
+from fieldtrust.sampling.design import Design
+from fieldtrust.sampling.draw import draw_sample
+from fieldtrust.sampling.planner import (
     PREVIEW_COLUMNS,
     attribute_sample_size,
     attribute_sampling_table,
     preview_design,
     sample_size,
 )
+from scipy import stats
 
 WEEK = "2026-W48"
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 import duckdb
 import numpy as np
 import pytest
-
-from sampling.allocation import rate_allocation
-from sampling.design import Design
-from sampling.draw import draw_sample
-from sampling.estimates import estimate_table, overall_estimate
-from sampling.stratified import domain_estimates, stratified_proportion
+from fieldtrust.sampling.allocation import rate_allocation
+from fieldtrust.sampling.design import Design
+from fieldtrust.sampling.draw import draw_sample
+from fieldtrust.sampling.estimates import estimate_table, overall_estimate
+from fieldtrust.sampling.stratified import domain_estimates, stratified_proportion
 
 # Five confidence bands of the established versions, then the same five of a new
 # form version: 10% of the volume, much worse, sampled at five times the rate.

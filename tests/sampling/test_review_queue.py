@@ -5,11 +5,10 @@ import datetime as dt
 import duckdb
 import pandas as pd
 import pytest
-
-from sampling.design import Design
-from sampling.draw import draw_sample
-from sampling.queue import priority_queue
-from store.scope import Scope
+from fieldtrust.sampling.design import Design
+from fieldtrust.sampling.draw import draw_sample
+from fieldtrust.sampling.queue import priority_queue
+from fieldtrust.store.scope import Scope
 
 WHEN = dt.datetime(2026, 11, 24, 12)
 

@@ -20,18 +20,18 @@ from pathlib import Path
 import duckdb
 import pytest
 from click.testing import CliRunner
+from fieldtrust.labels.assignment import next_items, skip
+from fieldtrust.labels.decisions import decide
+from fieldtrust.labels.policy import export_policy
+from fieldtrust.labels.verdicts import record_verdict
+from fieldtrust.store.chain import CHAINED, GENESIS, ChainHead, chain_existing_rows, chain_head
+from fieldtrust.store.label_import import import_labels
+from fieldtrust.store.migrations import MIGRATIONS
+from fieldtrust.store.verify import HistoryCheck, verify_history
 
-import store
+from fieldtrust import store
 from fieldtrust.cli.main import cli
 from fieldtrust.demo.build import build_demo
-from labels.assignment import next_items, skip
-from labels.decisions import decide
-from labels.policy import export_policy
-from labels.verdicts import record_verdict
-from store.chain import CHAINED, GENESIS, ChainHead, chain_existing_rows, chain_head
-from store.label_import import import_labels
-from store.migrations import MIGRATIONS
-from store.verify import HistoryCheck, verify_history
 
 ROOT = Path(__file__).resolve().parents[2]
 ADMIN, QA_LEAD, MANAGER = "root", "quinn", "maya"
@@ -352,8 +352,8 @@ def test_threads_labelling_at_once_keep_one_chain(path: Path) -> None:
 
 _WRITER = textwrap.dedent("""
     import sys
-    import store
-    from labels.verdicts import record_verdict
+    from fieldtrust import store
+    from fieldtrust.labels.verdicts import record_verdict
     path, reviewer, *items = sys.argv[1:]
     for extraction_id in items:
         # Short-lived connections, like the dashboard: the file lock passes between processes.

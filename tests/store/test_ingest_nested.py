@@ -17,10 +17,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from fieldtrust.store.errors import ValidationError
+from fieldtrust.store.ingest import ingest_files, ingest_table
+from fieldtrust.store.readers import stage_file, temp_name
 
-from store.errors import ValidationError
-from store.ingest import ingest_files, ingest_table
-from store.readers import stage_file, temp_name
 from tests.conftest import table_fingerprint
 from tests.store.test_ingest import GOOD, write_jsonl
 

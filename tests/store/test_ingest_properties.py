@@ -11,16 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import fieldtrust.store.validation  # noqa: F401  (store.validation below)
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from fieldtrust.store.errors import ValidationError
+from fieldtrust.store.ingest import ingest_files
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import store
-import store.validation
-from store.errors import ValidationError
-from store.ingest import ingest_files
+from fieldtrust import store
 from tests.conftest import table_fingerprint
 
 COLUMNS = ["extraction_id", "doc_id", "doc_type", "field", "value", "confidence", "extracted_at"]

@@ -12,11 +12,11 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pytest
+from fieldtrust.labels.roles import bootstrap_admin, grant_role
+from fieldtrust.store.errors import ValidationError
+from fieldtrust.store.label_import import LabelImportResult, import_labels
+from fieldtrust.store.labelled import labelled_items
 
-from labels.roles import bootstrap_admin, grant_role
-from store.errors import ValidationError
-from store.label_import import LabelImportResult, import_labels
-from store.labelled import labelled_items
 from tests.conftest import table_fingerprint
 
 AT = dt.datetime(2026, 1, 5, 9)
@@ -163,7 +163,7 @@ def test_sample_file_is_read_back_with_its_sample_id(
 def test_a_file_written_by_sample_export_reads_back(
     stored: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
-    from sampling.export import ITEM_COLUMNS, write_items_csv
+    from fieldtrust.sampling.export import ITEM_COLUMNS, write_items_csv
 
     items = pa.table(
         {c: ["e1", "e2"] if c == "extraction_id" else ["=1+1", "x"] for c in ITEM_COLUMNS}
@@ -434,8 +434,8 @@ def test_rows_are_held_to_the_rules_of_recording_a_verdict(
 
 def test_record_verdict_refuses_what_import_refuses(con: duckdb.DuckDBPyConnection) -> None:
     """One rule set: the messages of the import are those of labels.verdicts."""
-    from labels.errors import LabelFieldError
-    from labels.verdicts import verdict_fields
+    from fieldtrust.labels.errors import LabelFieldError
+    from fieldtrust.labels.verdicts import verdict_fields
 
     with pytest.raises(LabelFieldError, match="error_type 'typo' is not in the taxonomy") as err:
         verdict_fields("incorrect", "2", None, "typo", None)
@@ -477,7 +477,7 @@ def test_fields_are_stored_as_record_verdict_cleans_them(
 def test_only_a_qa_lead_or_admin_may_import(
     stored: duckdb.DuckDBPyConnection, tmp_path: Path, actor: str, allowed: bool
 ) -> None:
-    from labels.errors import PermissionDenied
+    from fieldtrust.labels.errors import PermissionDenied
 
     path = write_csv(tmp_path / "l.csv", LABELS)
     if allowed:
@@ -497,7 +497,7 @@ def test_only_a_qa_lead_or_admin_may_import(
 def test_a_bad_acting_user_or_default_reviewer_is_refused(
     stored: duckdb.DuckDBPyConnection, tmp_path: Path, option: str, value: str
 ) -> None:
-    from labels.errors import LabelError
+    from fieldtrust.labels.errors import LabelError
 
     options = {"actor": QA_LEAD, option: value}
     before = table_fingerprint(stored)

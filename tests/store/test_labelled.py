@@ -6,9 +6,8 @@ import datetime as dt
 
 import duckdb
 import pytest
-
-from store.labelled import labelled_items
-from store.scope import Scope, last_weeks, latest_week
+from fieldtrust.store.labelled import labelled_items
+from fieldtrust.store.scope import Scope, last_weeks, latest_week
 
 MONDAY_W02 = dt.datetime(2026, 1, 5, 9)  # 2026-W02
 MONDAY_W03 = dt.datetime(2026, 1, 12, 9)  # 2026-W03
@@ -148,8 +147,7 @@ def test_scope_limits_weeks_and_the_srs_population(con: duckdb.DuckDBPyConnectio
 
 
 def test_results_do_not_depend_on_insertion_order(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    import store
-
+    from fieldtrust import store
     tables = []
     for name, order in (("fwd", range(20)), ("rev", reversed(range(20)))):
         connection = store.connect(tmp_path / f"{name}.duckdb")

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from fieldtrust.store.migrations import MIGRATIONS, applied_migrations, migrate
 
-import store
-from store.migrations import MIGRATIONS, applied_migrations, migrate
+from fieldtrust import store
 
 
 def test_fresh_file_gets_every_migration_in_order(tmp_path: Path) -> None:

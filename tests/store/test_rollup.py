@@ -9,14 +9,14 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
+from fieldtrust.calibration.design import GRID
+from fieldtrust.store import rollup
+from fieldtrust.store.ingest import ingest_table
+from fieldtrust.store.labelled import labelled_items
+from fieldtrust.store.migrations import MIGRATIONS, pending_migrations
+from fieldtrust.store.scope import Scope
 
-import store
-from calibration.design import GRID
-from store import rollup
-from store.ingest import ingest_table
-from store.labelled import labelled_items
-from store.migrations import MIGRATIONS, pending_migrations
-from store.scope import Scope
+from fieldtrust import store
 
 WEEK_START = dt.datetime(2026, 11, 2)  # Monday of 2026-W45
 
@@ -143,7 +143,7 @@ def test_the_rollup_uses_the_calibration_grid() -> None:
 def test_filter_options_read_from_the_rollup_equal_those_read_from_the_rows(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
-    from store.summary import filter_options
+    from fieldtrust.store.summary import filter_options
 
     ingest_table(con, extractions(600, seed=7, prefix="a"), source="a")
     from_rollup = filter_options(con)
@@ -157,7 +157,7 @@ def test_filter_options_read_from_the_rollup_equal_those_read_from_the_rows(
 def test_the_error_report_reads_the_same_with_or_without_the_sampled_copy(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
-    from labels.errors_report import error_report
+    from fieldtrust.labels.errors_report import error_report
 
     ingest_table(con, extractions(300, seed=8, prefix="a"), source="a")
     con.executemany(
@@ -175,9 +175,9 @@ def test_the_error_report_reads_the_same_with_or_without_the_sampled_copy(
 def test_a_sample_draw_copies_exactly_its_items_columns(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
-    from labels.roles import bootstrap_admin, grant_role
-    from sampling.design import Design
-    from sampling.draw import draw_sample
+    from fieldtrust.labels.roles import bootstrap_admin, grant_role
+    from fieldtrust.sampling.design import Design
+    from fieldtrust.sampling.draw import draw_sample
 
     bootstrap_admin(con, "root")
     grant_role(con, "root", "quinn", "qa_lead")

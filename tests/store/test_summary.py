@@ -8,10 +8,10 @@ from pathlib import Path
 
 import duckdb
 from click.testing import CliRunner
+from fieldtrust.store.summary import FilterOptions, filter_options
 
-import store
+from fieldtrust import store
 from fieldtrust.cli.main import cli
-from store.summary import FilterOptions, filter_options
 
 
 def _add(con: duckdb.DuckDBPyConnection, rows: list[tuple[str, str, str, dt.datetime]]) -> None:

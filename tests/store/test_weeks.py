@@ -4,10 +4,9 @@ import datetime as dt
 
 import duckdb
 import pytest
+from fieldtrust.store.weeks import iso_week, parse_week, shift_week, week_bounds, week_sql
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from store.weeks import iso_week, parse_week, shift_week, week_bounds, week_sql
 
 _CON = duckdb.connect()
 
