@@ -16,7 +16,7 @@ with :func:`fieldtrust.sampling.draw.draw_sample` by the demo qa_lead (granted f
 drawing is checked) and labelled from ``demo_truth`` by the
 demo's simulated reviewers (:func:`fieldtrust.demo.reviewers.simulate_reviews`,
 with their small error rate and double reviews), recalibration maps are fitted
-and the demo users granted (:func:`fieldtrust.dashboard.demo_setup.ensure_demo_ready`),
+and the demo users granted (:func:`fieldtrust.demo.users.ensure_demo_ready`),
 and one automation candidate is approved, so every dashboard page has data.
 
 Everything is cached under ``bench/.data/rows-N-seed-S/`` and reused while
@@ -194,11 +194,11 @@ def sort_log(chunks: Path, out: Path, tmp: Path) -> None:
 
 def build_store(path: Path, parquet: Path, chunks: Path, seed: int) -> dict[str, Any]:
     """Ingest the log, add the demo truth, label eight weeks of audits, fit maps, approve one."""
-    from fieldtrust.dashboard.demo_setup import ensure_demo_ready
     from fieldtrust.store.ingest import ingest_files
 
     from fieldtrust import store
     from fieldtrust.demo.reviewers import simulate_reviews
+    from fieldtrust.demo.users import ensure_demo_ready
 
     building = path.with_name(path.name + ".building")
     building.unlink(missing_ok=True)
@@ -246,7 +246,7 @@ def _with_design(simulate: Any, con: Any, seed: int) -> None:
 def _approve_one(con: Any) -> None:
     """Approve the first automation candidate, so the policy pages show a decision."""
     from fieldtrust.calibration.candidates import automation_candidates
-    from fieldtrust.labels.approval import approve_candidate
+    from fieldtrust.governance.approval import approve_candidate
     from fieldtrust.store.scope import Scope, last_weeks
 
     scope = Scope(weeks=last_weeks(con.cursor(), 8))

@@ -266,7 +266,7 @@ def filter_options(con: duckdb.DuckDBPyConnection) -> Any:
 @query("users")
 def users(con: duckdb.DuckDBPyConnection) -> tuple[tuple[str, str], ...]:
     """(user, current role) of everyone holding a role, for the demo-mode picker."""
-    from fieldtrust.labels.roles import list_users
+    from fieldtrust.store.access import list_users
 
     return tuple((g.user_name, g.role) for g in list_users(con) if g.role != "none")
 
@@ -274,7 +274,7 @@ def users(con: duckdb.DuckDBPyConnection) -> tuple[tuple[str, str], ...]:
 @query("role_of")
 def role_of(con: duckdb.DuckDBPyConnection, user: str) -> str | None:
     """The signed-in user's current role (None: no role granted)."""
-    from fieldtrust.labels.roles import current_role
+    from fieldtrust.store.access import current_role
 
     return current_role(con, user)
 
@@ -331,32 +331,32 @@ def agreement(con: duckdb.DuckDBPyConnection, scope: Scope) -> Any:
 
 @query("decision_history")
 def decision_history(con: duckdb.DuckDBPyConnection) -> Any:
-    """Every automation decision, oldest first (labels.decisions)."""
-    from fieldtrust.labels.decisions import decision_history as history
+    """Every automation decision, oldest first (governance.decisions)."""
+    from fieldtrust.governance.decisions import decision_history as history
 
     return history(con)
 
 
 @query("current_policy")
 def current_policy(con: duckdb.DuckDBPyConnection) -> Any:
-    """The latest decision of every decided stratum (labels.decisions)."""
-    from fieldtrust.labels.decisions import current_policy as policy
+    """The latest decision of every decided stratum (governance.decisions)."""
+    from fieldtrust.governance.decisions import current_policy as policy
 
     return policy(con)
 
 
 @query("revocations")
 def revocations(con: duckdb.DuckDBPyConnection, target: float, confidence: float) -> Any:
-    """Approved strata that later audits show failing (labels.revocation)."""
-    from fieldtrust.labels.revocation import revocation_recommendations
+    """Approved strata that later audits show failing (governance.revocation)."""
+    from fieldtrust.governance.revocation import revocation_recommendations
 
     return revocation_recommendations(con, target=target, confidence=confidence)
 
 
 @query("policy_export")
 def policy_export(con: duckdb.DuckDBPyConnection) -> Any:
-    """The policy file production reads (labels.policy.export_policy)."""
-    from fieldtrust.labels.policy import export_policy
+    """The policy file production reads (governance.policy.export_policy)."""
+    from fieldtrust.governance.policy import export_policy
 
     return export_policy(con)
 

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 
 import duckdb
 import numpy as np
-from fieldtrust.labels._tx import write_with_retry
 from fieldtrust.labels.errors import LabelError
-from fieldtrust.labels.roles import require, user_name
 from fieldtrust.labels.verdicts import Label, insert_label, live_label, verdict_fields
+from fieldtrust.store.access import require, user_name
+from fieldtrust.store.retry import write_with_retry
 from fieldtrust.store.scope import Scope
 
 _PAIRS_SQL = """

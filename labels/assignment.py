@@ -25,11 +25,11 @@ import datetime as dt
 from dataclasses import dataclass
 
 import duckdb
-from fieldtrust.labels._tx import first_row, write_with_retry
 from fieldtrust.labels.errors import LabelError
-from fieldtrust.labels.roles import require, user_name
+from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
+from fieldtrust.store.retry import first_row, write_with_retry
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ import os
 from pathlib import Path
 
 import duckdb
-from fieldtrust.labels._tx import first_row
 from fieldtrust.labels.errors import LabelError
+from fieldtrust.store.retry import first_row
 from fieldtrust.store.sql import quote_ident, quote_literal
 
 _COLUMNS = (

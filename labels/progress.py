@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import duckdb
 import pyarrow as pa
-from fieldtrust.labels._tx import first_row
 from fieldtrust.labels.assignment import current_sample
 from fieldtrust.labels.errors import LabelError
+from fieldtrust.store.retry import first_row
 
 _CELL_PROGRESS_SQL = """
 SELECT c.sample_id, c.cell, c.doc_type, c.field, c.band, c.version_status, c.n_population,

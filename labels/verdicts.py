@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
-from fieldtrust.labels._tx import first_row, write_with_retry
 from fieldtrust.labels.errors import LabelConflict, LabelError, LabelFieldError
-from fieldtrust.labels.roles import require, user_name
 from fieldtrust.labels.taxonomy import check_correction, check_error
+from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
+from fieldtrust.store.retry import first_row, write_with_retry
 
 #: The verdicts a reviewer can give; 'unclear' = the source cannot be read.
 VERDICTS: tuple[str, ...] = ("correct", "incorrect", "unclear")
@@ -223,7 +223,7 @@ def verdict_problems(
 ) -> list[LabelFieldError]:
     """Every reason :func:`verdict_fields` would refuse these fields (empty: none).
 
-    Labels import (:mod:`fieldtrust.store.label_import`) reports each one with its row,
+    Labels import (:mod:`fieldtrust.labels.label_import`) reports each one with its row,
     so a file is held to exactly the rules of :func:`record_verdict`.
     """
     return _checked_fields(verdict, corrected_value, corrected_status, error_type, error_detail)[1]

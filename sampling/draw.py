@@ -11,7 +11,7 @@ number (:mod:`fieldtrust.sampling.prn`). Selection runs in two SQL statements ov
 week's rows: one counts the cells, one ranks and inserts the picks.
 
 Drawing is checked here, not only in the dashboard: the acting user must hold
-a role allowed to ``draw_sample`` (:data:`fieldtrust.labels.roles.PERMISSIONS`, the
+a role allowed to ``draw_sample`` (:data:`fieldtrust.store.access.PERMISSIONS`, the
 qa_lead), read from the store's grants as every other writer does.
 """
 
@@ -23,11 +23,11 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from fieldtrust.labels.roles import require, user_name
 from fieldtrust.sampling.cells import checked_week, plan_cells, population_sql
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.errors import SamplingError
 from fieldtrust.sampling.prn import prn_hash_sql, prn_sql
+from fieldtrust.store.access import require, user_name
 from fieldtrust.store.connection import transaction, utc_now
 from fieldtrust.store.rollup import record_sampled_rows
 from scipy import stats

@@ -9,7 +9,7 @@ as a formula (CSV injection, OWASP). Every text cell that starts so, or with a
 tab or carriage return, gets a leading single quote, which spreadsheets show
 as text. That includes the two key columns, extraction_id and sample_id: ids
 come from ingested files anyone can write, and ``fieldtrust labels import``
-reads an id so escaped back as the id itself (store.label_import).
+reads an id so escaped back as the id itself (labels.label_import).
 """
 
 from __future__ import annotations

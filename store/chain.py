@@ -18,7 +18,7 @@ someone who rewrites the whole chain to match their edit.
 Two writers never fork the chain: each appends ``seq = head + 1`` and ``seq``
 is the table's primary key, so of two transactions that read the same head
 the second fails to commit (DuckDB's duplicate-key conflict) and is retried
-by the caller on the new head (``labels._tx.write_with_retry``). The rows are
+by the caller on the new head (``store.retry.write_with_retry``). The rows are
 read back rather than serialised from the writer's Python values so that a
 row always serialises exactly as :mod:`fieldtrust.store.verify` will read it (an int
 threshold comes back a float, for instance): a writer of one row adds

@@ -363,7 +363,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             row_hash   VARCHAR   NOT NULL,
             chained_at TIMESTAMP NOT NULL
         );
-        -- Who imported a labels file (store.label_import checks their role).
+        -- Who imported a labels file (labels.label_import checks their role).
         ALTER TABLE label_imports ADD COLUMN imported_by VARCHAR;
         """,
         then=chain_existing_rows,

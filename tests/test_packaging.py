@@ -26,6 +26,7 @@ FOLDERS = {
     "extraction": "fieldtrust/extraction",
     "labels": "fieldtrust/labels",
     "sampling": "fieldtrust/sampling",
+    "governance": "fieldtrust/governance",
     "dashboard": "fieldtrust/dashboard",
 }
 

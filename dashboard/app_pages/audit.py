@@ -12,10 +12,10 @@ import duckdb
 import streamlit as st
 from fieldtrust.dashboard import auth, charts, data, downloads, layout, sidebar, state, views
 from fieldtrust.labels.agreement import adjudicate
-from fieldtrust.labels.roles import allowed, require
 from fieldtrust.labels.taxonomy import ERROR_TYPES
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import SampleResult, draw_sample
+from fieldtrust.store.access import allowed, require
 from fieldtrust.store.errors import FieldtrustError
 
 

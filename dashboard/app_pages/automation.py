@@ -1,6 +1,6 @@
 """Automation (manager): candidates with their evidence, decisions, policy, warnings.
 
-Approving, rejecting and revoking go through :func:`fieldtrust.labels.decisions.decide`,
+Approving, rejecting and revoking go through :func:`fieldtrust.governance.decisions.decide`,
 which checks the role and freezes the evidence; the buttons only appear for
 roles the library's permission table allows to decide.
 """
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import streamlit as st
 from fieldtrust.dashboard import auth, data, downloads, layout, sidebar, state, views
-from fieldtrust.labels.decisions import decide
-from fieldtrust.labels.policy import policy_json
-from fieldtrust.labels.roles import allowed
+from fieldtrust.governance.decisions import decide
+from fieldtrust.governance.policy import policy_json
+from fieldtrust.store.access import allowed
 from fieldtrust.store.errors import FieldtrustError
 
 

@@ -14,9 +14,9 @@ import streamlit as st
 from fieldtrust.dashboard import auth, data, downloads, layout, sidebar, state
 from fieldtrust.labels.assignment import ReviewItem, next_items, skip
 from fieldtrust.labels.progress import ItemContext
-from fieldtrust.labels.roles import allowed
 from fieldtrust.labels.taxonomy import ERROR_TYPES
 from fieldtrust.labels.verdicts import record_verdict
+from fieldtrust.store.access import allowed
 from fieldtrust.store.errors import FieldtrustError, StoreLockedError
 
 SKIP_REASON = "skipped by reviewer (next)"

@@ -20,11 +20,11 @@ import click
 import duckdb
 
 from fieldtrust.cli.common import echo_json, echo_table, open_db, settings
-from fieldtrust.labels.decisions import DECISION_ACTIONS, current_policy, decide
+from fieldtrust.governance.decisions import DECISION_ACTIONS, current_policy, decide
 from fieldtrust.labels.errors import DecisionError
-from fieldtrust.labels.roles import ROLES, grant_role, list_users, role_history
 from fieldtrust.labels.taxonomy import CORRECTED_STATUSES, ERROR_TYPES
 from fieldtrust.labels.verdicts import VERDICTS
+from fieldtrust.store.access import ROLES, grant_role, list_users, role_history
 from fieldtrust.store.scope import Scope, last_weeks
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def decide_cmd(
     conf = settings(ctx)
     if action == "approve":
         try:
-            from fieldtrust.labels.approval import approve_candidate
+            from fieldtrust.governance.approval import approve_candidate
         except ImportError as exc:  # pragma: no cover - calibration ships with fieldtrust
             raise DecisionError(
                 "approving needs the calibration package to certify the threshold"
@@ -126,7 +126,7 @@ def decide_cmd(
     else:
         evidence: dict[str, Any] = {}
         if action == "revoke":
-            from fieldtrust.labels.revocation import revocation_recommendations
+            from fieldtrust.governance.revocation import revocation_recommendations
 
             flagged = [r for r in revocation_recommendations(
                 con, target=conf.target, confidence=conf.confidence)
@@ -154,7 +154,7 @@ def policy_group() -> None:
 @click.pass_context
 def policy_export(ctx: click.Context, out: str | None) -> None:
     """Write the approved thresholds as JSON, for production pipelines to read."""
-    from fieldtrust.labels.policy import export_policy, policy_json
+    from fieldtrust.governance.policy import export_policy, policy_json
 
     text = policy_json(export_policy(open_db(ctx, read_only=True)))
     if out is None:
@@ -169,7 +169,7 @@ def policy_export(ctx: click.Context, out: str | None) -> None:
 @click.pass_context
 def policy_show(ctx: click.Context, as_json: bool) -> None:
     """Every decided stratum with its latest decision, and revocation recommendations."""
-    from fieldtrust.labels.revocation import revocation_recommendations
+    from fieldtrust.governance.revocation import revocation_recommendations
 
     con = open_db(ctx, read_only=True)
     conf = settings(ctx)

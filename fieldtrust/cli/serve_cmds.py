@@ -89,7 +89,7 @@ def register(group: click.Group) -> None:
         db = str(Path(resolved.db).resolve())
         built = _ensure_store(db, demo=demo, default_db=resolved.db == Settings().db)
         if demo or built:
-            from fieldtrust.dashboard.demo_setup import ensure_demo_ready
+            from fieldtrust.demo.users import ensure_demo_ready
 
             # Only a demo store (one with simulated truth) gets demo users and maps.
             for added in ensure_demo_ready(db):

@@ -135,7 +135,7 @@ def labels_import(
     Rows whose verdict is blank are skipped. Any bad row rejects the file and
     nothing is written (exit code 2). See docs/ingest.md.
     """
-    from fieldtrust.store.label_import import import_labels
+    from fieldtrust.labels.label_import import import_labels
 
     result = import_labels(open_db(ctx), file, actor=actor, reviewer_default=reviewer)
     if as_json:

@@ -12,7 +12,7 @@ are settled by the qa_lead through :func:`fieldtrust.labels.agreement.adjudicate
 newest week's wait in the adjudication queue.
 
 Every label is validated by :func:`fieldtrust.labels.verdicts.verdict_fields` and the
-reviewers' roles are checked with :func:`fieldtrust.labels.roles.require`. The rows are
+reviewers' roles are checked with :func:`fieldtrust.store.access.require`. The rows are
 then appended in one INSERT rather than one :func:`record_verdict` call each:
 about 13,000 calls at ~12 ms would take minutes, and the bulk path lets each
 label carry a ``labeled_at`` in the week after its sample (a believable
@@ -35,11 +35,11 @@ import pyarrow as pa
 
 from fieldtrust.demo.values import OTHER_PAYMENTS, misread_digit, misread_letter
 from fieldtrust.labels.agreement import adjudicate
-from fieldtrust.labels.roles import bootstrap_admin, current_role, grant_role, require
 from fieldtrust.labels.verdicts import verdict_fields
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.settings import Settings
+from fieldtrust.store.access import bootstrap_admin, current_role, grant_role, require
 from fieldtrust.store.chain import chain_rows
 from fieldtrust.store.connection import transaction
 from fieldtrust.store.errors import FieldtrustError
@@ -158,7 +158,7 @@ def simulate_reviews(
 
 
 def _grant_roles(con: duckdb.DuckDBPyConnection, reviewers: Sequence[str]) -> None:
-    """Give the demo people their roles (through labels.roles, so grants are checked)."""
+    """Give the demo people their roles (through store.access, so grants are checked)."""
     if current_role(con, ADMIN) is None:
         bootstrap_admin(con, ADMIN)
     wanted = [(QA_LEAD, "qa_lead"), (MANAGER, "manager"), *((r, "reviewer") for r in reviewers)]

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fieldtrust.dashboard.demo_setup import ensure_demo_ready
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample
 
 from fieldtrust import store
+from fieldtrust.demo.users import ensure_demo_ready
 
 DEMO_ROWS = 300_000
 DEMO_SEED = 7

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from fieldtrust.dashboard import layout, state
 from fieldtrust.dashboard.layout import EMPTY_HINT
-from fieldtrust.labels.decisions import decide
+from fieldtrust.governance.decisions import decide
 from fieldtrust.labels.errors import PermissionDenied
-from fieldtrust.labels.roles import grant_role
+from fieldtrust.store.access import grant_role
 from streamlit.testing.v1 import AppTest
 
 from fieldtrust import store

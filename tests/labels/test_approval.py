@@ -8,10 +8,10 @@ from typing import Any
 import duckdb
 import numpy as np
 import pytest
-from fieldtrust.labels.approval import approve_candidate
-from fieldtrust.labels.decisions import current_policy
+from fieldtrust.governance.approval import approve_candidate
+from fieldtrust.governance.decisions import current_policy
+from fieldtrust.governance.evidence import evidence_payload
 from fieldtrust.labels.errors import DecisionError, PermissionDenied
-from fieldtrust.labels.evidence import evidence_payload
 from fieldtrust.store.weeks import week_bounds
 
 WEEKS = ("2026-W07", "2026-W08", "2026-W09", "2026-W10")

@@ -122,7 +122,7 @@ def test_managers_get_no_items(review_store: duckdb.DuckDBPyConnection) -> None:
 
 
 def test_no_sample_and_bad_count(con: duckdb.DuckDBPyConnection) -> None:
-    from fieldtrust.labels.roles import bootstrap_admin, grant_role
+    from fieldtrust.store.access import bootstrap_admin, grant_role
 
     bootstrap_admin(con, "root")
     grant_role(con, "root", "alice", "reviewer")

@@ -14,9 +14,9 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pytest
-from fieldtrust.labels.decisions import current_policy, decide, decision_history
+from fieldtrust.governance.decisions import current_policy, decide, decision_history
+from fieldtrust.governance.evidence import canonical_json, evidence_json, evidence_payload
 from fieldtrust.labels.errors import DecisionError, PermissionDenied
-from fieldtrust.labels.evidence import canonical_json, evidence_json, evidence_payload
 from fieldtrust.labels.verdicts import record_verdict
 
 import fieldtrust

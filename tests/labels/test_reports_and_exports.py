@@ -11,12 +11,12 @@ from typing import Any
 import duckdb
 import pyarrow.parquet as pq
 import pytest
+from fieldtrust.governance.decisions import decide
+from fieldtrust.governance.policy import export_policy, policy_json
 from fieldtrust.labels.agreement import adjudicate
-from fieldtrust.labels.decisions import decide
 from fieldtrust.labels.errors import LabelError
 from fieldtrust.labels.errors_report import error_report
 from fieldtrust.labels.export import export_labels
-from fieldtrust.labels.policy import export_policy, policy_json
 from fieldtrust.labels.verdicts import record_verdict, supersede
 from fieldtrust.store.scope import Scope
 

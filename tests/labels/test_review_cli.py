@@ -10,7 +10,7 @@ import click
 import duckdb
 import pytest
 from click.testing import CliRunner
-from fieldtrust.labels.decisions import decide
+from fieldtrust.governance.decisions import decide
 from fieldtrust.labels.verdicts import record_verdict
 
 from fieldtrust.cli.main import cli

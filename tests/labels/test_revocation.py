@@ -8,9 +8,9 @@ from typing import Any
 import duckdb
 import numpy as np
 import pytest
-from fieldtrust.labels.decisions import decide
+from fieldtrust.governance.decisions import decide
+from fieldtrust.governance.revocation import revocation_recommendations, weighted_upper_bound
 from fieldtrust.labels.errors import DecisionError
-from fieldtrust.labels.revocation import revocation_recommendations, weighted_upper_bound
 from fieldtrust.store.weeks import iso_week, shift_week, week_bounds
 from scipy.stats import beta
 

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from fieldtrust.governance.decisions import decide
 from fieldtrust.labels.agreement import adjudicate
-from fieldtrust.labels.decisions import decide
 from fieldtrust.labels.errors import LabelError, PermissionDenied
-from fieldtrust.labels.roles import (
+from fieldtrust.labels.label_import import import_labels
+from fieldtrust.labels.verdicts import record_verdict, supersede
+from fieldtrust.store.access import (
     ACTIONS,
     PERMISSIONS,
     ROLES,
@@ -23,8 +25,6 @@ from fieldtrust.labels.roles import (
     require,
     role_history,
 )
-from fieldtrust.labels.verdicts import record_verdict, supersede
-from fieldtrust.store.label_import import import_labels
 
 #: Expected table, written out by hand so a change to PERMISSIONS must change the test too.
 EXPECTED = {

@@ -131,7 +131,7 @@ DECIDE_CHILD = """
 import sys
 from fieldtrust import store
 from fieldtrust.labels.assignment import next_items
-from fieldtrust.labels.decisions import decide
+from fieldtrust.governance.decisions import decide
 from fieldtrust.labels.verdicts import record_verdict, supersede
 con = store.connect(sys.argv[1])
 sample = sys.argv[2]

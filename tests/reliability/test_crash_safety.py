@@ -17,10 +17,10 @@ from typing import Any
 import duckdb
 import pytest
 from crash import DECIDE_CHILD, DRAW_CHILD, INGEST_CHILD, Killed, run_and_kill, write_big_parquet
-from fieldtrust.labels.decisions import current_policy, decide
-from fieldtrust.labels.roles import bootstrap_admin, grant_role
+from fieldtrust.governance.decisions import current_policy, decide
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample
+from fieldtrust.store.access import bootstrap_admin, grant_role
 from fieldtrust.store.ingest import ingest_files
 from fieldtrust.store.verify import verify_history
 from rel_store import ADMIN, QA_LEAD, copy_store, record_figure

@@ -22,19 +22,19 @@ from typing import Any
 
 import duckdb
 import pytest
-from fieldtrust.labels.agreement import adjudicate
-from fieldtrust.labels.assignment import next_items, skip
-from fieldtrust.labels.decisions import decide, decision_history
-from fieldtrust.labels.errors import DecisionError
-from fieldtrust.labels.evidence import (
+from fieldtrust.governance.decisions import decide, decision_history
+from fieldtrust.governance.evidence import (
     canonical_json,
     evidence_id_of,
     evidence_json,
     evidence_payload,
 )
+from fieldtrust.labels.agreement import adjudicate
+from fieldtrust.labels.assignment import next_items, skip
+from fieldtrust.labels.errors import DecisionError
 from fieldtrust.labels.export import export_labels
-from fieldtrust.labels.roles import grant_role
 from fieldtrust.labels.verdicts import label_history, record_verdict, supersede
+from fieldtrust.store.access import grant_role
 from fieldtrust.store.chain import CHAINED, chain_head
 from fieldtrust.store.errors import FieldtrustError
 from fieldtrust.store.verify import verify_history
@@ -162,7 +162,7 @@ def _approve_again(con: duckdb.DuckDBPyConnection, sample_id: str) -> object:
 
 
 def _import(con: duckdb.DuckDBPyConnection, sample_id: str, tmp_path: Path) -> object:
-    from fieldtrust.store.label_import import import_labels
+    from fieldtrust.labels.label_import import import_labels
 
     path = tmp_path / "more labels.csv"
     path.write_text("extraction_id,verdict,reviewer,labeled_at\n"

@@ -25,18 +25,18 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 from fieldtrust.dashboard.downloads import csv_bytes
+from fieldtrust.governance.decisions import decide, decision_history
+from fieldtrust.governance.evidence import evidence_payload
 from fieldtrust.labels.agreement import review_pairs
 from fieldtrust.labels.assignment import next_items, skip
-from fieldtrust.labels.decisions import decide, decision_history
 from fieldtrust.labels.errors import LabelError
 from fieldtrust.labels.errors_report import error_report
-from fieldtrust.labels.evidence import evidence_payload
 from fieldtrust.labels.export import export_labels
-from fieldtrust.labels.roles import bootstrap_admin, grant_role
 from fieldtrust.labels.verdicts import get_label, record_verdict, supersede
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample, sample_items
 from fieldtrust.sampling.export import write_items_csv
+from fieldtrust.store.access import bootstrap_admin, grant_role
 from fieldtrust.store.ingest import ingest_table
 from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.scope import Scope
@@ -368,7 +368,7 @@ def test_sample_csv_defuses_formula_looking_ids_and_they_import_back(
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(filled)
-    from fieldtrust.store.label_import import import_labels
+    from fieldtrust.labels.label_import import import_labels
 
     result = import_labels(pcon, back, actor=QA_LEAD)
     assert result.rows_added == len(hostile_ids)

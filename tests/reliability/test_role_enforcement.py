@@ -19,14 +19,14 @@ from typing import Any
 import duckdb
 import pytest
 from fieldtrust.dashboard import data, state
+from fieldtrust.governance.decisions import decide
 from fieldtrust.labels.agreement import adjudicate
 from fieldtrust.labels.assignment import item_view, next_items, skip
-from fieldtrust.labels.decisions import decide
 from fieldtrust.labels.errors import LabelError, PermissionDenied
-from fieldtrust.labels.roles import grant_role
 from fieldtrust.labels.verdicts import record_verdict, supersede
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample
+from fieldtrust.store.access import grant_role
 from rel_store import MANAGER, QA_LEAD, WEEK, as_read, table_fingerprint
 from streamlit.testing.v1 import AppTest
 

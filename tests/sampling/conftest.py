@@ -11,7 +11,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from fieldtrust.labels.roles import bootstrap_admin, grant_role
+from fieldtrust.store.access import bootstrap_admin, grant_role
 from fieldtrust.store.sql import quote_ident
 from fieldtrust.store.weeks import week_bounds
 

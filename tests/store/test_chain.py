@@ -20,12 +20,12 @@ from pathlib import Path
 import duckdb
 import pytest
 from click.testing import CliRunner
+from fieldtrust.governance.decisions import decide
+from fieldtrust.governance.policy import export_policy
 from fieldtrust.labels.assignment import next_items, skip
-from fieldtrust.labels.decisions import decide
-from fieldtrust.labels.policy import export_policy
+from fieldtrust.labels.label_import import import_labels
 from fieldtrust.labels.verdicts import record_verdict
 from fieldtrust.store.chain import CHAINED, GENESIS, ChainHead, chain_existing_rows, chain_head
-from fieldtrust.store.label_import import import_labels
 from fieldtrust.store.migrations import MIGRATIONS
 from fieldtrust.store.verify import HistoryCheck, verify_history
 

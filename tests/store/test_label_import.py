@@ -12,9 +12,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pytest
-from fieldtrust.labels.roles import bootstrap_admin, grant_role
+from fieldtrust.labels.label_import import LabelImportResult, import_labels
+from fieldtrust.store.access import bootstrap_admin, grant_role
 from fieldtrust.store.errors import ValidationError
-from fieldtrust.store.label_import import LabelImportResult, import_labels
 from fieldtrust.store.labelled import labelled_items
 
 from tests.conftest import table_fingerprint

@@ -175,9 +175,9 @@ def test_the_error_report_reads_the_same_with_or_without_the_sampled_copy(
 def test_a_sample_draw_copies_exactly_its_items_columns(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
-    from fieldtrust.labels.roles import bootstrap_admin, grant_role
     from fieldtrust.sampling.design import Design
     from fieldtrust.sampling.draw import draw_sample
+    from fieldtrust.store.access import bootstrap_admin, grant_role
 
     bootstrap_admin(con, "root")
     grant_role(con, "root", "quinn", "qa_lead")

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 import duckdb
-from fieldtrust.labels._tx import first_row, write_with_retry
 from fieldtrust.labels.errors import LabelError, PermissionDenied
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
+from fieldtrust.store.retry import first_row, write_with_retry
 
 #: Roles a user can hold; ``none`` (revoked) is also grantable.
 ROLES: tuple[str, ...] = ("reviewer", "qa_lead", "manager", "admin")

@@ -3,7 +3,7 @@
 Only a demo store is touched: one whose ``demo_truth`` table holds the demo
 generator's hidden truth. A real store's users are granted by its admin and
 its maps fitted by ``fieldtrust recalibrate``. Everything goes through the
-library (:mod:`fieldtrust.labels.roles`, :mod:`fieldtrust.calibration.recalibrate`), checked and
+library (:mod:`fieldtrust.store.access`, :mod:`fieldtrust.calibration.recalibrate`), checked and
 append-only like any other write.
 """
 
@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 
 import duckdb
-from fieldtrust.calibration.recalibrate import fit_recalibration
-from fieldtrust.labels.roles import bootstrap_admin, current_role, grant_role
-from fieldtrust.store.sql import quote_ident
 
 from fieldtrust import store
+from fieldtrust.calibration.recalibrate import fit_recalibration
+from fieldtrust.store.access import bootstrap_admin, current_role, grant_role
+from fieldtrust.store.sql import quote_ident
 
 #: (user, role). ``root`` is the admin who grants the others.
 DEMO_USERS: tuple[tuple[str, str], ...] = (

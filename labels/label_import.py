@@ -9,7 +9,7 @@ for the reviewer and are ignored here, and rows whose verdict is still blank
 are skipped and counted, so a half-labelled sample can be imported.
 
 The acting user must hold a role allowed to ``import_labels`` (qa_lead or
-admin, :data:`fieldtrust.labels.roles.PERMISSIONS`), and every row is held to the rules
+admin, :data:`fieldtrust.store.access.PERMISSIONS`), and every row is held to the rules
 of recording a verdict (:func:`fieldtrust.labels.verdicts.verdict_problems`): an error
 type from the taxonomy, a corrected value or status for ``incorrect``, a
 detail for ``other``, nothing of the sort on ``correct``; and each reviewer
@@ -35,10 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
-from fieldtrust.labels._tx import write_with_retry
 from fieldtrust.labels.errors import LabelError, LabelFieldError
-from fieldtrust.labels.roles import require, user_name
 from fieldtrust.labels.verdicts import verdict_fields, verdict_problems
+from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_rows
 from fieldtrust.store.connection import utc_now
 from fieldtrust.store.errors import ValidationError
@@ -51,6 +50,7 @@ from fieldtrust.store.readers import (
     stage_file,
     temp_name,
 )
+from fieldtrust.store.retry import write_with_retry
 from fieldtrust.store.rollup import record_sampled
 from fieldtrust.store.sql import quote_ident
 from fieldtrust.store.validation import (

@@ -2,7 +2,7 @@
 
 A decision is an append-only row naming who decided (and in which role),
 when, why (the comment is required) and on which evidence: a frozen snapshot
-(:mod:`fieldtrust.labels.evidence`) holding the caller's evidence (threshold, labels,
+(:mod:`fieldtrust.governance.evidence`) holding the caller's evidence (threshold, labels,
 accuracy and its lower bound, weeks checked, form versions), the audit
 designs behind the labels, and the fieldtrust and schema versions. The
 current policy of a stratum is its latest decision: ``approve`` makes it
@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
-from fieldtrust.labels._tx import first_row, write_with_retry
+from fieldtrust.governance.evidence import freeze
 from fieldtrust.labels.errors import DecisionError
-from fieldtrust.labels.evidence import freeze
-from fieldtrust.labels.roles import require, user_name
+from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
+from fieldtrust.store.retry import first_row, write_with_retry
 from fieldtrust.store.rollup import extraction_columns_sql
 
 from fieldtrust import __version__

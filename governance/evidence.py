@@ -19,10 +19,10 @@ from typing import Any
 
 import duckdb
 import numpy as np
-from fieldtrust.labels._tx import first_row
 from fieldtrust.labels.errors import DecisionError
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
+from fieldtrust.store.retry import first_row
 
 
 def canonical_json(payload: Any) -> str:

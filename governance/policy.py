@@ -11,10 +11,10 @@ import json
 from typing import Any
 
 import duckdb
-from fieldtrust.labels._tx import first_row
-from fieldtrust.labels.decisions import current_policy
+from fieldtrust.governance.decisions import current_policy
 from fieldtrust.store.chain import chain_head
 from fieldtrust.store.connection import utc_now
+from fieldtrust.store.retry import first_row
 
 from fieldtrust import __version__
 

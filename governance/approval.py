@@ -13,9 +13,9 @@ import dataclasses
 import math
 
 import duckdb
-from fieldtrust.labels.decisions import Decision, decide
+from fieldtrust.governance.decisions import Decision, decide
 from fieldtrust.labels.errors import DecisionError
-from fieldtrust.labels.roles import require, user_name
+from fieldtrust.store.access import require, user_name
 from fieldtrust.store.scope import Scope
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import duckdb
 import numpy as np
-from fieldtrust.labels.decisions import current_policy
+from fieldtrust.governance.decisions import current_policy
 from fieldtrust.labels.errors import DecisionError
 from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.scope import Scope
