@@ -32,7 +32,7 @@ from fieldtrust.store.scope import Scope, last_weeks
 from bench import baselines
 from bench.generate import bench_design
 from fieldtrust import store
-from fieldtrust.demo.reviewers import QA_LEAD
+from fieldtrust.demo.users import QA_LEAD
 from fieldtrust.settings import Settings
 
 GB = 1024**3

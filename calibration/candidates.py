@@ -24,10 +24,9 @@ from typing import Any
 import duckdb
 from fieldtrust.calibration.population import StratumData, empty_stratum, load_strata, strata_names
 from fieldtrust.calibration.stability import VersionCheck, WeekCheck, version_checks, week_checks
-from fieldtrust.calibration.thresholds import ThresholdResult, select_thresholds
+from fieldtrust.calibration.thresholds import ThresholdPoint, ThresholdResult, select_thresholds
+from fieldtrust.store.provenance import code_version
 from fieldtrust.store.scope import Scope
-
-import fieldtrust
 
 #: The closed set of reasons a stratum is not a candidate, with the text shown to people.
 REASONS: dict[str, str] = {
@@ -41,6 +40,10 @@ REASONS: dict[str, str] = {
         "a form version above the threshold has too few labels of its own"
     ),
 }
+
+
+#: How a threshold is certified, as the evidence names it.
+METHOD = "learn-then-test, fixed sequence on a 0.005 grid (STATS.md section 6)"
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,11 @@ class CandidateAssessment:
     weeks_checked: tuple[WeekCheck, ...] = ()
     form_versions: tuple[VersionCheck, ...] = ()
     evidence: dict[str, Any] = dataclass_field(default_factory=dict)
+    certified: ThresholdPoint | None = None  # the certified threshold's numbers
+    n_population: int = 0
+    n_labeled: int = 0
+    weeks: tuple[str, ...] = ()  # weeks with extractions (the certification window's)
+    audit_weeks: tuple[str, ...] = ()  # weeks of the audit samples behind the labels
 
     @property
     def reason_text(self) -> str | None:
@@ -107,6 +115,11 @@ def assess(
         weeks_checked=tuple(weeks),
         form_versions=tuple(versions),
         evidence=evidence,
+        certified=certified,
+        n_population=data.n_population,
+        n_labeled=data.n_labeled,
+        weeks=tuple(sorted(data.week_hist)),
+        audit_weeks=tuple(sorted({c.week for c in data.cells})),
     )
 
 
@@ -127,7 +140,7 @@ def _evidence(
         "target": target,
         "confidence": confidence,
         "n_min": n_min,
-        "method": "learn-then-test, fixed sequence on a 0.005 grid (STATS.md section 6)",
+        "method": METHOD,
         "threshold": certified.threshold if certified else None,
         "coverage": certified.coverage if certified else None,
         "labels_above": certified.labels_above if certified else None,
@@ -140,7 +153,7 @@ def _evidence(
         "audit_weeks": sorted({c.week for c in data.cells}),
         "weeks_checked": [w.as_dict() for w in weeks],
         "form_versions": [v.as_dict() for v in versions],
-        "code_version": fieldtrust.__version__,
+        "code_version": code_version(),
         "scope": {
             "weeks": list(scope.weeks),
             "doc_types": list(scope.doc_types),

@@ -79,8 +79,7 @@ class Stratum:
 
     doc_type: str
     field: str
-    threshold: float | None
-    evidence: dict[str, Any]
+    threshold: float | None  # as shown; approving checks it against a fresh certification
     candidate: bool
     active: bool
     summary: str
@@ -223,7 +222,7 @@ def decision_strata(assessments: Sequence[Any], policy: Sequence[Any]) -> list[S
         if key in active:
             summary += f" Automated now above **{active[key]:.3f}**."
         strata.append(Stratum(
-            doc_type=a.doc_type, field=a.field, threshold=a.threshold, evidence=dict(e),
+            doc_type=a.doc_type, field=a.field, threshold=a.threshold,
             candidate=bool(a.candidate), active=key in active, summary=summary,
         ))
     return strata

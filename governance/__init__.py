@@ -1,4 +1,16 @@
-"""Governance: automation decisions, their frozen evidence, revocation and the policy file.
+"""Governance: deciding which strata are automated, on which evidence.
+
+Modules (every act takes the store connection first and the acting user's
+name, whose role is checked in :mod:`fieldtrust.store.access`):
+
+* ``acts``: the three acts, ``approve``, ``reject`` and ``revoke``, used by the
+  CLI and the dashboard alike;
+* ``certification``: ``certify``, the one computation approving rests on,
+  and its ``Criteria``;
+* ``evidence``: the typed, frozen evidence and its canonical JSON;
+* ``decisions``: the decision history and the current policy;
+* ``revocation``: approved strata that later audits show failing;
+* ``policy``: the policy file production pipelines read.
 
 See docs/governance.md.
 """

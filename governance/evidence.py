@@ -1,4 +1,12 @@
-"""Frozen evidence: canonical JSON, addressed by its sha256.
+"""Evidence: what a decision rests on, typed, and frozen as canonical JSON under its sha256.
+
+:class:`Evidence` is what every decision freezes: the stratum, the
+certification computed from the store when approving or rejecting
+(:class:`Certification`), the revocation recommendation when revoking, the
+audit designs behind the stratum's labels, and the code and schema versions
+(:mod:`fieldtrust.store.provenance`). Its JSON form (:meth:`Evidence.to_dict`,
+:meth:`Evidence.from_dict`) is stable: it carries a ``format`` number that
+changes when the layout does.
 
 A decision points at the exact bytes it was made on. The payload is written
 as canonical JSON (keys sorted, no spaces, UTF-8, non-finite floats as null)
@@ -15,14 +23,135 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 import numpy as np
-from fieldtrust.labels.errors import DecisionError
+from fieldtrust.calibration.stability import VersionCheck, WeekCheck
+from fieldtrust.governance.errors import DecisionError
+from fieldtrust.governance.revocation import RevocationRecommendation
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
+from fieldtrust.store.provenance import Provenance
 from fieldtrust.store.retry import first_row
+
+#: Bumped when the layout of :meth:`Evidence.to_dict` changes.
+EVIDENCE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Certification:
+    """A stratum as certified from the store for a decision (STATS.md sections 6 and 7).
+
+    The whole stratum (every form version) over the certification window: what
+    :func:`fieldtrust.governance.certification.certify` computed, never numbers
+    a page or a report had cached.
+    """
+
+    candidate: bool
+    reasons: tuple[str, ...]  # every failing condition, keys of calibration.candidates.REASONS
+    threshold: float | None  # the certified threshold
+    target: float
+    confidence: float
+    n_min: int
+    stability_weeks: int
+    window: tuple[str, ...]  # the ISO weeks certified on; () is every week in the store
+    method: str
+    coverage: float | None
+    labels_above: int | None
+    accuracy: float | None
+    accuracy_low: float | None
+    bound_exact_clopper_pearson: bool | None
+    n_population: int
+    n_labeled: int
+    weeks: tuple[str, ...]  # weeks with extractions
+    audit_weeks: tuple[str, ...]  # weeks of the audit samples behind the labels
+    weeks_checked: tuple[WeekCheck, ...]
+    form_versions: tuple[VersionCheck, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready form (lists for tuples)."""
+        record = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        record["weeks_checked"] = [dataclasses.asdict(w) for w in self.weeks_checked]
+        record["form_versions"] = [dataclasses.asdict(v) for v in self.form_versions]
+        return _plain(record)  # type: ignore[no-any-return]
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> Certification:
+        """Read :meth:`to_dict`'s form back (null accuracies become NaN again)."""
+        values = dict(record)
+        for name in ("reasons", "window", "weeks", "audit_weeks"):
+            values[name] = tuple(values[name])
+        values["weeks_checked"] = tuple(
+            WeekCheck(**_nan_for_null(w, "accuracy", "error_lower_bound"))
+            for w in values["weeks_checked"]
+        )
+        values["form_versions"] = tuple(
+            VersionCheck(**_nan_for_null(v, "accuracy")) for v in values["form_versions"]
+        )
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class AuditDesign:
+    """An audit sample behind the stratum's labels: its design, seed and design sha256."""
+
+    sample_id: str
+    week: str
+    version: int
+    seed: int
+    design_sha256: str
+    design: Mapping[str, Any]  # the sampling design as stored (audit_samples.design_json)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one decision rests on; frozen with it as canonical JSON."""
+
+    doc_type: str
+    field: str
+    certification: Certification | None  # approve and reject
+    revocation: RevocationRecommendation | None  # revoke, when later audits flagged it
+    designs: tuple[AuditDesign, ...]
+    provenance: Provenance
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON form: ``format``, ``stratum``, ``certification``,
+        ``revocation``, ``designs``, ``code_version``, ``schema_version``."""
+        return {
+            "format": EVIDENCE_FORMAT,
+            "stratum": {"doc_type": self.doc_type, "field": self.field},
+            "certification": self.certification.to_dict() if self.certification else None,
+            "revocation": self.revocation.to_dict() if self.revocation else None,
+            "designs": [_plain(dataclasses.asdict(d)) for d in self.designs],
+            "code_version": self.provenance.code_version,
+            "schema_version": self.provenance.schema_version,
+        }
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> Evidence:
+        """Read :meth:`to_dict`'s form back; a :class:`DecisionError` for another format."""
+        if record.get("format") != EVIDENCE_FORMAT:
+            raise DecisionError(
+                f"evidence of format {record.get('format')!r} is not format {EVIDENCE_FORMAT}:"
+                " it was frozen by another fieldtrust version; read it as JSON with"
+                " evidence_payload"
+            )
+        certification = record["certification"]
+        revocation = record["revocation"]
+        return cls(
+            doc_type=record["stratum"]["doc_type"],
+            field=record["stratum"]["field"],
+            certification=Certification.from_dict(certification) if certification else None,
+            revocation=RevocationRecommendation.from_dict(revocation) if revocation else None,
+            designs=tuple(AuditDesign(**d) for d in record["designs"]),
+            provenance=Provenance(record["code_version"], record["schema_version"]),
+        )
+
+    def to_json(self) -> str:
+        """The canonical JSON text that is frozen (and hashed into the evidence id)."""
+        return canonical_json(self.to_dict())
 
 
 def canonical_json(payload: Any) -> str:
@@ -42,9 +171,9 @@ def evidence_id_of(payload_json: str) -> str:
     return hashlib.sha256(payload_json.encode("utf-8")).hexdigest()
 
 
-def freeze(con: duckdb.DuckDBPyConnection, payload: Mapping[str, Any]) -> str:
-    """Store ``payload`` as a snapshot (in the caller's transaction); return its id."""
-    text = canonical_json(payload)
+def freeze(con: duckdb.DuckDBPyConnection, evidence: Evidence) -> str:
+    """Store ``evidence`` as a snapshot (in the caller's transaction); return its id."""
+    text = evidence.to_json()
     evidence_id = evidence_id_of(text)
     # The same payload twice is stored, and chained, once: a conflict returns no row.
     inserted = con.execute(
@@ -76,6 +205,16 @@ def evidence_payload(con: duckdb.DuckDBPyConnection, evidence_id: str) -> dict[s
         )
     payload: dict[str, Any] = json.loads(text)
     return payload
+
+
+def load_evidence(con: duckdb.DuckDBPyConnection, evidence_id: str) -> Evidence:
+    """A snapshot as :class:`Evidence`, after checking its sha256 still matches its id."""
+    return Evidence.from_dict(evidence_payload(con, evidence_id))
+
+
+def _nan_for_null(record: Mapping[str, Any], *names: str) -> dict[str, Any]:
+    """Canonical JSON writes NaN as null; the checks hold NaN for "no labels"."""
+    return {k: (math.nan if k in names and v is None else v) for k, v in record.items()}
 
 
 def _plain(value: Any) -> Any:

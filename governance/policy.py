@@ -14,9 +14,7 @@ import duckdb
 from fieldtrust.governance.decisions import current_policy
 from fieldtrust.store.chain import chain_head
 from fieldtrust.store.connection import utc_now
-from fieldtrust.store.retry import first_row
-
-from fieldtrust import __version__
+from fieldtrust.store.provenance import code_version, schema_version
 
 #: Bumped when the layout of the exported file changes.
 POLICY_FORMAT = 1
@@ -49,15 +47,12 @@ def export_policy(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         for entry in current_policy(con)
         if entry.status == "active"
     ]
-    row = first_row(con.execute(
-        "SELECT name FROM schema_migrations ORDER BY applied_at DESC, name DESC LIMIT 1"
-    ).fetchall())
     return {
         "history_head": _history_head(con),
         "format": POLICY_FORMAT,
         "generated_at": utc_now().isoformat(timespec="seconds") + "Z",
-        "schema_version": row[0] if row else None,
-        "fieldtrust_version": __version__,
+        "schema_version": schema_version(con),
+        "fieldtrust_version": code_version(),
         "thresholds": thresholds,
     }
 

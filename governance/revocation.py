@@ -20,13 +20,16 @@ Methodology 24, 1998; Clopper & Pearson, Biometrika 26, 1934.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import numpy as np
 from fieldtrust.governance.decisions import current_policy
-from fieldtrust.labels.errors import DecisionError
+from fieldtrust.governance.errors import DecisionError
 from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.scope import Scope
 from fieldtrust.store.weeks import iso_week
@@ -56,6 +59,20 @@ class RevocationRecommendation:
     decision_id: str
     weeks: list[WeekCheck]
     reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready form (the approval time as ISO text)."""
+        record = dataclasses.asdict(self)
+        record["approved_at"] = self.approved_at.isoformat()
+        return record
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> RevocationRecommendation:
+        """Read :meth:`to_dict`'s form back."""
+        values = dict(record)
+        values["approved_at"] = dt.datetime.fromisoformat(values["approved_at"])
+        values["weeks"] = [WeekCheck(**w) for w in values["weeks"]]
+        return cls(**values)
 
 
 def revocation_recommendations(

@@ -1,17 +1,17 @@
-"""Reviewers and governance: labels, assignment, agreement, decisions, policy.
+"""Labels: reviewers' verdicts, assignment, agreement, imports and exports.
 
 Modules (every function takes the store connection first and, for anything
-that writes, the acting user's name, whose role is checked here):
+that writes, the acting user's name, whose role is checked in
+:mod:`fieldtrust.store.access`):
 
-* ``roles``: roles, the permission table, grants (``users`` in the CLI);
 * ``taxonomy``: the error types and corrected-value statuses;
 * ``verdicts``: recording and superseding labels (append-only);
+* ``label_import``: labels from a CSV or JSON Lines file, held to the verdict rules;
 * ``assignment``: handing out sample items, skips, blind second review;
 * ``agreement``: percent agreement, Cohen's kappa, adjudication;
+* ``progress``: how far each audit sample is labelled;
 * ``errors_report``: error types per (doc_type, field, form_version);
-* ``decisions``, ``evidence``, ``approval``: automation decisions on frozen evidence;
-* ``revocation``: approved strata that later audits show failing;
-* ``policy``, ``export``: the policy file and the labels export.
+* ``export``: the labels export.
 
-See docs/review.md and docs/governance.md.
+Decisions on automation are in :mod:`fieldtrust.governance`. See docs/review.md.
 """

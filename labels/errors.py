@@ -5,10 +5,6 @@ from __future__ import annotations
 from fieldtrust.store.errors import FieldtrustError
 
 
-class PermissionDenied(FieldtrustError, PermissionError):
-    """The acting user's current role does not allow the action."""
-
-
 class LabelError(FieldtrustError, ValueError):
     """A verdict, assignment or skip that cannot be recorded as given; nothing was written."""
 
@@ -27,10 +23,3 @@ class LabelFieldError(LabelError):
 class LabelConflict(FieldtrustError, ValueError):
     """Someone else's label is already there: supersede it instead of adding another."""
 
-
-class DecisionError(FieldtrustError, ValueError):
-    """A decision that cannot be recorded as given; nothing was written."""
-
-
-class ConcurrentWriteError(FieldtrustError, RuntimeError):
-    """Other writers kept changing the same rows; the write gave up after bounded retries."""

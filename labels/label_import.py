@@ -40,7 +40,7 @@ from fieldtrust.labels.verdicts import verdict_fields, verdict_problems
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_rows
 from fieldtrust.store.connection import utc_now
-from fieldtrust.store.errors import ValidationError
+from fieldtrust.store.errors import AccessError, ValidationError
 from fieldtrust.store.readers import (
     MAX_PROBLEMS,
     Staged,
@@ -324,7 +324,7 @@ def _check_verdicts(con: duckdb.DuckDBPyConnection, typed: Staged, source: str) 
         try:
             if user_name(reviewer, what="reviewer") != reviewer:
                 found.append(LabelFieldError("reviewer", f"{reviewer!r} has spaces around it"))
-        except LabelError as exc:
+        except AccessError as exc:
             found.append(LabelFieldError("reviewer", str(exc)))
         problems += [_in_row(number, exc) for exc in found]
         if not found:

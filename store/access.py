@@ -1,4 +1,4 @@
-"""Who may do what: roles, the permission table, and role grants.
+"""Access control: roles, the permission table, and role grants.
 
 Permission checks live here, in the library, so the CLI, the dashboard and any
 script get the same answer. Grants are append-only rows in ``user_roles``; a
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 import duckdb
-from fieldtrust.labels.errors import LabelError, PermissionDenied
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
+from fieldtrust.store.errors import AccessError, PermissionDenied
 from fieldtrust.store.retry import first_row, write_with_retry
 
 #: Roles a user can hold; ``none`` (revoked) is also grantable.
@@ -71,14 +71,14 @@ class RoleGrant:
 
 
 def user_name(name: object, *, what: str = "user name") -> str:
-    """``name`` stripped; a :class:`LabelError` when it is empty, too long or holds a line
+    """``name`` stripped; an :class:`AccessError` when it is empty, too long or holds a line
     break, tab or other control character (anywhere, even at an end).
     """
     if not isinstance(name, str) or not name.strip():
-        raise LabelError(f"{what} {name!r} is empty: give the person's user name")
+        raise AccessError(f"{what} {name!r} is empty: give the person's user name")
     cleaned = name.strip()
     if len(cleaned) > _MAX_NAME or any(unicodedata.category(ch) == "Cc" for ch in name):
-        raise LabelError(
+        raise AccessError(
             f"{what} {cleaned[:40]!r} is not a usable name: at most {_MAX_NAME} characters,"
             " one line, no tabs or control characters"
         )
@@ -100,7 +100,7 @@ def current_role(con: duckdb.DuckDBPyConnection, user: str) -> str | None:
 def allowed(role: str | None, action: str) -> bool:
     """Whether ``role`` may do ``action`` (by the :data:`PERMISSIONS` table)."""
     if action not in PERMISSIONS:
-        raise LabelError(f"unknown action {action!r}; known: {', '.join(PERMISSIONS)}")
+        raise AccessError(f"unknown action {action!r}; known: {', '.join(PERMISSIONS)}")
     return role is not None and role in PERMISSIONS[action]
 
 
@@ -131,13 +131,13 @@ def grant_role(con: duckdb.DuckDBPyConnection, actor: str, user: str, role: str)
     ------
     PermissionDenied
         ``actor`` is not an admin, or the grant would leave no admin.
-    LabelError
+    AccessError
         ``role`` is not one of :data:`ROLES` or ``none``.
     """
     actor = user_name(actor, what="acting user")
     user = user_name(user)
     if role not in (*ROLES, "none"):
-        raise LabelError(f"role {role!r} is not one of {', '.join(ROLES)}, none")
+        raise AccessError(f"role {role!r} is not one of {', '.join(ROLES)}, none")
 
     def work(tx: duckdb.DuckDBPyConnection) -> RoleGrant:
         row = first_row(tx.execute("SELECT count(*) FROM user_roles").fetchall())

@@ -1,4 +1,5 @@
-"""Errors raised by the store, and the root every fieldtrust error derives from."""
+"""Errors raised by the store (access control and writes included), and the root every
+fieldtrust error derives from."""
 
 from __future__ import annotations
 
@@ -37,3 +38,15 @@ class ValidationError(FieldtrustError, ValueError):
         super().__init__(
             f"{source}: rejected, {self.total} {noun}; nothing was written\n{shown}{tail}"
         )
+
+
+class PermissionDenied(FieldtrustError, PermissionError):
+    """The acting user's current role does not allow the action."""
+
+
+class AccessError(FieldtrustError, ValueError):
+    """A user name, role or action that cannot be used as given; nothing was written."""
+
+
+class ConcurrentWriteError(FieldtrustError, RuntimeError):
+    """Other writers kept changing the same rows; the write gave up after bounded retries."""

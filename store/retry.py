@@ -25,8 +25,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import duckdb
-from fieldtrust.labels.errors import ConcurrentWriteError
 from fieldtrust.store.connection import transaction
+from fieldtrust.store.errors import ConcurrentWriteError
 
 T = TypeVar("T")
 

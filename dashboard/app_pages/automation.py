@@ -1,7 +1,9 @@
 """Automation (manager): candidates with their evidence, decisions, policy, warnings.
 
-Approving, rejecting and revoking go through :func:`fieldtrust.governance.decisions.decide`,
-which checks the role and freezes the evidence; the buttons only appear for
+Approving, rejecting and revoking call the library's acts
+(:mod:`fieldtrust.governance.acts`), as the CLI does: they check the role,
+certify the whole stratum from the store (not the sidebar's filters or this
+page's cached report) and freeze the evidence. The buttons only appear for
 roles the library's permission table allows to decide.
 """
 
@@ -9,7 +11,8 @@ from __future__ import annotations
 
 import streamlit as st
 from fieldtrust.dashboard import auth, data, downloads, layout, sidebar, state, views
-from fieldtrust.governance.decisions import decide
+from fieldtrust.governance import acts
+from fieldtrust.governance.certification import Criteria
 from fieldtrust.governance.policy import policy_json
 from fieldtrust.store.access import allowed
 from fieldtrust.store.errors import FieldtrustError
@@ -18,11 +21,13 @@ from fieldtrust.store.errors import FieldtrustError
 def _decide(identity: auth.Identity, action: str, stratum: views.Stratum) -> None:
     """Button callback: record the decision, then report how it went."""
     comment = st.session_state.get(state.AUTO_COMMENT, "")
+    act = {"approve": acts.approve, "reject": acts.reject, "revoke": acts.revoke}[action]
     try:
         decision = data.write(
-            decide, identity.user, action=action, doc_type=stratum.doc_type,
-            field=stratum.field, comment=comment, evidence=stratum.evidence,
-            # A revocation names the active threshold itself; the others the evidence's.
+            act, identity.user, stratum.doc_type, stratum.field, comment,
+            criteria=Criteria.of(views.settings()),
+            # The threshold shown: approving refuses it unless the store certifies it now.
+            # A revocation names the active threshold itself.
             threshold=None if action == "revoke" else stratum.threshold,
         )
     except FieldtrustError as exc:

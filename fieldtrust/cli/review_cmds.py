@@ -20,8 +20,7 @@ import click
 import duckdb
 
 from fieldtrust.cli.common import echo_json, echo_table, open_db, settings
-from fieldtrust.governance.decisions import DECISION_ACTIONS, current_policy, decide
-from fieldtrust.labels.errors import DecisionError
+from fieldtrust.governance.decisions import DECISION_ACTIONS, current_policy
 from fieldtrust.labels.taxonomy import CORRECTED_STATUSES, ERROR_TYPES
 from fieldtrust.labels.verdicts import VERDICTS
 from fieldtrust.store.access import ROLES, grant_role, list_users, role_history
@@ -104,37 +103,18 @@ def decide_cmd(
 ) -> None:
     """Approve, reject or revoke automation of a (doc_type, field) stratum.
 
-    approve takes the stratum's certified threshold and evidence from the
-    calibration candidates (same settings as `fieldtrust calibrate
-    candidates`); a stratum that is not a candidate cannot be approved.
-    Needs the role manager or admin.
+    approve certifies the whole stratum from the store (same settings as
+    `fieldtrust candidates`) and takes its certified threshold; a stratum that
+    is not a candidate cannot be approved. reject freezes that certification
+    as its evidence, revoke the revocation recommendation (if any). Needs the
+    role manager or admin.
     """
-    con = open_db(ctx)
-    conf = settings(ctx)
-    if action == "approve":
-        try:
-            from fieldtrust.governance.approval import approve_candidate
-        except ImportError as exc:  # pragma: no cover - calibration ships with fieldtrust
-            raise DecisionError(
-                "approving needs the calibration package to certify the threshold"
-            ) from exc
-        decision = approve_candidate(
-            con, actor, doc_type, field_name, comment, target=conf.target,
-            confidence=conf.confidence, n_min=conf.n_min, stability_weeks=conf.stability_weeks,
-            scope=_scope(con, conf.weeks), threshold=threshold,
-        )
-    else:
-        evidence: dict[str, Any] = {}
-        if action == "revoke":
-            from fieldtrust.governance.revocation import revocation_recommendations
+    from fieldtrust.governance import acts
+    from fieldtrust.governance.certification import Criteria
 
-            flagged = [r for r in revocation_recommendations(
-                con, target=conf.target, confidence=conf.confidence)
-                if (r.doc_type, r.field) == (doc_type, field_name)]
-            if flagged:
-                evidence = {"revocation_recommended": dataclasses.asdict(flagged[0])}
-        decision = decide(con, actor, action=action, doc_type=doc_type, field=field_name,
-                          threshold=threshold, comment=comment, evidence=evidence)
+    act = {"approve": acts.approve, "reject": acts.reject, "revoke": acts.revoke}[action]
+    decision = act(open_db(ctx), actor, doc_type, field_name, comment,
+                   criteria=Criteria.of(settings(ctx)), threshold=threshold)
     shown = "" if decision.threshold is None else f" at {decision.threshold}"
     click.echo(
         f"{decision.action} {decision.doc_type}/{decision.field}{shown} by"

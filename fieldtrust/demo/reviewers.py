@@ -33,21 +33,18 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from fieldtrust.demo.users import QA_LEAD, REVIEWERS, grant_demo_roles
 from fieldtrust.demo.values import OTHER_PAYMENTS, misread_digit, misread_letter
 from fieldtrust.labels.agreement import adjudicate
 from fieldtrust.labels.verdicts import verdict_fields
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.settings import Settings
-from fieldtrust.store.access import bootstrap_admin, current_role, grant_role, require
 from fieldtrust.store.chain import chain_rows
 from fieldtrust.store.connection import transaction
 from fieldtrust.store.errors import FieldtrustError
 from fieldtrust.store.weeks import week_bounds, week_sql
 
-#: The demo's people, the same as dashboard/demo_users.py: root grants roles,
-#: quinn draws samples and adjudicates, maya decides on automation.
-ADMIN, QA_LEAD, MANAGER = "root", "quinn", "maya"
 #: A review of a wrong item misses the error with chance ``rate * MISS_FACTOR``;
 #: a review of a right item calls it wrong with chance ``rate * FALSE_ALARM_FACTOR``.
 MISS_FACTOR = 3.0
@@ -86,7 +83,7 @@ def simulate_reviews(
     *,
     seed: int,
     reviewer_error_rate: float = 0.01,
-    reviewers: Sequence[str] = ("ana", "ben", "chloe"),
+    reviewers: Sequence[str] = REVIEWERS,
     weeks: Sequence[str] | None = None,
 ) -> ReviewSummary:
     """Draw each week's audit sample and label it from ``demo_truth``.
@@ -125,7 +122,7 @@ def simulate_reviews(
     rng = np.random.default_rng([seed, 0xD3])
     tables: list[pa.Table] = []
     disagreements: list[tuple[str, dict[str, Any]]] = []
-    _grant_roles(con, reviewers)  # first: drawing is checked against the qa_lead's role
+    grant_demo_roles(con, reviewers)  # first: drawing is checked against the qa_lead's role
     for week in weeks:
         sample = draw_sample(con, week, Design(), seed=Settings().seed, actor=QA_LEAD)
         items = con.sql(_ITEMS_SQL, params=[sample.sample_id]).to_arrow_table()
@@ -155,18 +152,6 @@ def simulate_reviews(
         disagreements=len(disagreements) + _pending(con),
         adjudicated=len(disagreements),
     )
-
-
-def _grant_roles(con: duckdb.DuckDBPyConnection, reviewers: Sequence[str]) -> None:
-    """Give the demo people their roles (through store.access, so grants are checked)."""
-    if current_role(con, ADMIN) is None:
-        bootstrap_admin(con, ADMIN)
-    wanted = [(QA_LEAD, "qa_lead"), (MANAGER, "manager"), *((r, "reviewer") for r in reviewers)]
-    for name, role in wanted:
-        if current_role(con, name) != role:
-            grant_role(con, ADMIN, name, role)
-    for name in reviewers:
-        require(con, name, "label")
 
 
 def _store_weeks(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -1,31 +1,38 @@
-"""Make a demo store ready to explore: people for every role, fitted recalibration maps.
+"""The demo's people, in one place, and making a demo store ready to explore.
 
-Only a demo store is touched: one whose ``demo_truth`` table holds the demo
-generator's hidden truth. A real store's users are granted by its admin and
-its maps fitted by ``fieldtrust recalibrate``. Everything goes through the
-library (:mod:`fieldtrust.store.access`, :mod:`fieldtrust.calibration.recalibrate`), checked and
-append-only like any other write.
+:data:`DEMO_USERS` are the people of every role the demo store is built with
+(the simulated reviewers act as them) and the dashboard's demo mode offers.
+:func:`ensure_demo_ready` adds them, and fitted recalibration maps, where a
+demo store lacks them. Only a demo store is touched: one whose ``demo_truth``
+table holds the demo generator's hidden truth. A real store's users are
+granted by its admin and its maps fitted by ``fieldtrust recalibrate``.
+Everything goes through the library (:mod:`fieldtrust.store.access`,
+:mod:`fieldtrust.calibration.recalibrate`), checked and append-only like any
+other write.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 import duckdb
 
 from fieldtrust import store
 from fieldtrust.calibration.recalibrate import fit_recalibration
-from fieldtrust.store.access import bootstrap_admin, current_role, grant_role
+from fieldtrust.store.access import bootstrap_admin, current_role, grant_role, require
 from fieldtrust.store.sql import quote_ident
 
-#: (user, role). ``root`` is the admin who grants the others.
+#: root grants roles, quinn draws samples and adjudicates, maya decides on automation.
+ADMIN, QA_LEAD, MANAGER = "root", "quinn", "maya"
+#: The simulated reviewers.
+REVIEWERS: tuple[str, ...] = ("ana", "ben", "chloe")
+#: (user, role), the admin first: every demo person.
 DEMO_USERS: tuple[tuple[str, str], ...] = (
-    ("root", "admin"),
-    ("quinn", "qa_lead"),
-    ("maya", "manager"),
-    ("ana", "reviewer"),
-    ("ben", "reviewer"),
-    ("chloe", "reviewer"),
+    (ADMIN, "admin"),
+    (QA_LEAD, "qa_lead"),
+    (MANAGER, "manager"),
+    *((name, "reviewer") for name in REVIEWERS),
 )
 
 
@@ -47,6 +54,18 @@ def ensure_demo_ready(path: str | os.PathLike[str]) -> list[str]:
         con.close()
 
 
+def grant_demo_roles(con: duckdb.DuckDBPyConnection, reviewers: Sequence[str]) -> None:
+    """Give the demo people, with ``reviewers`` as the reviewers, their roles (grants checked)."""
+    if current_role(con, ADMIN) is None:
+        bootstrap_admin(con, ADMIN)
+    wanted = [(QA_LEAD, "qa_lead"), (MANAGER, "manager"), *((r, "reviewer") for r in reviewers)]
+    for name, role in wanted:
+        if current_role(con, name) != role:
+            grant_role(con, ADMIN, name, role)
+    for name in reviewers:
+        require(con, name, "label")
+
+
 def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
     row = con.execute(f"SELECT count(*) FROM {quote_ident(table)}").fetchall()
     return int(row[0][0])
@@ -55,7 +74,7 @@ def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
 def _ensure_users(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Grant the demo users their roles where missing; the names granted now."""
     granted = []
-    admin = DEMO_USERS[0][0]
+    admin = ADMIN
     if current_role(con, admin) is None:
         if _count(con, "user_roles") > 0:
             return []  # someone else administers this store: leave it alone

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from fieldtrust.dashboard import layout, state
 from fieldtrust.dashboard.layout import EMPTY_HINT
-from fieldtrust.governance.decisions import decide
-from fieldtrust.labels.errors import PermissionDenied
+from fieldtrust.governance.acts import approve
 from fieldtrust.store.access import grant_role
+from fieldtrust.store.errors import PermissionDenied
 from streamlit.testing.v1 import AppTest
 
 from fieldtrust import store
@@ -270,7 +270,7 @@ def test_an_approval_writes_a_decision_with_its_evidence(
     assert (got_type, got_field, action, who, role) == (doc_type, field, "approve", "maya",
                                                          "manager")
     assert comment == "stable for four weeks; agreed with QA"
-    evidence = json.loads(payload_json)["evidence"]
+    evidence = json.loads(payload_json)["certification"]
     assert evidence["threshold"] == threshold
     assert evidence["accuracy_low"] >= 0.95
     assert evidence["labels_above"] >= 100
@@ -301,8 +301,7 @@ def test_a_reviewer_cannot_approve(demo_db: Path, use_db: Callable[[Path], None]
     try:
         before = _fingerprint(con)
         with pytest.raises(PermissionDenied, match=r"ana \(role reviewer\) may not approve"):
-            decide(con, "ana", action="approve", doc_type="invoice", field="currency",
-                   threshold=0.5, comment="forged", evidence={"threshold": 0.5})
+            approve(con, "ana", "invoice", "currency", "forged", threshold=0.5)
         assert _fingerprint(con) == before
     finally:
         con.close()

@@ -10,8 +10,9 @@ import duckdb
 import numpy as np
 import pytest
 from fieldtrust.labels.agreement import adjudicate, adjudication_queue, agreement, cohen_kappa
-from fieldtrust.labels.errors import LabelError, PermissionDenied
+from fieldtrust.labels.errors import LabelError
 from fieldtrust.labels.verdicts import label_history, record_verdict
+from fieldtrust.store.errors import PermissionDenied
 from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.scope import Scope
 from hypothesis import given, settings

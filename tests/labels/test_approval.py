@@ -1,4 +1,4 @@
-"""Approving a calibration candidate: only current candidates, only at the certified threshold."""
+"""The acts: approving only current candidates at the certified threshold, certified afresh."""
 
 from __future__ import annotations
 
@@ -8,13 +8,16 @@ from typing import Any
 import duckdb
 import numpy as np
 import pytest
-from fieldtrust.governance.approval import approve_candidate
+from fieldtrust.governance.acts import approve, reject, revoke
+from fieldtrust.governance.certification import Criteria, certify
 from fieldtrust.governance.decisions import current_policy
+from fieldtrust.governance.errors import DecisionError
 from fieldtrust.governance.evidence import evidence_payload
-from fieldtrust.labels.errors import DecisionError, PermissionDenied
+from fieldtrust.store.errors import PermissionDenied
 from fieldtrust.store.weeks import week_bounds
 
 WEEKS = ("2026-W07", "2026-W08", "2026-W09", "2026-W10")
+CRITERIA = Criteria(n_min=50)
 
 
 @pytest.fixture
@@ -50,12 +53,16 @@ def test_a_candidate_is_approved_at_its_certified_threshold_with_its_evidence(
     (candidate,) = [a for a in automation_candidates(certified_store, n_min=50)
                     if a.field == "total"]
     assert candidate.candidate and candidate.threshold is not None
-    decision = approve_candidate(certified_store, "mona", "invoice", "total",
-                                 "four stable weeks", n_min=50)
+    decision = approve(certified_store, "mona", "invoice", "total", "four stable weeks",
+                       criteria=CRITERIA)
     assert (decision.action, decision.threshold) == ("approve", candidate.threshold)
     payload = evidence_payload(certified_store, decision.evidence_id or "")
-    assert payload["evidence"]["threshold"] == candidate.threshold
-    assert payload["evidence"]["labels_above"] == candidate.evidence["labels_above"]
+    assert payload["certification"]["threshold"] == candidate.threshold
+    assert payload["certification"]["labels_above"] == candidate.evidence["labels_above"]
+    assert payload["certification"]["accuracy_low"] == candidate.evidence["accuracy_low"]
+    assert payload["certification"]["candidate"] is True
+    assert payload["certification"]["window"] == []  # every week: Criteria(weeks=None)
+    assert "code_version" not in payload["certification"]  # the version is frozen once
     assert [(e.field, e.status) for e in current_policy(certified_store)] == [("total", "active")]
 
 
@@ -63,10 +70,52 @@ def test_non_candidates_and_other_thresholds_are_refused(
     certified_store: duckdb.DuckDBPyConnection,
 ) -> None:
     with pytest.raises(DecisionError, match=r"invoice/tax is not an automation candidate \("):
-        approve_candidate(certified_store, "mona", "invoice", "tax", "please", n_min=50)
+        approve(certified_store, "mona", "invoice", "tax", "please", criteria=CRITERIA)
     with pytest.raises(DecisionError, match=r"is certified at .*, not 0\.5"):
-        approve_candidate(certified_store, "mona", "invoice", "total", "x", n_min=50,
-                          threshold=0.5)
+        approve(certified_store, "mona", "invoice", "total", "x", criteria=CRITERIA,
+                threshold=0.5)
     with pytest.raises(PermissionDenied, match=r"alice \(role reviewer\) may not approve"):
-        approve_candidate(certified_store, "alice", "invoice", "total", "x", n_min=50)
+        approve(certified_store, "alice", "invoice", "total", "x", criteria=CRITERIA)
+    with pytest.raises(DecisionError, match=r"no extractions of doc_type 'invoice', field 'iban'"):
+        approve(certified_store, "mona", "invoice", "iban", "x", criteria=CRITERIA)
     assert current_policy(certified_store) == []
+
+
+def test_approval_certifies_the_whole_stratum_whatever_a_caller_looked_at(
+    certified_store: duckdb.DuckDBPyConnection, builder: Any
+) -> None:
+    # A new form version with a handful of labels, all correct: a report filtered to
+    # v1 would still certify total, the whole stratum no longer does.
+    start, _ = week_bounds(WEEKS[-1])
+    builder.extractions([{"extraction_id": f"v2-{i}", "field": "total", "form_version": "v2",
+                          "confidence": 0.99, "extracted_at": start} for i in range(200)])
+    builder.labels([{"extraction_id": f"v2-{i}", "reviewer": "alice", "review_round": "import",
+                     "verdict": "correct"} for i in range(5)])
+    from fieldtrust.calibration.candidates import automation_candidates
+    from fieldtrust.store.scope import Scope
+
+    filtered = automation_candidates(certified_store, Scope(form_versions=("v1",)), n_min=50)
+    assert [a.field for a in filtered if a.candidate] == ["total"]  # what a v1 page shows
+    assert not certify(certified_store, "invoice", "total", CRITERIA).candidate
+    with pytest.raises(DecisionError, match="invoice/total is not an automation candidate"):
+        approve(certified_store, "mona", "invoice", "total", "v1 looked fine", criteria=CRITERIA)
+    assert current_policy(certified_store) == []
+
+
+def test_reject_and_revoke_freeze_what_the_store_says_now(
+    certified_store: duckdb.DuckDBPyConnection,
+) -> None:
+    rejected = reject(certified_store, "mona", "invoice", "tax", "a third wrong",
+                      criteria=CRITERIA)
+    frozen = evidence_payload(certified_store, rejected.evidence_id or "")
+    assert frozen["certification"] == certify(
+        certified_store, "invoice", "tax", CRITERIA).to_dict()
+    assert frozen["certification"]["candidate"] is False
+    assert rejected.threshold is None
+    approve(certified_store, "mona", "invoice", "total", "ok", criteria=CRITERIA)
+    revoked = revoke(certified_store, "mona", "invoice", "total", "policy change",
+                     criteria=CRITERIA)
+    frozen = evidence_payload(certified_store, revoked.evidence_id or "")
+    # No audit since the approval flags it: the evidence says so, with every design.
+    assert (frozen["certification"], frozen["revocation"]) == (None, None)
+    assert [e.status for e in current_policy(certified_store)] == ["none", "none"]

@@ -9,8 +9,9 @@ from pathlib import Path
 import duckdb
 import pytest
 from fieldtrust.labels.assignment import ReviewItem, item_view, next_items, sample_progress, skip
-from fieldtrust.labels.errors import LabelError, PermissionDenied
+from fieldtrust.labels.errors import LabelError
 from fieldtrust.labels.verdicts import record_verdict
+from fieldtrust.store.errors import PermissionDenied
 
 from fieldtrust import store
 

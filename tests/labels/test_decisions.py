@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import importlib
 import inspect
 import json
+import math
 import pkgutil
 import re
 from pathlib import Path
@@ -14,31 +16,40 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pytest
-from fieldtrust.governance.decisions import current_policy, decide, decision_history
-from fieldtrust.governance.evidence import canonical_json, evidence_json, evidence_payload
-from fieldtrust.labels.errors import DecisionError, PermissionDenied
+from decided import certification
+from fieldtrust.governance import acts
+from fieldtrust.governance.acts import _record
+from fieldtrust.governance.decisions import current_policy, decision_history
+from fieldtrust.governance.errors import DecisionError
+from fieldtrust.governance.evidence import (
+    Evidence,
+    canonical_json,
+    evidence_json,
+    evidence_payload,
+    load_evidence,
+)
 from fieldtrust.labels.verdicts import record_verdict
+from fieldtrust.store.errors import PermissionDenied
 
 import fieldtrust
-from fieldtrust import labels
+from fieldtrust import governance, labels
 
-EVIDENCE = {
-    "threshold": 0.95,
-    "labels": 412,
-    "accuracy": 0.987,
-    "lower_bound": 0.962,
-    "weeks": ["2026-W10"],
-    "form_versions": {"v1": 412},
-}
+CERTIFIED = certification(0.95, audit_weeks=("2026-W10",))
 
 
 def _approve(con: duckdb.DuckDBPyConnection, actor: str = "mona", **kwargs: object) -> object:
+    """The private writer, as ``acts.approve`` calls it after certifying (the fixture store
+    is too small to certify anything)."""
     arguments: dict[str, object] = {
         "action": "approve", "doc_type": "invoice", "field": "total", "threshold": 0.95,
-        "comment": "certified 4 weeks running", "evidence": EVIDENCE,
+        "comment": "certified 4 weeks running", "certification": CERTIFIED,
     }
     arguments.update(kwargs)
-    return decide(con, actor, **arguments)  # type: ignore[arg-type]
+    return _record(
+        con, actor, arguments.pop("action"), arguments.pop("doc_type"),  # type: ignore[arg-type]
+        arguments.pop("field"), arguments.pop("threshold"),  # type: ignore[arg-type]
+        arguments.pop("comment"), **arguments,  # type: ignore[arg-type]
+    )
 
 
 def test_approval_freezes_evidence_that_reads_back_unchanged(
@@ -50,7 +61,9 @@ def test_approval_freezes_evidence_that_reads_back_unchanged(
     assert hashlib.sha256(text.encode()).hexdigest() == decision.evidence_id  # type: ignore[attr-defined]
     payload = json.loads(text)
     assert canonical_json(payload) == text  # canonical: sorted keys, compact
-    assert payload["evidence"] == EVIDENCE
+    assert payload["certification"] == CERTIFIED.to_dict()
+    assert payload["revocation"] is None
+    assert payload["format"] == 1
     assert payload["stratum"] == {"doc_type": "invoice", "field": "total"}
     assert payload["code_version"] == fieldtrust.__version__
     assert payload["schema_version"].startswith("00")
@@ -62,6 +75,46 @@ def test_approval_freezes_evidence_that_reads_back_unchanged(
         "design_sha256": sample[1], "design": json.loads(sample[2]),
     }]
     assert evidence_payload(review_store, decision.evidence_id) == payload  # type: ignore[attr-defined]
+    evidence = load_evidence(review_store, decision.evidence_id)  # type: ignore[attr-defined]
+    assert evidence.certification == CERTIFIED
+    assert (evidence.doc_type, evidence.field) == ("invoice", "total")
+    assert evidence.provenance.code_version == fieldtrust.__version__
+    assert evidence.to_json() == text
+
+
+def test_evidence_round_trips_through_its_json_form() -> None:
+    from fieldtrust.calibration.stability import VersionCheck, WeekCheck
+    from fieldtrust.governance.evidence import AuditDesign
+    from fieldtrust.governance.revocation import RevocationRecommendation
+    from fieldtrust.governance.revocation import WeekCheck as AuditWeek
+    from fieldtrust.store.provenance import Provenance
+
+    checked = certification(
+        0.9, window=("2026-W09", "2026-W10"), weeks_checked=(
+            WeekCheck("2026-W10", 120, 0.99, 0.004, False),
+            WeekCheck("2026-W09", 0, float("nan"), float("nan"), False)),
+        form_versions=(VersionCheck("v2", 40, 12, 30, 1.0, False),),
+    )
+    flagged = RevocationRecommendation(
+        "invoice", "total", 0.9, "mona", dt.datetime(2026, 3, 6, 15, 12, 9, 123456), "d-1",
+        [AuditWeek("2026-W11", 30, 0.8, 0.9, True)], "revocation recommended: week 2026-W11")
+    evidence = Evidence(
+        doc_type="invoice", field="total", certification=checked, revocation=flagged,
+        designs=(AuditDesign("2026-W10/v1", "2026-W10", 1, 7, "ab" * 32, {"cells": ["x"]}),),
+        provenance=Provenance("0.1.0", "0013_store_history_chain"),
+    )
+    text = evidence.to_json()
+    back = Evidence.from_dict(json.loads(text))
+    assert back.to_json() == text  # NaN (no labels) travels as null and comes back as NaN
+    assert back.revocation == flagged and back.designs == evidence.designs
+    assert back.provenance == evidence.provenance
+    assert back.certification is not None
+    assert back.certification.weeks_checked[0] == checked.weeks_checked[0]
+    assert math.isnan(back.certification.weeks_checked[1].accuracy)
+    assert dataclasses.replace(back, certification=None) == dataclasses.replace(
+        evidence, certification=None)
+    with pytest.raises(DecisionError, match="format 2 is not format 1"):
+        Evidence.from_dict({**json.loads(text), "format": 2})
 
 
 def test_tampered_evidence_is_detected(review_store: duckdb.DuckDBPyConnection) -> None:
@@ -89,14 +142,12 @@ def test_current_policy_is_the_latest_decision(review_store: duckdb.DuckDBPyConn
     first = _approve(con)
     (entry,) = current_policy(con)
     assert (entry.status, entry.threshold, entry.decision) == ("active", 0.95, first)
-    revoked = decide(con, "root", action="revoke", doc_type="invoice", field="total",
-                     threshold=None, comment="new form v2 fails", evidence={})
+    revoked = acts.revoke(con, "root", "invoice", "total", "new form v2 fails")
     assert revoked.threshold == 0.95 and revoked.role == "admin"
     (entry,) = current_policy(con)
     assert (entry.status, entry.threshold, entry.decision.action) == ("none", None, "revoke")
     again = _approve(con, threshold=0.95)
-    rejected = decide(con, "mona", action="reject", doc_type="invoice", field="tax",
-                      threshold=None, comment="too few labels", evidence={})
+    rejected = acts.reject(con, "mona", "invoice", "tax", "too few labels")
     assert [(e.field, e.status) for e in current_policy(con)] == [("tax", "none"),
                                                                   ("total", "active")]
     assert decision_history(con) == [first, revoked, again, rejected]
@@ -109,7 +160,7 @@ def test_current_policy_is_the_latest_decision(review_store: duckdb.DuckDBPyConn
         ({"comment": "  "}, DecisionError, "needs a comment"),
         ({"threshold": None}, DecisionError, "needs a threshold"),
         ({"threshold": 1.5}, DecisionError, "outside"),
-        ({"evidence": {}}, DecisionError, "needs evidence"),
+        ({"certification": None}, DecisionError, "needs its certification"),
         ({"threshold": 0.9}, DecisionError, "evidence certifies 0.95"),
         ({"action": "pause"}, DecisionError, "action 'pause' is not one of"),
         ({"field": "iban"}, DecisionError, "no extractions of doc_type 'invoice', field 'iban'"),
@@ -137,7 +188,9 @@ _MUTATING = re.compile(r"\b(update|delete|remove|edit|modify|drop|truncate|erase
 
 def test_the_library_offers_no_way_to_edit_or_delete_history() -> None:
     modules = [importlib.import_module(m.name)
-               for m in pkgutil.walk_packages(labels.__path__, "fieldtrust.labels.")]
+               for package in (labels, governance)
+               for m in pkgutil.walk_packages(package.__path__, package.__name__ + ".")]
+    modules.append(importlib.import_module("fieldtrust.store.access"))  # the grants
     for module in modules:
         public = [name for name, obj in inspect.getmembers(module, callable)
                   if not name.startswith("_") and getattr(obj, "__module__", "") == module.__name__]
@@ -150,19 +203,27 @@ def test_the_library_offers_no_way_to_edit_or_delete_history() -> None:
     assert re.findall(r"DELETE\s+FROM\s+(\w+)", source) == ["assignments"]
 
 
-@pytest.mark.parametrize("evidence", [
-    {"audit_weeks": ["2026-W09"], "weeks_checked": [{"week": "2026-W10", "accuracy": 0.99}]},
-    {"weeks_checked": [{"week": "2026-W09", "accuracy": 0.99}]},
-    {"weeks": ["2026-W09"]},
-], ids=["candidate-evidence", "stability-records", "plain-weeks"])
 def test_the_frozen_designs_are_those_of_the_weeks_the_evidence_names(
-    review_store: duckdb.DuckDBPyConnection, evidence: dict[str, object]
+    review_store: duckdb.DuckDBPyConnection,
 ) -> None:
     # The store's only sample is of 2026-W10: evidence resting on 2026-W09 names no design.
     record_verdict(review_store, actor="alice", extraction_id="e00", verdict="correct")
-    decision = _approve(review_store, evidence=evidence)
+    elsewhere = certification(0.95, audit_weeks=("2026-W09",))
+    decision = _approve(review_store, certification=elsewhere)
     payload = evidence_payload(review_store, decision.evidence_id)  # type: ignore[attr-defined]
     assert payload["designs"] == []
-    everything = _approve(review_store, evidence={"note": "no weeks named"}, comment="again")
-    all_designs = evidence_payload(review_store, everything.evidence_id)  # type: ignore[attr-defined]
-    assert [d["week"] for d in all_designs["designs"]] == ["2026-W10"]
+    # A revocation without a recommendation rests on every audit of the stratum.
+    revoked = acts.revoke(review_store, "mona", "invoice", "total", "on other grounds")
+    every = evidence_payload(review_store, revoked.evidence_id or "")
+    assert [d["week"] for d in every["designs"]] == ["2026-W10"]
+    assert (every["certification"], every["revocation"]) == (None, None)
+
+
+def test_decisions_are_made_only_by_the_acts() -> None:
+    """No public writer takes evidence from its caller: each act computes its own."""
+    public = [name for name, obj in inspect.getmembers(acts, inspect.isfunction)
+              if not name.startswith("_") and obj.__module__ == acts.__name__]
+    assert public == ["approve", "reject", "revoke"]
+    for name in public:
+        parameters = inspect.signature(getattr(acts, name)).parameters
+        assert "evidence" not in parameters and "certification" not in parameters, name

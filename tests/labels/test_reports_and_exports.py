@@ -11,7 +11,8 @@ from typing import Any
 import duckdb
 import pyarrow.parquet as pq
 import pytest
-from fieldtrust.governance.decisions import decide
+from decided import approve_as_stated
+from fieldtrust.governance.acts import revoke
 from fieldtrust.governance.policy import export_policy, policy_json
 from fieldtrust.labels.agreement import adjudicate
 from fieldtrust.labels.errors import LabelError
@@ -62,12 +63,9 @@ def test_error_report_counts_and_shares_per_form_version(
 def test_policy_export_lists_the_active_approvals(
     review_store: duckdb.DuckDBPyConnection,
 ) -> None:
-    approve = {"action": "approve", "doc_type": "invoice", "threshold": 0.95,
-               "comment": "ok", "evidence": {"threshold": 0.95, "labels": 300}}
-    total = decide(review_store, "mona", field="total", **approve)  # type: ignore[arg-type]
-    decide(review_store, "mona", field="tax", **approve)  # type: ignore[arg-type]
-    decide(review_store, "mona", action="revoke", doc_type="invoice", field="tax",
-           threshold=None, comment="v3 copies totals", evidence={})
+    total = approve_as_stated(review_store, "mona", "invoice", "total", 0.95, "ok")
+    approve_as_stated(review_store, "mona", "invoice", "tax", 0.95, "ok")
+    revoke(review_store, "mona", "invoice", "tax", "v3 copies totals")
     policy = export_policy(review_store)
     assert policy["thresholds"] == [{
         "doc_type": "invoice", "field": "total", "threshold": 0.95, "approved_by": "mona",

@@ -10,7 +10,7 @@ import click
 import duckdb
 import pytest
 from click.testing import CliRunner
-from fieldtrust.governance.decisions import decide
+from decided import approve_as_stated
 from fieldtrust.labels.verdicts import record_verdict
 
 from fieldtrust.cli.main import cli
@@ -29,8 +29,7 @@ def store_file(review_store: duckdb.DuckDBPyConnection, db_path: Path) -> Path:
     record_verdict(con, actor="bob", extraction_id="e00", verdict="incorrect",
                    corrected_value="=1+1", error_type="misread_characters",
                    review_round="second")
-    decide(con, "mona", action="approve", doc_type="invoice", field="total", threshold=0.95,
-           comment="ok", evidence={"threshold": 0.95})
+    approve_as_stated(con, "mona", "invoice", "total", 0.95, "ok")
     con.close()
     return db_path
 

@@ -8,9 +8,11 @@ from typing import Any
 import duckdb
 import numpy as np
 import pytest
-from fieldtrust.governance.decisions import decide
+from decided import approve_as_stated
+from fieldtrust.governance.acts import revoke
+from fieldtrust.governance.errors import DecisionError
+from fieldtrust.governance.evidence import load_evidence
 from fieldtrust.governance.revocation import revocation_recommendations, weighted_upper_bound
-from fieldtrust.labels.errors import DecisionError
 from fieldtrust.store.weeks import iso_week, shift_week, week_bounds
 from scipy.stats import beta
 
@@ -50,8 +52,7 @@ def test_bad_week_after_approval_is_flagged(
     # A bad week *before* the approval is history the evidence already weighed.
     _week(builder, con, shift_week(now_week, -1), "total", 30, 30)
     for field in ("total", "tax"):
-        decide(con, "mona", action="approve", doc_type="invoice", field=field, threshold=0.9,
-               comment="certified", evidence=EVIDENCE)
+        approve_as_stated(con, "mona", "invoice", field, 0.9, "certified")
     assert revocation_recommendations(con) == []
 
     bad, good = shift_week(now_week, 1), shift_week(now_week, 2)
@@ -69,9 +70,13 @@ def test_bad_week_after_approval_is_flagged(
     assert "0.750" in flag.reason
 
     # Revoking settles it: a revoked stratum is not flagged again.
-    decide(con, "mona", action="revoke", doc_type="invoice", field="total", threshold=None,
-           comment=flag.reason, evidence={"recommendation": flag.reason})
+    revoked = revoke(con, "mona", "invoice", "total", flag.reason)
     assert revocation_recommendations(con) == []
+    # The recommendation is the revocation's evidence, computed by the act itself.
+    frozen = load_evidence(con, revoked.evidence_id or "")
+    assert frozen.revocation == flag and frozen.certification is None
+    # The designs frozen are those of the weeks the recommendation checked.
+    assert {d.week for d in frozen.designs} == {bad, good}
 
 
 def test_upper_bound_is_clopper_pearson_at_the_effective_size() -> None:

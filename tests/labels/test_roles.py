@@ -9,9 +9,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from fieldtrust.governance.decisions import decide
+from fieldtrust.governance.acts import approve, reject
 from fieldtrust.labels.agreement import adjudicate
-from fieldtrust.labels.errors import LabelError, PermissionDenied
 from fieldtrust.labels.label_import import import_labels
 from fieldtrust.labels.verdicts import record_verdict, supersede
 from fieldtrust.store.access import (
@@ -25,6 +24,7 @@ from fieldtrust.store.access import (
     require,
     role_history,
 )
+from fieldtrust.store.errors import AccessError, PermissionDenied
 
 #: Expected table, written out by hand so a change to PERMISSIONS must change the test too.
 EXPECTED = {
@@ -73,10 +73,7 @@ def _attempt(con: duckdb.DuckDBPyConnection, action: str, user: str) -> Callable
             con, actor=user, label_id=_dave_label(con), verdict="unclear"
         ),
         "adjudicate": lambda: adjudicate(con, user, "e02", "correct"),
-        "decide": lambda: decide(
-            con, user, action="reject", doc_type="invoice", field="total", threshold=None,
-            comment="too few labels", evidence={},
-        ),
+        "decide": lambda: reject(con, user, "invoice", "total", "too few labels"),
         "grant_roles": lambda: grant_role(con, user, "newcomer", "reviewer"),
         "draw_sample": lambda: require(con, user, "draw_sample"),
         "import_labels": lambda: import_labels(con, _labels_file(), actor=user),
@@ -125,8 +122,7 @@ def test_reviewer_cannot_approve_and_manager_cannot_label(
     review_store: duckdb.DuckDBPyConnection,
 ) -> None:
     with pytest.raises(PermissionDenied, match=r"alice \(role reviewer\) may not approve"):
-        decide(review_store, "alice", action="approve", doc_type="invoice", field="total",
-               threshold=0.9, comment="ok", evidence={"threshold": 0.9})
+        approve(review_store, "alice", "invoice", "total", "ok", threshold=0.9)
     with pytest.raises(PermissionDenied, match=r"mona \(role manager\) may not record a verdict"):
         record_verdict(review_store, actor="mona", extraction_id="e00", verdict="correct")
 
@@ -182,5 +178,5 @@ def test_bad_grants_are_refused(
     con: duckdb.DuckDBPyConnection, user: str, role: str, message: str
 ) -> None:
     bootstrap_admin(con, "root")
-    with pytest.raises(LabelError, match=message):
+    with pytest.raises(AccessError, match=message):
         grant_role(con, "root", user, role)

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from fieldtrust.labels.errors import LabelConflict, LabelError, PermissionDenied
+from fieldtrust.labels.errors import LabelConflict, LabelError
 from fieldtrust.labels.verdicts import get_label, label_history, record_verdict, supersede
+from fieldtrust.store.errors import PermissionDenied
 from fieldtrust.store.labelled import labelled_items
 
 from fieldtrust import store

@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 import numpy as np
 import pyarrow as pa
-from fieldtrust.governance.decisions import decide
+from fieldtrust.governance.acts import reject
 from fieldtrust.labels.agreement import adjudicate
 from fieldtrust.labels.assignment import next_items
 from fieldtrust.labels.verdicts import record_verdict, supersede
@@ -27,6 +27,7 @@ from fieldtrust.store.ingest import ingest_table
 
 from fieldtrust import store
 from tests.conftest import table_fingerprint
+from tests.decided import approve_as_stated
 
 __all__ = ["table_fingerprint"]
 
@@ -81,10 +82,8 @@ def build_store(path: Path, *, rows: int = 240) -> dict[str, Any]:
             record_verdict(con, actor="ana", extraction_id=item.extraction_id,
                            verdict="unclear", error_detail="smudged")
         adjudicate(con, QA_LEAD, items[1].extraction_id, "correct")
-        decide(con, MANAGER, action="approve", doc_type="invoice", field="total",
-               threshold=0.9, comment="looked fine", evidence={"threshold": 0.9, "n": 120})
-        decide(con, MANAGER, action="reject", doc_type="receipt", field="tax",
-               threshold=None, comment="too few labels", evidence={})
+        approve_as_stated(con, MANAGER, "invoice", "total", 0.9, "looked fine")
+        reject(con, MANAGER, "receipt", "tax", "too few labels")
         return {"sample_id": sample.sample_id, "labelled": [i.extraction_id for i in items]}
     finally:
         con.close()

@@ -17,7 +17,8 @@ from typing import Any
 import duckdb
 import pytest
 from crash import DECIDE_CHILD, DRAW_CHILD, INGEST_CHILD, Killed, run_and_kill, write_big_parquet
-from fieldtrust.governance.decisions import current_policy, decide
+from fieldtrust.governance.acts import reject
+from fieldtrust.governance.decisions import current_policy
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.store.access import bootstrap_admin, grant_role
@@ -222,8 +223,7 @@ def test_killed_decision_and_label_recording_loses_nothing_committed(
     assert outcomes[-1]["decisions"] > outcomes[0]["decisions"]
     con = store.connect(populated)
     try:
-        decision = decide(con, "maya", action="reject", doc_type="receipt", field="date",
-                          threshold=None, comment="after the kills", evidence={})
+        decision = reject(con, "maya", "receipt", "date", "after the kills")
         assert decision.decided_by == "maya"
     finally:
         con.close()

@@ -22,7 +22,11 @@ from typing import Any
 
 import duckdb
 import pytest
-from fieldtrust.governance.decisions import decide, decision_history
+from decided import approve_as_stated, certification
+from fieldtrust.governance import acts
+from fieldtrust.governance.acts import _record as record_decision
+from fieldtrust.governance.decisions import decision_history
+from fieldtrust.governance.errors import DecisionError
 from fieldtrust.governance.evidence import (
     canonical_json,
     evidence_id_of,
@@ -31,7 +35,6 @@ from fieldtrust.governance.evidence import (
 )
 from fieldtrust.labels.agreement import adjudicate
 from fieldtrust.labels.assignment import next_items, skip
-from fieldtrust.labels.errors import DecisionError
 from fieldtrust.labels.export import export_labels
 from fieldtrust.labels.verdicts import label_history, record_verdict, supersede
 from fieldtrust.store.access import grant_role
@@ -146,19 +149,16 @@ def _revoke_role(con: duckdb.DuckDBPyConnection, sample_id: str) -> object:
 
 
 def _approve(con: duckdb.DuckDBPyConnection, sample_id: str) -> object:
-    return decide(con, MANAGER, action="approve", doc_type="receipt", field="total",
-                  threshold=0.97, comment="ok", evidence={"threshold": 0.97})
+    return approve_as_stated(con, MANAGER, "receipt", "total", 0.97, "ok")
 
 
 def _revoke(con: duckdb.DuckDBPyConnection, sample_id: str) -> object:
-    return decide(con, MANAGER, action="revoke", doc_type="invoice", field="total",
-                  threshold=None, comment="audit failed", evidence={})
+    return acts.revoke(con, MANAGER, "invoice", "total", "audit failed")
 
 
 def _approve_again(con: duckdb.DuckDBPyConnection, sample_id: str) -> object:
     # Same stratum, new threshold: a new row, the old approval stays as it was.
-    return decide(con, ADMIN, action="approve", doc_type="invoice", field="total",
-                  threshold=0.95, comment="stricter", evidence={"threshold": 0.95})
+    return approve_as_stated(con, ADMIN, "invoice", "total", 0.95, "stricter")
 
 
 def _import(con: duckdb.DuckDBPyConnection, sample_id: str, tmp_path: Path) -> object:
@@ -243,10 +243,9 @@ def test_a_correction_is_a_new_row_and_the_old_one_reads_back(pcon: duckdb.DuckD
     [
         lambda con: record_verdict(con, actor="maya", extraction_id="x000001", verdict="correct"),
         lambda con: supersede(con, actor="ben", label_id="no-such-label", verdict="correct"),
-        lambda con: decide(con, "ana", action="approve", doc_type="invoice", field="total",
-                           threshold=0.9, comment="x", evidence={"threshold": 0.9}),
-        lambda con: decide(con, MANAGER, action="approve", doc_type="invoice", field="total",
-                           threshold=0.8, comment="x", evidence={"threshold": 0.9}),
+        lambda con: acts.approve(con, "ana", "invoice", "total", "x", threshold=0.9),
+        lambda con: approve_as_stated(con, MANAGER, "invoice", "total", 0.8, "x",
+                                      certified=0.9),
         lambda con: grant_role(con, "ana", "ana", "admin"),
         lambda con: grant_role(con, ADMIN, ADMIN, "reviewer"),  # the last admin
     ],
@@ -290,10 +289,10 @@ def test_a_read_only_connection_refuses_direct_changes(populated: Path, statemen
 def test_evidence_reads_back_byte_identical_after_later_writes(
     pcon: duckdb.DuckDBPyConnection, sample_id: str
 ) -> None:
-    evidence = {"threshold": 0.97, "accuracy": 0.981, "accuracy_low": 0.962,
-                "weeks": ["2026-W48"], "note": "Ünïcødé ' \"; DROP TABLE decisions; --"}
-    decision = decide(pcon, MANAGER, action="approve", doc_type="receipt", field="total",
-                      threshold=0.97, comment="frozen", evidence=evidence)
+    evidence = certification(0.97, accuracy=0.981, accuracy_low=0.962, weeks=("2026-W48",),
+                             method="Ünïcødé ' \"; DROP TABLE decisions; --")
+    decision = record_decision(pcon, MANAGER, "approve", "receipt", "total", 0.97, "frozen",
+                               certification=evidence)
     assert decision.evidence_id is not None
     frozen = evidence_json(pcon, decision.evidence_id)
     # More history on top: another decision, labels, a grant.
@@ -303,7 +302,7 @@ def test_evidence_reads_back_byte_identical_after_later_writes(
     assert evidence_json(pcon, decision.evidence_id) == frozen
     assert evidence_id_of(frozen) == decision.evidence_id
     payload = evidence_payload(pcon, decision.evidence_id)
-    assert payload["evidence"] == evidence
+    assert payload["certification"] == evidence.to_dict()
     assert canonical_json(payload) == frozen
     assert decision_history(pcon, "receipt", "total")[-1] == decision
 
@@ -313,7 +312,7 @@ def test_a_direct_edit_of_evidence_is_detected_when_read(pcon: duckdb.DuckDBPyCo
         "SELECT evidence_id, payload_json FROM evidence_snapshots ORDER BY evidence_id"
     ).fetchall()
     payload = json.loads(text)
-    payload["evidence"]["threshold"] = 0.5
+    payload["code_version"] = "0.0.0"
     pcon.execute("UPDATE evidence_snapshots SET payload_json = ? WHERE evidence_id = ?",
                  [canonical_json(payload), evidence_id])
     with pytest.raises(DecisionError, match="does not hash to its id: the store was altered"):

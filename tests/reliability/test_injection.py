@@ -24,12 +24,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from decided import certification
 from fieldtrust.dashboard.downloads import csv_bytes
-from fieldtrust.governance.decisions import decide, decision_history
+from fieldtrust.governance.acts import _record as record_decision
+from fieldtrust.governance.decisions import decision_history
 from fieldtrust.governance.evidence import evidence_payload
 from fieldtrust.labels.agreement import review_pairs
 from fieldtrust.labels.assignment import next_items, skip
-from fieldtrust.labels.errors import LabelError
 from fieldtrust.labels.errors_report import error_report
 from fieldtrust.labels.export import export_labels
 from fieldtrust.labels.verdicts import get_label, record_verdict, supersede
@@ -37,6 +38,7 @@ from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample, sample_items
 from fieldtrust.sampling.export import write_items_csv
 from fieldtrust.store.access import bootstrap_admin, grant_role
+from fieldtrust.store.errors import AccessError
 from fieldtrust.store.ingest import ingest_table
 from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.scope import Scope
@@ -102,7 +104,7 @@ def test_hostile_text_in_every_labels_field_is_stored_verbatim(
         grant_role(pcon, ADMIN, text, "reviewer")
         reviewer = text.strip()
     else:
-        with pytest.raises(LabelError, match="not a usable name"):
+        with pytest.raises(AccessError, match="not a usable name"):
             grant_role(pcon, ADMIN, text, "reviewer")
     items = next_items(pcon, reviewer, sample_id, count=2)
     label = record_verdict(pcon, actor=reviewer, extraction_id=items[0].extraction_id,
@@ -111,8 +113,9 @@ def test_hostile_text_in_every_labels_field_is_stored_verbatim(
     newer = supersede(pcon, actor=reviewer, label_id=label.label_id, verdict="incorrect",
                       corrected_value=text + text, error_type="wrong_field")
     skip(pcon, reviewer, sample_id, items[1].extraction_id, f"reason {text}")
-    decision = decide(pcon, MANAGER, action="reject", doc_type="invoice", field="total",
-                      threshold=None, comment=f"comment {text}", evidence={"note": text})
+    stated = certification(None, candidate=False, reasons=("too_few_labels",), method=text)
+    decision = record_decision(pcon, MANAGER, "reject", "invoice", "total", None,
+                               f"comment {text}", certification=stated)
 
     stored = get_label(pcon, label.label_id)
     assert stored.corrected_value == text
@@ -122,7 +125,7 @@ def test_hostile_text_in_every_labels_field_is_stored_verbatim(
     assert pcon.execute("SELECT reason FROM skips WHERE reviewer = ?",
                         [reviewer]).fetchall() == [(f"reason {text}".strip(),)]
     assert decision_history(pcon, "invoice", "total")[-1].comment == f"comment {text}".strip()
-    assert evidence_payload(pcon, decision.evidence_id or "")["evidence"] == {"note": text}
+    assert evidence_payload(pcon, decision.evidence_id or "")["certification"]["method"] == text
     # Nothing ran: every table is there and only the expected rows were added.
     assert _tables(pcon) == set(BASE_TABLES)
     grew = {t: pcon.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] - counts[t]

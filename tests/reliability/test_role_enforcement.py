@@ -19,14 +19,15 @@ from typing import Any
 import duckdb
 import pytest
 from fieldtrust.dashboard import data, state
-from fieldtrust.governance.decisions import decide
+from fieldtrust.governance import acts
 from fieldtrust.labels.agreement import adjudicate
 from fieldtrust.labels.assignment import item_view, next_items, skip
-from fieldtrust.labels.errors import LabelError, PermissionDenied
+from fieldtrust.labels.errors import LabelError
 from fieldtrust.labels.verdicts import record_verdict, supersede
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.store.access import grant_role
+from fieldtrust.store.errors import AccessError, PermissionDenied
 from rel_store import MANAGER, QA_LEAD, WEEK, as_read, table_fingerprint
 from streamlit.testing.v1 import AppTest
 
@@ -69,9 +70,7 @@ def _writes(sample_id: str) -> dict[str, Callable[[duckdb.DuckDBPyConnection, st
             con, actor=who, label_id=_first_label(con, "ana"), verdict="correct"),
         "adjudicate": lambda con, who: adjudicate(
             con, who, _labelled_extraction(con), "correct"),
-        "decide": lambda con, who: decide(
-            con, who, action="reject", doc_type="invoice", field="tax", threshold=None,
-            comment="no", evidence={}),
+        "decide": lambda con, who: acts.reject(con, who, "invoice", "tax", "no"),
         "grant": lambda con, who: grant_role(con, who, who, "admin"),
         "draw_sample": lambda con, who: draw_sample(
             con, WEEK, Design(base_rate=0.2), seed=99, actor=who),
@@ -119,10 +118,11 @@ def test_every_write_is_checked_against_the_store_grants(
 
 def test_no_write_takes_a_reviewer_or_role_besides_the_acting_user() -> None:
     """The API cannot be asked to record someone else: the actor is the only name it takes."""
-    from fieldtrust.labels import agreement, assignment, decisions, verdicts
+    from fieldtrust.labels import agreement, assignment, verdicts
 
     writers = [verdicts.record_verdict, verdicts.supersede, agreement.adjudicate,
-               assignment.next_items, assignment.skip, decisions.decide, draw_sample]
+               assignment.next_items, assignment.skip, acts.approve, acts.reject, acts.revoke,
+               draw_sample]
     for writer in writers:
         parameters = inspect.signature(writer).parameters
         assert "actor" in parameters, writer.__name__
@@ -138,8 +138,7 @@ def test_the_recorded_reviewer_and_role_come_from_the_store(
     label = record_verdict(pcon, actor=" ben ", extraction_id=item.extraction_id,
                            verdict="correct")
     assert label.reviewer == "ben"
-    decision = decide(pcon, "root", action="reject", doc_type="invoice", field="date",
-                      threshold=None, comment="not yet", evidence={})
+    decision = acts.reject(pcon, "root", "invoice", "date", "not yet")
     assert (decision.decided_by, decision.role) == ("root", "admin")
     # A revoked user keeps their history but loses every permission.
     grant_role(pcon, "root", "ben", "none")
@@ -159,7 +158,7 @@ def test_drawing_a_sample_is_checked_in_the_library(pcon: duckdb.DuckDBPyConnect
     current = pcon.execute("SELECT seed, design_json FROM audit_samples").fetchall()[0]
     with pytest.raises(PermissionDenied, match="nobody \\(no role\\)"):
         draw_sample(pcon, WEEK, Design.from_json(current[1]), seed=current[0], actor="nobody")
-    with pytest.raises(LabelError, match="acting user ' ' is empty"):
+    with pytest.raises(AccessError, match="acting user ' ' is empty"):
         draw_sample(pcon, WEEK, Design(base_rate=0.2), seed=99, actor=" ")
     assert table_fingerprint(pcon) == before
     # The qa_lead draws; the sample records who, as the store spells the name.
@@ -192,8 +191,7 @@ def _fingerprint_of(path: Path) -> dict[str, tuple[int, str]]:
     [
         # A reviewer whose session claims the manager role approves.
         ("ana", lambda who: data.write(
-            decide, who, action="approve", doc_type="invoice", field="tax", threshold=0.9,
-            comment="forged", evidence={"threshold": 0.9})),
+            acts.approve, who, "invoice", "tax", "forged", threshold=0.9)),
         # A manager labels (the page would pass their own name: they may not label at all).
         (MANAGER, lambda who: data.write(
             record_verdict, actor=who, extraction_id="x000001", verdict="correct")),

@@ -20,7 +20,8 @@ from pathlib import Path
 import duckdb
 import pytest
 from click.testing import CliRunner
-from fieldtrust.governance.decisions import decide
+from decided import approve_as_stated
+from fieldtrust.governance.acts import reject
 from fieldtrust.governance.policy import export_policy
 from fieldtrust.labels.assignment import next_items, skip
 from fieldtrust.labels.label_import import import_labels
@@ -44,8 +45,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     con = store.connect(path)
     try:
         build_demo(con, seed=7, rows=3_000)
-        decide(con, MANAGER, action="approve", doc_type="invoice", field="total",
-               threshold=1, comment="all right", evidence={"threshold": 1, "n": 80})
+        approve_as_stated(con, MANAGER, "invoice", "total", 1, "all right")
         # The demo labels every sampled item: add one more item to the newest sample
         # (audit_items is not history) so that ana has something to skip.
         sample_id, cell = con.execute("SELECT sample_id, cell FROM audit_items"
@@ -141,7 +141,7 @@ TAMPERING = {
     ),
     "evidence": (
         "UPDATE evidence_snapshots"
-        " SET payload_json = replace(payload_json, '\"n\":80', '\"n\":800')",
+        " SET payload_json = replace(payload_json, '\"labels_above\":412', '\"labels_above\":800')",
         "altered", "evidence_snapshots", "payload_json was",
     ),
     "label deleted": (
@@ -304,8 +304,7 @@ def test_an_int_threshold_is_chained_as_it_reads_back(con: duckdb.DuckDBPyConnec
 
 def test_the_same_evidence_twice_is_chained_once(con: duckdb.DuckDBPyConnection) -> None:
     for _ in range(2):
-        decide(con, MANAGER, action="reject", doc_type="invoice", field="date", threshold=None,
-               comment="not yet", evidence={"why": "few labels"})
+        reject(con, MANAGER, "invoice", "date", "not yet")
     assert _one(con, "SELECT count(*) FROM history_chain WHERE table_name ="
                      " 'evidence_snapshots'") == _one(con, "SELECT count(*) FROM"
                                                             " evidence_snapshots")

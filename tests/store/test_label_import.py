@@ -477,7 +477,7 @@ def test_fields_are_stored_as_record_verdict_cleans_them(
 def test_only_a_qa_lead_or_admin_may_import(
     stored: duckdb.DuckDBPyConnection, tmp_path: Path, actor: str, allowed: bool
 ) -> None:
-    from fieldtrust.labels.errors import PermissionDenied
+    from fieldtrust.store.errors import PermissionDenied
 
     path = write_csv(tmp_path / "l.csv", LABELS)
     if allowed:
@@ -497,10 +497,10 @@ def test_only_a_qa_lead_or_admin_may_import(
 def test_a_bad_acting_user_or_default_reviewer_is_refused(
     stored: duckdb.DuckDBPyConnection, tmp_path: Path, option: str, value: str
 ) -> None:
-    from fieldtrust.labels.errors import LabelError
+    from fieldtrust.store.errors import AccessError
 
     options = {"actor": QA_LEAD, option: value}
     before = table_fingerprint(stored)
-    with pytest.raises(LabelError, match=r"is not a usable name|is empty"):
+    with pytest.raises(AccessError, match=r"is not a usable name|is empty"):
         import_labels(stored, write_csv(tmp_path / "l.csv", LABELS), **options)
     assert table_fingerprint(stored) == before

@@ -1,0 +1,332 @@
+"""The three governance acts: approve, reject and revoke automation of a stratum.
+
+One library call per act, the same for the CLI, the dashboard and any script.
+Each act computes its evidence from the store itself, never from what a
+caller cached: approving and rejecting certify the whole stratum afresh
+(:func:`fieldtrust.governance.certification.certify`), revoking attaches the
+revocation recommendation later audits give, if any
+(:func:`fieldtrust.governance.revocation.revocation_recommendations`). A
+manager approves what was certified, nothing else: the stratum must be a
+current candidate and the threshold is the certified one.
+
+The writer every act ends in, :func:`_record`, is private: a decision cannot
+be recorded on evidence its act did not compute.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import uuid
+from typing import Any
+
+import duckdb
+from fieldtrust.governance.certification import Criteria, certify, reason_text
+from fieldtrust.governance.decisions import (
+    DECISION_ACTIONS,
+    DECISION_COLUMNS,
+    Decision,
+    current_policy,
+)
+from fieldtrust.governance.errors import DecisionError
+from fieldtrust.governance.evidence import AuditDesign, Certification, Evidence, freeze
+from fieldtrust.governance.revocation import RevocationRecommendation, revocation_recommendations
+from fieldtrust.store.access import require, user_name
+from fieldtrust.store.chain import chain_returned
+from fieldtrust.store.connection import utc_now
+from fieldtrust.store.provenance import provenance
+from fieldtrust.store.retry import first_row, write_with_retry
+from fieldtrust.store.rollup import extraction_columns_sql
+
+
+def approve(
+    con: duckdb.DuckDBPyConnection,
+    actor: str,
+    doc_type: str,
+    field: str,
+    comment: str,
+    *,
+    criteria: Criteria = Criteria(),
+    threshold: float | None = None,
+) -> Decision:
+    """Approve automation of (doc_type, field) at the threshold certified from the store.
+
+    Parameters
+    ----------
+    con
+        Store connection.
+    actor
+        A manager or admin.
+    doc_type, field
+        The stratum (every form version of it).
+    comment
+        Why; required.
+    criteria
+        What certification demands, and its window of weeks.
+    threshold
+        If given, it must equal the certified threshold (a guard against
+        approving a number read off an older report or page).
+
+    Raises
+    ------
+    PermissionDenied
+        ``actor`` may not decide.
+    DecisionError
+        No comment, an unknown stratum, a stratum that is not a current
+        candidate (the reason is named), or ``threshold`` is not the certified one.
+    """
+    actor = _before_certifying(con, actor, "approve", doc_type, field, comment)
+    certification = certify(con, doc_type, field, criteria)
+    if not certification.candidate or certification.threshold is None:
+        raise DecisionError(
+            f"{doc_type}/{field} is not an automation candidate ({reason_text(certification)});"
+            " it cannot be approved"
+        )
+    if threshold is not None and not math.isclose(
+        threshold, certification.threshold, abs_tol=1e-12
+    ):
+        raise DecisionError(
+            f"{doc_type}/{field} is certified at {certification.threshold}, not {threshold}:"
+            " approve the certified threshold (re-run `fieldtrust candidates` for fresh numbers)"
+        )
+    return _record(con, actor, "approve", doc_type, field, certification.threshold, comment,
+                   certification=certification)
+
+
+def reject(
+    con: duckdb.DuckDBPyConnection,
+    actor: str,
+    doc_type: str,
+    field: str,
+    comment: str,
+    *,
+    criteria: Criteria = Criteria(),
+    threshold: float | None = None,
+) -> Decision:
+    """Reject automation of (doc_type, field); the stratum's certification now is the evidence.
+
+    ``threshold`` (optional, in [0, 1]) names the threshold that was turned
+    down; it is recorded as given. Raises as :func:`approve`, except that any
+    stratum can be rejected, candidate or not.
+    """
+    actor = _before_certifying(con, actor, "reject", doc_type, field, comment)
+    _check_range(threshold)
+    certification = certify(con, doc_type, field, criteria)
+    return _record(con, actor, "reject", doc_type, field, threshold, comment,
+                   certification=certification)
+
+
+def revoke(
+    con: duckdb.DuckDBPyConnection,
+    actor: str,
+    doc_type: str,
+    field: str,
+    comment: str,
+    *,
+    criteria: Criteria = Criteria(),
+    threshold: float | None = None,
+) -> Decision:
+    """Revoke the approval of (doc_type, field); later audits' recommendation is the evidence.
+
+    The evidence holds the stratum's revocation recommendation
+    (``criteria.target`` and ``criteria.confidence``) when its audits since the
+    approval flag it, and none otherwise: a manager may revoke on other grounds,
+    said in the comment. ``threshold``, if given, must be the active one; the
+    active threshold is recorded.
+
+    Raises
+    ------
+    PermissionDenied
+        ``actor`` may not decide.
+    DecisionError
+        No comment, or the stratum is not approved (nothing to revoke).
+    """
+    actor = _before_certifying(con, actor, "revoke", doc_type, field, comment)
+    _check_range(threshold)
+    flagged = next(
+        (r for r in revocation_recommendations(
+            con, target=criteria.target, confidence=criteria.confidence)
+         if (r.doc_type, r.field) == (doc_type, field)),
+        None,
+    )
+    return _record(con, actor, "revoke", doc_type, field, threshold, comment, revocation=flagged)
+
+
+def _before_certifying(
+    con: duckdb.DuckDBPyConnection, actor: str, action: str, doc_type: str, field: str,
+    comment: str,
+) -> str:
+    """The checks that need no certification, made before its cost: name, comment, role."""
+    actor = user_name(actor, what="acting user")
+    _check_comment(action, doc_type, field, comment)
+    require(con, actor, "decide")
+    return actor
+
+
+def _record(
+    con: duckdb.DuckDBPyConnection,
+    actor: str,
+    action: str,
+    doc_type: str,
+    field: str,
+    threshold: float | None,
+    comment: str,
+    *,
+    certification: Certification | None = None,
+    revocation: RevocationRecommendation | None = None,
+) -> Decision:
+    """Write one decision and freeze its evidence, in one transaction (retried on conflict).
+
+    The role is checked again inside the transaction, as are the stratum and,
+    for a revocation, the active threshold. The evidence adds to what the act
+    computed the audit designs behind the stratum's labels and the code and
+    schema versions.
+    """
+    actor = user_name(actor, what="acting user")
+    if action not in DECISION_ACTIONS:
+        raise DecisionError(f"action {action!r} is not one of {', '.join(DECISION_ACTIONS)}")
+    _check_comment(action, doc_type, field, comment)
+    _check_range(threshold)
+    if action == "approve":
+        _check_certified(doc_type, field, threshold, certification)
+
+    def work(tx: duckdb.DuckDBPyConnection) -> Decision:
+        role = require(tx, actor, "decide")
+        _check_stratum(tx, doc_type, field)
+        recorded = threshold
+        if action == "revoke":
+            recorded = _revocable_threshold(tx, doc_type, field, threshold)
+        evidence = Evidence(
+            doc_type=doc_type,
+            field=field,
+            certification=certification,
+            revocation=revocation,
+            designs=_designs(tx, doc_type, field, _weeks_of(certification, revocation)),
+            provenance=provenance(tx),
+        )
+        decision = Decision(
+            decision_id=str(uuid.uuid4()),
+            doc_type=doc_type,
+            field=field,
+            action=action,
+            threshold=recorded,
+            decided_by=actor,
+            role=role,
+            comment=comment.strip(),
+            decided_at=_after_latest(tx, doc_type, field),
+            evidence_id=freeze(tx, evidence),
+        )
+        inserted = tx.execute(
+            f"INSERT INTO decisions ({DECISION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " RETURNING *",
+            [getattr(decision, name.strip()) for name in DECISION_COLUMNS.split(",")],
+        )
+        chain_returned(tx, "decisions", inserted)
+        return decision
+
+    return write_with_retry(con, work, what=f"recording {action} of {doc_type}/{field}")
+
+
+def _check_comment(action: str, doc_type: str, field: str, comment: str) -> None:
+    if not isinstance(comment, str) or not comment.strip():
+        raise DecisionError(f"{action} of {doc_type}/{field} needs a comment saying why")
+
+
+def _check_range(threshold: float | None) -> None:
+    if threshold is not None and not (math.isfinite(threshold) and 0.0 <= threshold <= 1.0):
+        raise DecisionError(f"threshold {threshold!r} is outside [0, 1]")
+
+
+def _check_certified(
+    doc_type: str, field: str, threshold: float | None, certification: Certification | None
+) -> None:
+    if certification is None or certification.threshold is None:
+        raise DecisionError(
+            f"approving {doc_type}/{field} needs its certification; see `fieldtrust candidates`"
+        )
+    if threshold is None:
+        raise DecisionError(f"approving {doc_type}/{field} needs a threshold")
+    if not math.isclose(threshold, certification.threshold, abs_tol=1e-12):
+        raise DecisionError(
+            f"approving {doc_type}/{field} at {threshold} but the evidence certifies"
+            f" {certification.threshold}: approve the certified threshold"
+        )
+
+
+def _check_stratum(con: duckdb.DuckDBPyConnection, doc_type: str, field: str) -> None:
+    row = first_row(con.execute(
+        "SELECT 1 FROM extractions WHERE doc_type = ? AND field = ? LIMIT 1", [doc_type, field]
+    ).fetchall())
+    if row is None:
+        raise DecisionError(
+            f"no extractions of doc_type {doc_type!r}, field {field!r} in the store;"
+            " check the spelling (`fieldtrust info`)"
+        )
+
+
+def _revocable_threshold(
+    con: duckdb.DuckDBPyConnection, doc_type: str, field: str, threshold: float | None
+) -> float:
+    active = next(
+        (e for e in current_policy(con) if (e.doc_type, e.field) == (doc_type, field)), None
+    )
+    if active is None or active.status != "active" or active.threshold is None:
+        raise DecisionError(
+            f"{doc_type}/{field} is not approved for automation, so there is nothing to revoke"
+        )
+    if threshold is not None and not math.isclose(threshold, active.threshold, abs_tol=1e-12):
+        raise DecisionError(
+            f"{doc_type}/{field} is approved at {active.threshold}, not {threshold}:"
+            " revoke names the active threshold (or leave it out)"
+        )
+    return active.threshold
+
+
+def _weeks_of(
+    certification: Certification | None, revocation: RevocationRecommendation | None
+) -> list[str] | None:
+    """The weeks whose audit designs the evidence rests on, or None for all of them."""
+    if certification is not None:
+        return list(certification.audit_weeks)
+    if revocation is not None:
+        return [check.week for check in revocation.weeks]
+    return None
+
+
+def _designs(
+    con: duckdb.DuckDBPyConnection, doc_type: str, field: str, weeks: list[str] | None
+) -> tuple[AuditDesign, ...]:
+    """The audit samples behind the stratum's labels (in ``weeks`` when given), designs included."""
+    labelled = extraction_columns_sql("SELECT extraction_id FROM effective_labels")
+    rows = con.execute(
+        f"""
+        SELECT s.sample_id, s.week, s.version, s.seed, s.design_sha256, s.design_json
+        FROM audit_samples s
+        WHERE ($weeks IS NULL OR s.week IN (SELECT unnest($weeks::VARCHAR[])))
+          AND EXISTS (SELECT 1 FROM audit_items i
+                      JOIN {labelled} e USING (extraction_id)
+                      JOIN effective_labels l USING (extraction_id)
+                      WHERE i.sample_id = s.sample_id
+                        AND e.doc_type = $doc_type AND e.field = $field)
+        ORDER BY s.week, s.version
+        """,
+        {"weeks": weeks, "doc_type": doc_type, "field": field},
+    ).fetchall()
+    designs: list[AuditDesign] = []
+    for sample_id, week, version, seed, sha, design_json in rows:
+        design: dict[str, Any] = json.loads(design_json)
+        designs.append(AuditDesign(sample_id, week, version, seed, sha, design))
+    return tuple(designs)
+
+
+def _after_latest(con: duckdb.DuckDBPyConnection, doc_type: str, field: str) -> dt.datetime:
+    # Two decisions in the same microsecond would make "latest" ambiguous.
+    row = first_row(con.execute(
+        "SELECT max(decided_at) FROM decisions WHERE doc_type = ? AND field = ?",
+        [doc_type, field],
+    ).fetchall())
+    now = utc_now()
+    if row is not None and row[0] is not None and row[0] >= now:
+        return row[0] + dt.timedelta(microseconds=1)  # type: ignore[no-any-return]
+    return now

@@ -1,0 +1,80 @@
+"""No module imports a higher layer: import-linter's layers contract (pyproject.toml).
+
+Layers, low to high: store; calibration | extraction (independent of each
+other); labels; sampling; governance; settings; demo; the CLI; the
+dashboard; bench. The contract runs on the packages laid out under their
+installed names (tests/installed_layout.py).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from installed_layout import ROOT, build
+
+CONFIG = ROOT / "pyproject.toml"
+
+
+def _lint(tree: Path) -> subprocess.CompletedProcess[str]:
+    code = (
+        "import sys\n"
+        "from importlinter.cli import lint_imports\n"
+        f"sys.exit(lint_imports(config_filename={str(CONFIG)!r}, no_cache=True, no_logo=True))\n"
+    )
+    # In the tree, so `fieldtrust` is the laid-out package, not the checkout's folder.
+    return subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True,
+                          text=True, check=False)
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build(tmp_path_factory.mktemp("layout") / "tree")
+
+
+def test_the_layers_hold(tree: Path) -> None:
+    result = _lint(tree)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 kept, 0 broken" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "imports", "shown"),
+    [
+        ("fieldtrust/store/_leak.py", "from fieldtrust.governance import acts",
+         "fieldtrust.store._leak -> fieldtrust.governance.acts"),
+        ("fieldtrust/calibration/_leak.py", "import fieldtrust.extraction.client",
+         "fieldtrust.calibration._leak -> fieldtrust.extraction.client"),
+        ("fieldtrust/dashboard/_leak.py", "import bench.run",
+         "fieldtrust.dashboard._leak -> bench.run"),
+    ],
+    ids=["store-imports-governance", "siblings-import-each-other", "dashboard-imports-bench"],
+)
+def test_an_import_of_a_higher_layer_breaks_the_contract(
+    tmp_path: Path, module: str, imports: str, shown: str
+) -> None:
+    tree = build(tmp_path / "tree")
+    (tree / module).write_text(f"{imports}\n", encoding="utf-8")
+    result = _lint(tree)
+    assert result.returncode == 1, result.stdout
+    assert "0 kept, 1 broken" in result.stdout
+    assert shown in result.stdout
+
+
+def test_every_package_has_a_layer(tree: Path) -> None:
+    config = tomllib.loads(CONFIG.read_text(encoding="utf-8"))
+    (contract,) = config["tool"]["importlinter"]["contracts"]
+    layered = {name.strip() for layer in contract["layers"] for name in layer.split("|")}
+    found = {f"fieldtrust.{p.stem}" for p in (tree / "fieldtrust").iterdir()
+             if p.is_dir() or (p.suffix == ".py" and p.stem != "__init__")}
+    assert found | {"bench"} == layered
+
+
+def test_the_package_root_imports_nothing() -> None:
+    # Every layer reads the version from it (store.provenance): it must stay below them all.
+    tree = ast.parse((ROOT / "fieldtrust" / "__init__.py").read_text(encoding="utf-8"))
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
