@@ -98,12 +98,12 @@ def extract(
     from fieldtrust.extraction.sink import StoreSink
 
     api_key = api_key_from_env()
-    resolved = settings(ctx)
+    resolved = settings(ctx, model=model)
     with open_store(resolved.db):
         pass  # creates and migrates the store now, so a bad --db fails before any API call
     client = make_client(api_key)
     sink = StoreSink(resolved.db, form_version=form_version)
-    chosen_model = model or resolved.model
+    chosen_model = resolved.model
     if batch:
         _say(f"manifest: {manifest}")
         summary = run_batch(

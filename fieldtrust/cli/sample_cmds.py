@@ -93,12 +93,13 @@ def sample(
         return
     if actor is None:
         raise click.UsageError("drawing needs --as NAME, a user with the qa_lead role")
+    conf = settings(ctx, seed=seed)
     con = open_db(ctx)
     result = draw_sample(
         con,
         week,
         design,
-        seed=settings(ctx).seed if seed is None else seed,
+        seed=conf.seed,
         actor=actor,
         redraw=redraw,
     )
@@ -179,10 +180,10 @@ def report(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
     """Weekly design-weighted accuracy per (doc_type, field), and this week's alerts."""
     from fieldtrust.sampling.report import audit_report
 
-    resolved = settings(ctx)
+    resolved = settings(ctx, weeks=weeks)
     result = audit_report(
         open_db(ctx, read_only=True),
-        weeks=weeks or resolved.weeks,
+        weeks=resolved.weeks,
         target=resolved.target,
         confidence=resolved.confidence,
         lookback=resolved.stability_weeks,

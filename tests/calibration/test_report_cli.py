@@ -129,7 +129,7 @@ def test_calibrate_prints_the_overall_line_first_then_worst_strata(db) -> None:
 def test_bad_flag_values_become_a_one_line_error(db) -> None:
     code, _, err = run(db, "calibrate", "--target", "1.5")
     assert code == 2
-    assert err.startswith("error: ") and "target 1.5" in err
+    assert err.startswith("error: ") and "--target: 1.5 must be strictly between 0 and 1" in err
 
 
 def test_candidates_lists_evidence_and_reasons(db) -> None:
