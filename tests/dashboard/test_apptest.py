@@ -227,6 +227,52 @@ def test_an_incomplete_incorrect_verdict_is_refused_with_the_library_message(
     assert _rows(demo_db, "SELECT count(*) FROM labels") == before
 
 
+def test_review_records_error_type_other_with_its_detail(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("review", user="ben")
+    (held,) = _rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ben'")
+    at.text_input(key=state.REVIEW_CORRECTED).set_value("12.50")
+    at.selectbox(key=state.REVIEW_ERROR_TYPE).set_value("other")
+    at.text_input(key=state.REVIEW_ERROR_DETAIL).set_value("stamp over the amount")
+    at.button(key=state.REVIEW_INCORRECT).click().run()
+    assert not at.exception
+    assert not at.error, at.error[0].value
+    labels = _rows(
+        demo_db,
+        "SELECT verdict, corrected_value, error_type, error_detail, review_round FROM labels"
+        " WHERE extraction_id = ? AND reviewer = 'ben'",
+        [held[0]],
+    )
+    assert labels == [("incorrect", "12.50", "other", "stamp over the amount", "primary")]
+
+
+def test_adjudication_records_error_type_other_with_its_detail(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("audit", user="quinn")
+    at.session_state[state.AUDIT_TAB] = "Adjudication"
+    at.run()
+    item = at.selectbox(key=state.AUDIT_ADJ_ITEM).value
+    at.selectbox(key=state.AUDIT_ADJ_VERDICT).set_value("incorrect")
+    at.selectbox(key=state.AUDIT_ADJ_TYPE).set_value("other")
+    at.text_input(key=state.AUDIT_ADJ_DETAIL).set_value("stamp over the amount")
+    at.checkbox(key=state.AUDIT_ADJ_ABSENT).check()
+    at.button(key=state.AUDIT_ADJ_SUBMIT).click().run()
+    assert not at.exception
+    assert not at.error, at.error[0].value
+    labels = _rows(
+        demo_db,
+        "SELECT verdict, corrected_value, corrected_status, error_type, error_detail, reviewer"
+        " FROM labels WHERE extraction_id = ? AND review_round = 'adjudication'",
+        [item],
+    )
+    assert labels == [("incorrect", None, "null", "other", "stamp over the amount", "quinn")]
+    assert any(f"Adjudicated {item}: incorrect" in _shown(s.value) for s in at.success)
+
+
 def test_next_skips_the_item_and_records_the_skip(
     demo_db: Path, use_db: Callable[[Path], None]
 ) -> None:
