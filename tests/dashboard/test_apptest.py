@@ -25,6 +25,7 @@ from fieldtrust.labels.roles import grant_role
 from streamlit.testing.v1 import AppTest
 
 from fieldtrust import store
+from tests.conftest import table_fingerprint
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 
@@ -47,15 +48,6 @@ def _open(page: str, user: str | None = None) -> AppTest:
     at.switch_page(PAGES[page]).run()
     assert not at.exception, at.exception[0].message
     return at
-
-
-def _fingerprint(con: object) -> list[object]:
-    """Every row of the governance tables, and the label count (unchanged after a refusal)."""
-    rows: list[object] = [
-        sorted(con.execute(f"SELECT * FROM {table}").fetchall(), key=repr)  # type: ignore[attr-defined]
-        for table in ("decisions", "evidence_snapshots", "user_roles")
-    ]
-    return [*rows, con.execute("SELECT count(*) FROM labels").fetchall()]  # type: ignore[attr-defined]
 
 
 def _shown(markdown: str) -> str:
@@ -345,11 +337,11 @@ def test_a_reviewer_cannot_approve(demo_db: Path, use_db: Callable[[Path], None]
     # A forged request (what the button would have sent) is refused by the library.
     con = store.connect(demo_db)
     try:
-        before = _fingerprint(con)
+        before = table_fingerprint(con)
         with pytest.raises(PermissionDenied, match=r"ana \(role reviewer\) may not approve"):
             decide(con, "ana", action="approve", doc_type="invoice", field="currency",
                    threshold=0.5, comment="forged", evidence={"threshold": 0.5})
-        assert _fingerprint(con) == before
+        assert table_fingerprint(con) == before
     finally:
         con.close()
 

@@ -26,9 +26,6 @@ from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.store.ingest import ingest_table
 
 from fieldtrust import store
-from tests.conftest import table_fingerprint
-
-__all__ = ["table_fingerprint"]
 
 WEEK = "2026-W48"
 WEEK_START = dt.datetime(2026, 11, 23, 8, 0, 0)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from fieldtrust.labels.roles import bootstrap_admin, grant_role
-from fieldtrust.store.sql import quote_ident
 from fieldtrust.store.weeks import week_bounds
 
 from fieldtrust import store
@@ -138,30 +137,3 @@ def con(db_path: Path, world: World) -> Iterator[duckdb.DuckDBPyConnection]:
     world.grant(connection)
     yield connection
     connection.close()
-
-
-def _fingerprint(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, str]]:
-    """Row count and order-independent checksum of every table (as tests/conftest.py)."""
-    tables = [
-        name
-        for (name,) in con.sql(
-            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
-            " ORDER BY table_name"
-        ).fetchall()
-    ]
-    result = {}
-    for name in tables:
-        rows = con.sql(
-            f"SELECT count(*), coalesce(bit_xor(hash(t))::VARCHAR, '') FROM {quote_ident(name)} t"
-        ).fetchall()
-        result[name] = (rows[0][0], rows[0][1])
-    return result
-
-
-@pytest.fixture
-def fingerprint() -> Callable[[duckdb.DuckDBPyConnection], dict[str, tuple[int, str]]]:
-    """``fingerprint(con)`` before and after shows a store unchanged.
-
-    (A fixture because ``from conftest import`` would find this file, not the root one.)
-    """
-    return _fingerprint
