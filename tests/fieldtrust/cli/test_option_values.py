@@ -14,7 +14,7 @@ decide). Two commands are not run in-process:
   a server that had to be killed rather than as a hung test run.
 - ``extract`` calls the Anthropic API (its numeric options, ``--wait`` and
   ``--poll-interval``, only matter while polling a batch there); its option
-  checks are covered by tests/extraction/test_cli.py over a mock transport.
+  checks are covered by tests/fieldtrust/cli/test_extract_cmds.py over a mock transport.
 """
 
 from __future__ import annotations

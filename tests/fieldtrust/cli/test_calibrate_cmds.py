@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from calib_store import DesignSpec, StratumSpec, add_stratum, build_store, weeks_from
 from click.testing import CliRunner
 from fieldtrust.calibration.errors import CalibrationInputError
 from fieldtrust.calibration.report import calibration_report
@@ -15,6 +14,13 @@ from fieldtrust.store.scope import Scope
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
+from tests.calibration.calib_store import (
+    DesignSpec,
+    StratumSpec,
+    add_stratum,
+    build_store,
+    weeks_from,
+)
 
 WEEKS = weeks_from("2026-W20", 3)
 STRATUM_KEYS = {
