@@ -6,7 +6,6 @@ commands, so `fieldtrust --help` and the other commands start fast.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -177,14 +176,8 @@ def candidates(
             {
                 "target": conf.target,
                 "confidence": conf.confidence,
-                "candidates": [a.evidence for a in chosen],
-                "not_candidates": [
-                    {"doc_type": a.doc_type, "field": a.field, "reason": a.reason,
-                     "reason_text": a.reason_text, "reasons": list(a.reasons),
-                     "labels_needed": a.labels_needed,
-                     "labels_needed_threshold": a.labels_needed_threshold}
-                    for a in others
-                ],
+                "candidates": [a.to_dict() for a in chosen],
+                "not_candidates": [a.to_dict() for a in others],
             }
         )
         return
@@ -217,20 +210,7 @@ def recalibrate(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
     conf = settings(ctx, weeks=weeks)
     con = open_db(ctx)
     results = fit_recalibration(con, _scope(con, conf.weeks), seed=conf.seed)
-    rows = [
-        {
-            "doc_type": r.doc_type,
-            "field": r.field,
-            "method": r.method,
-            "labels": r.n_labels,
-            "cv_brier": r.cv_brier.get(r.method),
-            "ece_before": r.ece_before,
-            "ece_after": r.ece_after,
-            "map_id": r.map_id,
-            "warning": r.warning,
-        }
-        for r in results
-    ]
+    rows = [r.to_dict() for r in results]
     if as_json:
         echo_json(rows)
         return
@@ -248,7 +228,7 @@ def maps(ctx: click.Context, as_json: bool) -> None:
     """The recalibration map in force per (document type, field), and how much it helped."""
     from fieldtrust.calibration.maps import current_maps
 
-    rows = [dataclasses.asdict(m) for m in current_maps(open_db(ctx, read_only=True))]
+    rows = [m.to_dict() for m in current_maps(open_db(ctx, read_only=True))]
     if as_json:
         echo_json(rows)
         return

@@ -7,7 +7,6 @@ for them at start-up.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -122,10 +121,10 @@ def extract(
 
 
 def _print(summary: RunSummary, as_json: bool) -> None:
-    counts = {k: v for k, v in dataclasses.asdict(summary).items() if k not in ("gaps", "results")}
-    gaps = [dataclasses.asdict(g) for g in summary.gaps]
+    shown = summary.to_dict()
+    gaps = shown["gaps"]
     if as_json:
-        echo_json({**counts, "gaps": gaps})
+        echo_json(shown)
         return
     click.echo(
         f"run {summary.run_id}: {summary.documents} documents, {summary.ok} stored"

@@ -105,23 +105,7 @@ def sample(
     )
     written = write_items_csv(sample_items(con, result.sample_id), out) if out else None
     if as_json:
-        echo_json(
-            {
-                "sample_id": result.sample_id,
-                "week": result.week,
-                "version": result.version,
-                "seed": result.seed,
-                "created": result.created,
-                "replaced": result.replaced,
-                "design_sha256": result.design_sha256,
-                "design": result.design.to_dict(),
-                "n_population": result.n_population,
-                "n_sample": result.n_sample,
-                "cells": result.cells.to_pylist(),
-                "out": out,
-                "rows_written": written,
-            }
-        )
+        echo_json({**result.to_dict(), "out": out, "rows_written": written})
         return
     state = "drew" if result.created else "already drawn:"
     click.echo(
