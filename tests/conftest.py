@@ -15,6 +15,7 @@ import os
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import fieldtrust.store.sql  # noqa: F401  (store.sql below)
@@ -108,6 +109,12 @@ USERS = {
 CELLS = ("invoice|total|high|established", "invoice|total|low|established",
          "invoice|tax|high|established")
 
+#: Column defaults of :meth:`Builder.extractions` (doc_id defaults to ``doc-<extraction_id>``).
+EXTRACTION_DEFAULTS: dict[str, object] = {
+    "doc_type": "invoice", "form_version": "v1", "field": "total", "value": "10.00",
+    "value_status": "present", "confidence": 0.9, "extracted_at": MONDAY, "batch_id": "b1",
+}
+
 
 class Builder:
     """Writes extractions, audit samples and users straight into a store."""
@@ -136,17 +143,29 @@ class Builder:
         )
         return extraction_id
 
-    def extractions(self, rows: list[dict[str, object]]) -> None:
-        """Many extractions at once (dicts with extraction_id and any column to override)."""
-        defaults = {"doc_type": "invoice", "form_version": "v1", "field": "total",
-                    "value": "10.00", "value_status": "present", "confidence": 0.9,
-                    "extracted_at": MONDAY, "batch_id": "b1"}
-        table = pa.Table.from_pylist(
-            [{**defaults, "doc_id": f"doc-{r['extraction_id']}", **r} for r in rows]
-        )
+    def extractions(self, rows: list[dict[str, object]] | pa.Table | Any) -> None:
+        """Many extractions at once: dicts, an Arrow table or a pandas frame, each row with
+        an extraction_id and any column to override (the others get :data:`EXTRACTION_DEFAULTS`)."""
+        if isinstance(rows, list):
+            table = pa.Table.from_pylist(rows)
+        elif isinstance(rows, pa.Table):
+            table = rows
+        else:
+            table = pa.Table.from_pandas(rows, preserve_index=False)
+        given = set(table.column_names)
+        fill = [f"? AS {column}" for column in EXTRACTION_DEFAULTS if column not in given]
+        params = [value for column, value in EXTRACTION_DEFAULTS.items() if column not in given]
+        if "doc_id" not in given:
+            fill.append("'doc-' || extraction_id AS doc_id")
         self.con.register("new_extractions", table)
-        self.con.execute("INSERT INTO extractions BY NAME SELECT * FROM new_extractions")
-        self.con.unregister("new_extractions")
+        try:
+            self.con.execute(
+                f"INSERT INTO extractions BY NAME SELECT {', '.join([*fill, '*'])}"
+                " FROM new_extractions",
+                params,
+            )
+        finally:
+            self.con.unregister("new_extractions")
 
     def labels(self, rows: list[dict[str, object]]) -> None:
         """Label rows written directly (fixture data; the API is tested on its own)."""

@@ -15,6 +15,7 @@ from fieldtrust.labels.roles import bootstrap_admin, grant_role
 from fieldtrust.store.weeks import week_bounds
 
 from fieldtrust import store
+from tests.conftest import Builder
 
 
 @dataclass
@@ -70,16 +71,9 @@ class World:
 
     def insert(self, con: duckdb.DuckDBPyConnection, frame: pd.DataFrame) -> None:
         """Store the rows, their truth (demo_truth) and first sightings of form versions."""
+        Builder(con).extractions(frame.drop(columns="correct").assign(batch_id="test"))
         con.register("_incoming", frame)
         try:
-            con.execute(
-                """
-                INSERT INTO extractions (extraction_id, doc_id, doc_type, form_version, field,
-                    value, value_status, confidence, extracted_at, conflict, batch_id)
-                SELECT extraction_id, doc_id, doc_type, form_version, field, value, value_status,
-                       confidence, extracted_at, conflict, 'test' FROM _incoming
-                """
-            )
             con.execute(
                 "INSERT INTO demo_truth (extraction_id, correct)"
                 " SELECT extraction_id, correct FROM _incoming"
