@@ -25,7 +25,7 @@ from fieldtrust.labels.roles import grant_role
 from streamlit.testing.v1 import AppTest
 
 from fieldtrust import store
-from tests.conftest import table_fingerprint
+from tests.conftest import Builder, table_fingerprint
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 
@@ -444,12 +444,11 @@ def test_a_library_error_quoting_a_hostile_value_shows_it_as_written(
     path = tmp_path / "hostile.duckdb"
     con = store.connect(path)
     try:
-        con.executemany(
-            "INSERT INTO extractions (extraction_id, doc_id, doc_type, form_version, field,"
-            " value, value_status, confidence, extracted_at, batch_id)"
-            " VALUES (?, 'd', ?, 'v1', 'total', '1', 'present', 0.9, ?, 'b')",
-            [[f"e{i}", HOSTILE_DOC_TYPE, dt.datetime(2026, 11, 23, 9)] for i in range(5)],
-        )
+        Builder(con).extractions([
+            {"extraction_id": f"e{i}", "doc_id": "d", "doc_type": HOSTILE_DOC_TYPE,
+             "value": "1", "extracted_at": dt.datetime(2026, 11, 23, 9)}
+            for i in range(5)
+        ])
         grant_role(con, "root", "root", "admin")
         grant_role(con, "root", "maya", "manager")
     finally:
