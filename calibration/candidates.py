@@ -71,6 +71,15 @@ class CandidateAssessment:
     def reason_text(self) -> str | None:
         return REASONS[self.reason] if self.reason else None
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: a candidate's evidence, or why a stratum is not one."""
+        if self.candidate:
+            return dict(self.evidence)
+        return {"doc_type": self.doc_type, "field": self.field, "reason": self.reason,
+                "reason_text": self.reason_text, "reasons": list(self.reasons),
+                "labels_needed": self.labels_needed,
+                "labels_needed_threshold": self.labels_needed_threshold}
+
 
 def assess(
     data: StratumData,

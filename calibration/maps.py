@@ -13,8 +13,10 @@ This module reads only; it imports neither numpy nor scikit-learn.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 
@@ -33,6 +35,10 @@ class MapSummary:
     ece_after: float | None  # this map, out-of-fold predictions
     fitted_at: dt.datetime
     n_knots: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (what ``--json`` prints)."""
+        return dataclasses.asdict(self)
 
 
 def current_maps(con: duckdb.DuckDBPyConnection) -> list[MapSummary]:

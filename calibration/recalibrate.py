@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -72,6 +73,13 @@ class RecalibrationResult:
     map: RecalibrationMap
     warning: str | None = None
     map_id: str | None = None  # set once stored
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (a row of ``fieldtrust recalibrate --json``), without the knots."""
+        return {"doc_type": self.doc_type, "field": self.field, "method": self.method,
+                "labels": self.n_labels, "cv_brier": self.cv_brier.get(self.method),
+                "ece_before": self.ece_before, "ece_after": self.ece_after,
+                "map_id": self.map_id, "warning": self.warning}
 
 
 def _logit(c: FloatArray) -> FloatArray:

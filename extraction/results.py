@@ -8,6 +8,7 @@ Nothing here raises: a failure on one document never loses the others.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -128,6 +129,12 @@ class RunSummary:
     output_tokens: int
     gaps: tuple[Gap, ...]
     results: tuple[DocumentResult, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (what ``fieldtrust extract --json`` prints): the counts and the gaps,
+        not the per-document results."""
+        counts = {k: v for k, v in dataclasses.asdict(self).items() if k not in ("gaps", "results")}
+        return {**counts, "gaps": [dataclasses.asdict(g) for g in self.gaps]}
 
 
 def summarise(

@@ -182,11 +182,14 @@ class DocSchema:
         return tuple(spec.name for spec in self.fields)
 
     def field(self, name: str) -> FieldSpec:
-        """The spec of field ``name`` (KeyError if this type has none)."""
+        """The spec of field ``name`` (:class:`ExtractionConfigError` if this type has none)."""
         for spec in self.fields:
             if spec.name == name:
                 return spec
-        raise KeyError(name)
+        raise ExtractionConfigError(
+            f"document type {self.doc_type!r} has no field {name!r};"
+            f" its fields: {', '.join(self.field_names)}"
+        )
 
     def tool(self, *, strict: bool = True) -> dict[str, Any]:
         """The tool definition sent to the Messages API."""

@@ -16,9 +16,16 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from fieldtrust.store.errors import FieldtrustError
+from fieldtrust.store.scope import MAX_WEEKS
+
 ENV_PREFIX = "FIELDTRUST_"
 CONFIG_ENV = "FIELDTRUST_CONFIG"
 DEFAULT_CONFIG_FILE = "fieldtrust.toml"
+
+
+class SettingsError(FieldtrustError, ValueError):
+    """A setting's value is unusable; the message names the setting and the value."""
 
 
 def _setting(default: Any, help: str) -> Any:
@@ -42,26 +49,51 @@ class Settings:
     port: int = _setting(8501, "Port of the dashboard server.")
 
     def __post_init__(self) -> None:
-        for name in ("target", "confidence"):
-            value = getattr(self, name)
-            if not 0 < value < 1:
-                raise ValueError(f"setting {name}: {value} must be strictly between 0 and 1")
-        for name in ("weeks", "stability_weeks", "n_min"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"setting {name}: {getattr(self, name)} must be at least 1")
-        if not 0 < self.port < 65536:
-            raise ValueError(f"setting port: {self.port} is not a TCP port")
+        for f in fields(self):
+            problem = _problem(f.name, getattr(self, f.name))
+            if problem:
+                raise SettingsError(f"setting {f.name}: {problem}")
+
+    def with_flags(self, **flags: object) -> Settings:
+        """These settings with a command's flags laid over them; flags given as ``None`` (not
+        used on the command line) change nothing.
+
+        Each flag is named as typed (``--weeks: 0 must be at least 1``) when its value is
+        refused.
+        """
+        given = {name: value for name, value in flags.items() if value is not None}
+        for name, value in given.items():
+            problem = _problem(name, value)
+            if problem:
+                raise SettingsError(f"--{name.replace('_', '-')}: {problem}")
+        return dataclasses.replace(self, **given) if given else self  # type: ignore[arg-type]
 
     @classmethod
     def help_lines(cls) -> dict[str, str]:
         return {f.name: str(f.metadata["help"]) for f in fields(cls)}
 
 
+def _problem(name: str, value: Any) -> str | None:
+    """What is wrong with ``value`` for setting ``name``, or None when it is usable."""
+    if name in ("target", "confidence") and not 0 < value < 1:
+        return f"{value} must be strictly between 0 and 1"
+    if name in ("weeks", "stability_weeks") and not 1 <= value <= MAX_WEEKS:
+        return f"{value} must be between 1 and {MAX_WEEKS} weeks"
+    if name == "n_min" and value < 1:
+        return f"{value} must be at least 1"
+    if name == "seed" and not 0 <= value < 2**32:
+        # The recalibration folds hand it to scikit-learn, which takes 32 bits.
+        return f"{value} must be a whole number from 0 to {2**32 - 1}"
+    if name == "port" and not 0 < value < 65536:
+        return f"{value} is not a TCP port"
+    return None
+
+
 def _coerce(name: str, raw: object, kind: type) -> object:
     try:
         return kind(raw)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"setting {name}: {raw!r} is not a valid {kind.__name__}") from exc
+        raise SettingsError(f"setting {name}: {raw!r} is not a valid {kind.__name__}") from exc
 
 
 def load_settings(
@@ -84,7 +116,7 @@ def load_settings(
             table = tomllib.load(handle)
         for name, raw in table.get("fieldtrust", table).items():
             if name not in types:
-                raise ValueError(f"{path}: unknown setting {name!r}; known: {', '.join(types)}")
+                raise SettingsError(f"{path}: unknown setting {name!r}; known: {', '.join(types)}")
             values[name] = _coerce(name, raw, types[name])
     for name, kind in types.items():
         raw = env.get(ENV_PREFIX + name.upper())

@@ -21,8 +21,10 @@ estimates, thresholds).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -78,6 +80,10 @@ class ReviewPair:
     second_error_type: str | None
     adjudicated: bool
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (what ``--json`` prints)."""
+        return dataclasses.asdict(self)
+
 
 @dataclass(frozen=True)
 class Agreement:
@@ -89,6 +95,11 @@ class Agreement:
     percent_agreement: float
     kappa: float
 
+    def to_dict(self, names: tuple[str, str]) -> dict[str, Any]:
+        """The JSON form, the group's two parts under ``names`` (``doc_type``, ``field``)."""
+        return {names[0]: self.group[0], names[1]: self.group[1], "items": self.n,
+                "agreement": self.percent_agreement, "kappa": self.kappa}
+
 
 @dataclass(frozen=True)
 class AgreementReport:
@@ -98,6 +109,15 @@ class AgreementReport:
     per_pair: list[Agreement]
     n_items: int
     to_adjudicate: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (what ``fieldtrust agreement --json`` prints)."""
+        return {
+            "items": self.n_items,
+            "to_adjudicate": self.to_adjudicate,
+            "per_field": [a.to_dict(("doc_type", "field")) for a in self.per_field],
+            "per_pair": [a.to_dict(("reviewer_a", "reviewer_b")) for a in self.per_pair],
+        }
 
 
 def cohen_kappa(first: Sequence[str], second: Sequence[str]) -> float:

@@ -30,9 +30,11 @@ same id.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 from fieldtrust.labels.errors import LabelError, LabelFieldError
@@ -115,6 +117,10 @@ class LabelImportResult:
     rows_added: int
     rows_already_stored: int
     rows_without_verdict: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (what ``--json`` prints)."""
+        return dataclasses.asdict(self)
 
 
 def import_labels(

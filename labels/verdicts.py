@@ -15,6 +15,7 @@ that says what to do, so nobody's label is lost or silently replaced.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import uuid
 from dataclasses import dataclass
@@ -56,6 +57,10 @@ class Label:
     review_round: str
     labeled_at: dt.datetime
     supersedes: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (what ``--json`` prints)."""
+        return dataclasses.asdict(self)
 
 
 def record_verdict(

@@ -33,6 +33,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from fieldtrust.sampling.errors import SamplingError
 from fieldtrust.sampling.estimates import audit_labels, estimate_labels
 from fieldtrust.store.scope import Scope
 from fieldtrust.store.weeks import parse_week, shift_week
@@ -98,9 +99,9 @@ def weekly_alerts(
     Fisher (1935), The Design of Experiments.
     """
     if not 0 < target < 1 or not 0 < confidence < 1:
-        raise ValueError(f"target {target} and confidence {confidence} must be in (0, 1)")
+        raise SamplingError(f"target {target} and confidence {confidence} must be in (0, 1)")
     if lookback < 1:
-        raise ValueError(f"lookback must be at least 1 week, got {lookback}")
+        raise SamplingError(f"lookback must be at least 1 week, got {lookback}")
     week = week or _latest_sampled_week(con)
     if week is None:
         return []

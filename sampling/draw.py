@@ -18,6 +18,7 @@ qa_lead), read from the store's grants as every other writer does.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -86,6 +87,22 @@ class SampleResult:
     def n_sample(self) -> int:
         """Items drawn."""
         return int(pa.compute.sum(self.cells["n_sample"]).as_py() or 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (what ``fieldtrust sample --json`` prints), cells as a list of rows."""
+        return {
+            "sample_id": self.sample_id,
+            "week": self.week,
+            "version": self.version,
+            "seed": self.seed,
+            "created": self.created,
+            "replaced": self.replaced,
+            "design_sha256": self.design_sha256,
+            "design": self.design.to_dict(),
+            "n_population": self.n_population,
+            "n_sample": self.n_sample,
+            "cells": self.cells.to_pylist(),
+        }
 
 
 def draw_sample(

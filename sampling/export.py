@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 import pyarrow as pa
+from fieldtrust.sampling.errors import SamplingError
 
 ITEM_COLUMNS = (
     "extraction_id",
@@ -47,7 +48,7 @@ def write_items_csv(items: pa.Table, path: str | os.PathLike[str]) -> int:
     """Write ``items`` (:func:`~.draw.sample_items`) to ``path``; return the row count."""
     missing = [c for c in ITEM_COLUMNS if c not in items.column_names]
     if missing:
-        raise ValueError(f"items lack column {missing[0]!r}; pass sample_items(...) output")
+        raise SamplingError(f"items lack column {missing[0]!r}; pass sample_items(...) output")
     rows = items.select(list(ITEM_COLUMNS)).to_pylist()
     with Path(path).open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import duckdb
 import pyarrow as pa
+from fieldtrust.sampling.errors import SamplingError
 from fieldtrust.store.scope import Scope
 
 _OPEN_ITEMS = """
@@ -136,6 +137,10 @@ ORDER BY position
 """
 
 
+#: The longest queue returned at once (DuckDB's arg_min takes fewer than a million).
+MAX_LIMIT = 100_000
+
+
 def priority_queue(
     con: duckdb.DuckDBPyConnection, scope: Scope = Scope(), *, limit: int = 100
 ) -> pa.Table:
@@ -148,7 +153,7 @@ def priority_queue(
     scope
         Which extractions to consider.
     limit
-        Rows to return.
+        Rows to return, 1 to :data:`MAX_LIMIT`.
 
     Returns
     -------
@@ -158,8 +163,8 @@ def priority_queue(
         calibrated_confidence (null without a map), calibration_method,
         reason (why it sits where it does).
     """
-    if limit < 1:
-        raise ValueError(f"limit must be at least 1, got {limit}")
+    if not 1 <= limit <= MAX_LIMIT:
+        raise SamplingError(f"limit must be between 1 and {MAX_LIMIT:,}, got {limit:,}")
     where, params = scope.where("e")
     cutoffs = con.sql(_CUTOFFS_SQL.format(where=where), params=[*params, limit]).fetchall()
     columns = [list(values) for values in zip(*cutoffs, strict=True)] or [[], [], [], []]

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from fieldtrust.sampling.errors import SamplingError
 from scipy import stats
 
 FloatArray = npt.NDArray[np.float64]
@@ -247,7 +248,7 @@ def clopper_pearson(
     (Clopper & Pearson 1934; STATS.md section 3).
     """
     if sided not in ("two", "upper", "lower"):
-        raise ValueError(f"sided must be 'two', 'upper' or 'lower', got {sided!r}")
+        raise SamplingError(f"sided must be 'two', 'upper' or 'lower', got {sided!r}")
     x = np.atleast_1d(np.asarray(successes, dtype=np.float64))
     size = np.atleast_1d(np.asarray(n, dtype=np.float64))
     alpha = 1 - confidence

@@ -12,6 +12,14 @@ class FieldtrustError(Exception):
     """
 
 
+class InputError(FieldtrustError, ValueError):
+    """An argument given to a fieldtrust function is outside what it accepts.
+
+    The message names the argument, the value and what would do instead
+    (``weeks must be at least 1, got 0``).
+    """
+
+
 class StoreError(FieldtrustError):
     """Something about the store file itself (path, version, lock)."""
 

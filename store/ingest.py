@@ -17,10 +17,12 @@ See docs/ingest.md for the columns and every rule.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -111,6 +113,10 @@ class IngestResult:
     rows_in_file: int
     rows_added: int
     rows_already_stored: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (what ``--json`` prints)."""
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)

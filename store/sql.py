@@ -10,12 +10,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import duckdb
+from fieldtrust.store.errors import InputError
 
 
 def quote_ident(name: str) -> str:
     """Quote ``name`` as a DuckDB identifier (doubling embedded quotes)."""
     if not name or "\x00" in name:
-        raise ValueError(f"not a usable SQL identifier: {name!r}")
+        raise InputError(f"not a usable SQL identifier: {name!r}")
     return '"' + name.replace('"', '""') + '"'
 
 
@@ -26,7 +27,7 @@ def quote_literal(text: str) -> str:
     functions' file names inside ``CREATE VIEW``); use this only there.
     """
     if "\x00" in text:
-        raise ValueError(f"not a usable SQL string: {text!r}")
+        raise InputError(f"not a usable SQL string: {text!r}")
     return "'" + text.replace("'", "''") + "'"
 
 

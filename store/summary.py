@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 from fieldtrust.store.rollup import is_current
@@ -22,6 +24,10 @@ class StoreSummary:
     labels: int
     audit_samples: int
     decisions: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (what ``--json`` prints)."""
+        return dataclasses.asdict(self)
 
 
 def store_summary(con: duckdb.DuckDBPyConnection) -> StoreSummary:
@@ -50,6 +56,14 @@ class FilterOptions:
     weeks: tuple[str, ...]
     doc_types: tuple[str, ...]
     form_versions: tuple[tuple[str, str], ...]  # (doc_type, form_version)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (what ``fieldtrust info --values --json`` prints)."""
+        return {
+            "weeks": list(self.weeks),
+            "doc_types": list(self.doc_types),
+            "form_versions": [{"doc_type": d, "form_version": v} for d, v in self.form_versions],
+        }
 
 
 def filter_options(con: duckdb.DuckDBPyConnection) -> FilterOptions:

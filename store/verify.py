@@ -11,6 +11,7 @@ was not rewritten wholesale.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -115,6 +116,17 @@ class HistoryCheck:
             f"history altered outside fieldtrust: {self.problems[0].describe()}{tail}."
             " Restore the store from a backup and compare, or ask who has write access to it"
         )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (what ``fieldtrust verify --json`` prints); each problem carries its
+        one-line ``message``."""
+        return {
+            "intact": self.intact,
+            "head": {"seq": self.head.seq, "hash": self.head.row_hash},
+            "rows": dict(self.rows),
+            "total_problems": self.total_problems,
+            "problems": [dict(dataclasses.asdict(p), message=p.describe()) for p in self.problems],
+        }
 
 
 def verify_history(

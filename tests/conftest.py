@@ -1,12 +1,25 @@
-"""Fixtures shared by every test: real DuckDB files in tmp_path."""
+"""Fixtures shared by every test: real DuckDB files in tmp_path, the one store builder
+(:class:`Builder`) and the one table fingerprint (:func:`table_fingerprint`).
+
+Audit samples, labels and grants are written with SQL by the builder (the
+sampling and labels packages write them in production, and are tested on
+their own); the rows follow the schema in store/migrations.py.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import datetime as dt
+import hashlib
+import json
+import os
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import fieldtrust.store.sql  # noqa: F401  (store.sql below)
+import pyarrow as pa
 import pytest
 from hypothesis import settings
 
@@ -34,19 +47,25 @@ def con(db_path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
     connection.close()
 
 
-def table_fingerprint(connection: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, str]]:
-    """Row count and an order-independent checksum of every table.
+Fingerprint = dict[str, tuple[int, str]]
+
+
+def table_fingerprint(
+    connection: duckdb.DuckDBPyConnection, tables: Sequence[str] | None = None
+) -> Fingerprint:
+    """Row count and an order-independent checksum of every table (or of ``tables``).
 
     Tests compare fingerprints before and after a rejected operation to show the
     store is exactly as it was.
     """
-    tables = [
-        name
-        for (name,) in connection.execute(
-            "SELECT table_name FROM information_schema.tables"
-            " WHERE table_type = 'BASE TABLE' ORDER BY table_name"
-        ).fetchall()
-    ]
+    if tables is None:
+        tables = [
+            name
+            for (name,) in connection.execute(
+                "SELECT table_name FROM information_schema.tables"
+                " WHERE table_type = 'BASE TABLE' ORDER BY table_name"
+            ).fetchall()
+        ]
     fingerprint = {}
     for name in tables:
         quoted = store.sql.quote_ident(name)
@@ -56,3 +75,174 @@ def table_fingerprint(connection: duckdb.DuckDBPyConnection) -> dict[str, tuple[
         ).fetchall()[0]
         fingerprint[name] = (row[0], row[1])
     return fingerprint
+
+
+def file_fingerprint(path: str | os.PathLike[str], tables: Sequence[str] | None = None
+                     ) -> Fingerprint:
+    """:func:`table_fingerprint` of the (closed) store file at ``path``."""
+    connection = store.connect(path, read_only=True)
+    try:
+        return table_fingerprint(connection, tables)
+    finally:
+        connection.close()
+
+
+# --- the store builder ----------------------------------------------------------
+
+SAMPLE = "2026-W10/v1"
+WEEK = "2026-W10"
+MONDAY = dt.datetime(2026, 3, 2, 9, 0)
+
+#: Users of the standard fixture, by role ('none' = granted, then revoked).
+USERS = {
+    "root": "admin",
+    "alice": "reviewer",
+    "bob": "reviewer",
+    "dave": "reviewer",
+    "carol": "qa_lead",
+    "mona": "manager",
+    "ned": "none",
+}
+
+#: The fixture sample: three cells of four items; the first item of each cell
+#: (lowest PRN) is marked for double review.
+CELLS = ("invoice|total|high|established", "invoice|total|low|established",
+         "invoice|tax|high|established")
+
+#: Column defaults of :meth:`Builder.extractions` (doc_id defaults to ``doc-<extraction_id>``).
+EXTRACTION_DEFAULTS: dict[str, object] = {
+    "doc_type": "invoice", "form_version": "v1", "field": "total", "value": "10.00",
+    "value_status": "present", "confidence": 0.9, "extracted_at": MONDAY, "batch_id": "b1",
+}
+
+
+class Builder:
+    """Writes extractions, audit samples and users straight into a store."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        self._batch = False
+
+    def extraction(
+        self,
+        extraction_id: str,
+        *,
+        doc_type: str = "invoice",
+        field: str = "total",
+        form_version: str = "v1",
+        value: str | None = "10.00",
+        confidence: float = 0.9,
+        at: dt.datetime = MONDAY,
+    ) -> str:
+        self.con.execute(
+            "INSERT INTO extractions (extraction_id, doc_id, doc_type, form_version, field,"
+            " value, value_status, confidence, extracted_at, source_excerpt, batch_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'b1')",
+            [extraction_id, f"doc-{extraction_id}", doc_type, form_version, field, value,
+             "present" if value is not None else "null", confidence, at, f"... {value} ..."],
+        )
+        return extraction_id
+
+    def extractions(self, rows: list[dict[str, object]] | pa.Table | Any) -> None:
+        """Many extractions at once: dicts, an Arrow table or a pandas frame, each row with
+        an extraction_id and any column to override (the others get :data:`EXTRACTION_DEFAULTS`)."""
+        if isinstance(rows, list):
+            table = pa.Table.from_pylist(rows)
+        elif isinstance(rows, pa.Table):
+            table = rows
+        else:
+            table = pa.Table.from_pandas(rows, preserve_index=False)
+        given = set(table.column_names)
+        fill = [f"? AS {column}" for column in EXTRACTION_DEFAULTS if column not in given]
+        params = [value for column, value in EXTRACTION_DEFAULTS.items() if column not in given]
+        if "doc_id" not in given:
+            fill.append("'doc-' || extraction_id AS doc_id")
+        self.con.register("new_extractions", table)
+        try:
+            self.con.execute(
+                f"INSERT INTO extractions BY NAME SELECT {', '.join([*fill, '*'])}"
+                " FROM new_extractions",
+                params,
+            )
+        finally:
+            self.con.unregister("new_extractions")
+
+    def labels(self, rows: list[dict[str, object]]) -> None:
+        """Label rows written directly (fixture data; the API is tested on its own)."""
+        base = dt.datetime(2026, 3, 9)
+        table = pa.Table.from_pylist([
+            {"label_id": str(uuid.uuid4()), "review_round": "primary", "corrected_value": None,
+             "corrected_status": None, "error_type": None,
+             "labeled_at": base + dt.timedelta(seconds=i), **r}
+            for i, r in enumerate(rows)
+        ])
+        self.con.register("new_labels", table)
+        self.con.execute("INSERT INTO labels BY NAME SELECT * FROM new_labels")
+        self.con.unregister("new_labels")
+
+    def sample(
+        self,
+        sample_id: str,
+        week: str,
+        items: Iterable[tuple[str, str, float, float, bool]],
+        *,
+        version: int = 1,
+    ) -> None:
+        """items: (extraction_id, cell, inclusion_prob, prn, double_review)."""
+        items = list(items)
+        design = {"week": week, "seed": 7, "cells": sorted({cell for _, cell, *_ in items})}
+        design_json = json.dumps(design, sort_keys=True, separators=(",", ":"))
+        self.con.execute(
+            "INSERT INTO audit_samples VALUES (?, ?, ?, 7, ?, ?, ?, 'carol')",
+            [sample_id, week, version, design_json,
+             hashlib.sha256(design_json.encode()).hexdigest(), MONDAY],
+        )
+        by_cell: dict[str, list[tuple[str, str, float, float, bool]]] = {}
+        for item in items:
+            by_cell.setdefault(item[1], []).append(item)
+        for cell, members in by_cell.items():
+            doc_type, field, band, status = cell.split("|")
+            pi = members[0][2]
+            self.con.execute(
+                "INSERT INTO audit_cells VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [sample_id, cell, doc_type, field, band, status,
+                 round(len(members) / pi), len(members), pi],
+            )
+        for extraction_id, cell, pi, prn, double in items:
+            self.con.execute(
+                "INSERT INTO audit_items VALUES (?, ?, ?, ?, ?, ?)",
+                [sample_id, extraction_id, cell, pi, prn, double],
+            )
+
+    def users(self, users: dict[str, str] = USERS) -> None:
+        """Grant rows written directly, as an admin 'root' would have made them."""
+        base = dt.datetime(2026, 1, 5)
+        for i, (name, role) in enumerate(users.items()):
+            if role == "none":  # granted once, then revoked
+                self.con.execute("INSERT INTO user_roles VALUES (?, 'reviewer', 'root', ?)",
+                                 [name, base])
+            self.con.execute("INSERT INTO user_roles VALUES (?, ?, 'root', ?)",
+                             [name, role, base + dt.timedelta(minutes=i + 1)])
+
+
+@pytest.fixture
+def builder(con: duckdb.DuckDBPyConnection) -> Builder:
+    return Builder(con)
+
+
+@pytest.fixture
+def review_store(con: duckdb.DuckDBPyConnection, builder: Builder) -> duckdb.DuckDBPyConnection:
+    """Users of every role and sample 2026-W10/v1: 3 cells x 4 items, one double review each."""
+    builder.users()
+    items, rows = [], []
+    for c, cell in enumerate(CELLS):
+        field = cell.split("|")[1]
+        for k in range(4):
+            extraction_id = f"e{c}{k}"
+            rows.append({"extraction_id": extraction_id, "field": field,
+                         "confidence": 0.97 if "high" in cell else 0.6,
+                         "source_excerpt": "... 10.00 ..."})
+            items.append((extraction_id, cell, 0.5, (k + 1) / 10 + c / 100, k == 0))
+    builder.extractions(rows)
+    builder.sample(SAMPLE, WEEK, items)
+    return con

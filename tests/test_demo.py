@@ -104,7 +104,7 @@ def test_weeks_are_fixed_not_todays() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"rows": 0}, "rows must be at least 1"),
+        ({"rows": 0}, "rows must be between 1 and"),
         ({"weeks": 0}, "weeks must be at least 1"),
         ({"end_week": "2026-48"}, "not an ISO week"),
     ],

@@ -12,6 +12,7 @@ import duckdb
 import streamlit as st
 from fieldtrust.dashboard import auth, charts, data, downloads, layout, sidebar, state, views
 from fieldtrust.labels.agreement import adjudicate
+from fieldtrust.labels.forms import form_fields
 from fieldtrust.labels.taxonomy import ERROR_TYPES
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import SampleResult, draw_sample
@@ -135,15 +136,13 @@ def _alerts_section(week: str, settings: object) -> None:
 
 def _on_adjudicate(identity: auth.Identity, extraction_id: str) -> None:
     verdict = st.session_state.get(state.AUDIT_ADJ_VERDICT, "correct")
-    fields: dict[str, object] = {}
-    if verdict == "incorrect":
-        value = (st.session_state.get(state.AUDIT_ADJ_VALUE) or "").strip()
-        absent = bool(st.session_state.get(state.AUDIT_ADJ_ABSENT))
-        fields = {
-            "corrected_value": value or None,
-            "corrected_status": "null" if absent and not value else None,
-            "error_type": st.session_state.get(state.AUDIT_ADJ_TYPE),
-        }
+    fields = form_fields(
+        verdict,
+        corrected_value=st.session_state.get(state.AUDIT_ADJ_VALUE),
+        field_absent=bool(st.session_state.get(state.AUDIT_ADJ_ABSENT)),
+        error_type=st.session_state.get(state.AUDIT_ADJ_TYPE),
+        error_detail=st.session_state.get(state.AUDIT_ADJ_DETAIL),
+    )
     try:
         data.write(adjudicate, identity.user, extraction_id, verdict, **fields)
     except FieldtrustError as exc:
@@ -168,7 +167,9 @@ def _adjudication_section(identity: auth.Identity | None, scope: object) -> None
     cols = st.columns([3, 2, 2, 2])
     item = cols[0].selectbox("Item", ids, key=state.AUDIT_ADJ_ITEM)
     cols[1].selectbox("Verdict", ["correct", "incorrect", "unclear"], key=state.AUDIT_ADJ_VERDICT)
-    cols[2].selectbox("Error type (if incorrect)", list(ERROR_TYPES), key=state.AUDIT_ADJ_TYPE)
+    cols[2].selectbox("Error type (if incorrect)", list(ERROR_TYPES), key=state.AUDIT_ADJ_TYPE,
+                      help="\n\n".join(f"**{k}**: {v}" for k, v in ERROR_TYPES.items()))
+    cols[2].text_input("Detail (needed for 'other')", key=state.AUDIT_ADJ_DETAIL)
     cols[3].text_input("Corrected value (if incorrect)", key=state.AUDIT_ADJ_VALUE)
     cols[3].checkbox("Field absent", key=state.AUDIT_ADJ_ABSENT)
     st.button("Settle", key=state.AUDIT_ADJ_SUBMIT, on_click=_on_adjudicate,

@@ -8,11 +8,10 @@ role; the page only hides what a role cannot use.
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 from fieldtrust.dashboard import auth, data, downloads, layout, sidebar, state
 from fieldtrust.labels.assignment import ReviewItem, next_items, skip
+from fieldtrust.labels.forms import form_fields
 from fieldtrust.labels.progress import ItemContext
 from fieldtrust.labels.taxonomy import ERROR_TYPES
 from fieldtrust.labels.verdicts import record_verdict
@@ -24,16 +23,13 @@ SKIP_REASON = "skipped by reviewer (next)"
 
 def _verdict(identity: auth.Identity, item: ReviewItem, verdict: str) -> None:
     """Button callback: record the verdict; the rerun then shows the next item."""
-    fields: dict[str, Any] = {}
-    if verdict == "incorrect":
-        absent = st.session_state.get(state.REVIEW_ABSENT, False)
-        value = (st.session_state.get(state.REVIEW_CORRECTED) or "").strip()
-        fields = {
-            "corrected_value": None if absent or not value else value,
-            "corrected_status": "null" if absent else None,
-            "error_type": st.session_state.get(state.REVIEW_ERROR_TYPE),
-            "error_detail": st.session_state.get(state.REVIEW_ERROR_DETAIL) or None,
-        }
+    fields = form_fields(
+        verdict,
+        corrected_value=st.session_state.get(state.REVIEW_CORRECTED),
+        field_absent=bool(st.session_state.get(state.REVIEW_ABSENT)),
+        error_type=st.session_state.get(state.REVIEW_ERROR_TYPE),
+        error_detail=st.session_state.get(state.REVIEW_ERROR_DETAIL),
+    )
     try:
         data.write(
             record_verdict, actor=identity.user, extraction_id=item.extraction_id,

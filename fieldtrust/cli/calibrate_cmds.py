@@ -6,7 +6,6 @@ commands, so `fieldtrust --help` and the other commands start fast.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -96,14 +95,14 @@ def calibrate(
     """Per (document type, field): accuracy, calibration and thresholds."""
     from fieldtrust.calibration.report import calibration_report
 
-    conf = settings(ctx)
+    conf = settings(ctx, target=target, confidence=confidence, weeks=weeks)
     con = open_db(ctx, read_only=True)
-    scope = _scope(con, weeks if weeks is not None else conf.weeks)
+    scope = _scope(con, conf.weeks)
     report = calibration_report(
         con,
         scope,
-        target=target if target is not None else conf.target,
-        confidence=confidence if confidence is not None else conf.confidence,
+        target=conf.target,
+        confidence=conf.confidence,
         n_min=conf.n_min,
         stability_weeks=conf.stability_weeks,
     )
@@ -160,15 +159,13 @@ def candidates(
     """Strata that may be automated above a threshold, with evidence; why others may not."""
     from fieldtrust.calibration.candidates import automation_candidates
 
-    conf = settings(ctx)
+    conf = settings(ctx, target=target, confidence=confidence, weeks=weeks)
     con = open_db(ctx, read_only=True)
-    target = target if target is not None else conf.target
-    confidence = confidence if confidence is not None else conf.confidence
     assessments = automation_candidates(
         con,
-        _scope(con, weeks if weeks is not None else conf.weeks),
-        target=target,
-        confidence=confidence,
+        _scope(con, conf.weeks),
+        target=conf.target,
+        confidence=conf.confidence,
         n_min=conf.n_min,
         stability_weeks=conf.stability_weeks,
     )
@@ -177,20 +174,14 @@ def candidates(
     if as_json:
         echo_json(
             {
-                "target": target,
-                "confidence": confidence,
-                "candidates": [a.evidence for a in chosen],
-                "not_candidates": [
-                    {"doc_type": a.doc_type, "field": a.field, "reason": a.reason,
-                     "reason_text": a.reason_text, "reasons": list(a.reasons),
-                     "labels_needed": a.labels_needed,
-                     "labels_needed_threshold": a.labels_needed_threshold}
-                    for a in others
-                ],
+                "target": conf.target,
+                "confidence": conf.confidence,
+                "candidates": [a.to_dict() for a in chosen],
+                "not_candidates": [a.to_dict() for a in others],
             }
         )
         return
-    click.echo(f"{len(chosen)} automation candidate(s) at target {target:.0%}:")
+    click.echo(f"{len(chosen)} automation candidate(s) at target {conf.target:.0%}:")
     if chosen:
         echo_table([_candidate_row(a) for a in chosen])
     click.echo("")
@@ -216,25 +207,10 @@ def recalibrate(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
     """Fit and store a confidence recalibration map per (document type, field)."""
     from fieldtrust.calibration.recalibrate import fit_recalibration
 
-    conf = settings(ctx)
+    conf = settings(ctx, weeks=weeks)
     con = open_db(ctx)
-    results = fit_recalibration(
-        con, _scope(con, weeks if weeks is not None else conf.weeks), seed=conf.seed
-    )
-    rows = [
-        {
-            "doc_type": r.doc_type,
-            "field": r.field,
-            "method": r.method,
-            "labels": r.n_labels,
-            "cv_brier": r.cv_brier.get(r.method),
-            "ece_before": r.ece_before,
-            "ece_after": r.ece_after,
-            "map_id": r.map_id,
-            "warning": r.warning,
-        }
-        for r in results
-    ]
+    results = fit_recalibration(con, _scope(con, conf.weeks), seed=conf.seed)
+    rows = [r.to_dict() for r in results]
     if as_json:
         echo_json(rows)
         return
@@ -252,7 +228,7 @@ def maps(ctx: click.Context, as_json: bool) -> None:
     """The recalibration map in force per (document type, field), and how much it helped."""
     from fieldtrust.calibration.maps import current_maps
 
-    rows = [dataclasses.asdict(m) for m in current_maps(open_db(ctx, read_only=True))]
+    rows = [m.to_dict() for m in current_maps(open_db(ctx, read_only=True))]
     if as_json:
         echo_json(rows)
         return
@@ -268,7 +244,7 @@ def maps(ctx: click.Context, as_json: bool) -> None:
 )
 @click.option("--doc-type", required=True, help="Document type of the stratum.")
 @click.option("--field", "field_name", required=True, help="Field of the stratum.")
-@click.option("--bins", type=click.IntRange(min=1), default=10, show_default=True,
+@click.option("--bins", type=click.IntRange(min=1, max=1000), default=10, show_default=True,
               help="Number of equal-width bins on [0, 1].")
 @click.option("--weeks", type=int, default=None, help="Look at the last N weeks [setting weeks].")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
@@ -280,8 +256,9 @@ def histogram(
     """How many extractions of a stratum state each level of confidence (all, not only labelled)."""
     from fieldtrust.calibration.histogram import confidence_histogram
 
+    conf = settings(ctx, weeks=weeks)
     con = open_db(ctx, read_only=True)
-    scope = _scope(con, weeks if weeks is not None else settings(ctx).weeks)
+    scope = _scope(con, conf.weeks)
     rows = confidence_histogram(con, doc_type, field_name, scope, bins=bins).to_pylist()
     if as_json:
         echo_json(rows)

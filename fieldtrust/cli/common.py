@@ -12,9 +12,16 @@ from fieldtrust import store
 from fieldtrust.settings import Settings
 
 
-def settings(ctx: click.Context) -> Settings:
-    """The resolved settings, put on the context by the top-level group."""
-    return ctx.find_root().obj["settings"]  # type: ignore[no-any-return]
+def settings(ctx: click.Context, **flags: object) -> Settings:
+    """The resolved settings (put on the context by the top-level group) with this
+    command's own flags laid over them.
+
+    A command passes its flags by setting name (``settings(ctx, weeks=weeks)``);
+    ``None`` means the flag was not given. A refused value raises
+    :class:`~fieldtrust.settings.SettingsError` naming the flag.
+    """
+    resolved: Settings = ctx.find_root().obj["settings"]
+    return resolved.with_flags(**flags)
 
 
 #: Seconds a command waits for the store file. The dashboard's writes hold it for

@@ -71,10 +71,14 @@ def _print_summary(path: str, seed: int, s: DemoSummary) -> None:
         ]
     )
     for v in s.new_versions:
+        versus = (
+            "no established versions in the same weeks"
+            if v.established_accuracy is None
+            else f"{v.established_accuracy:.1%} on the established versions in the same weeks"
+        )
         click.echo(
             f"  new form version {v.doc_type} {v.form_version} (from {v.first_week}):"
-            f" true accuracy {v.accuracy:.1%} vs {v.established_accuracy:.1%} on the established"
-            " versions in the same weeks"
+            f" true accuracy {v.accuracy:.1%} vs {versus}"
         )
     if s.labels:
         click.echo(

@@ -7,7 +7,6 @@ for them at start-up.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -98,12 +97,12 @@ def extract(
     from fieldtrust.extraction.sink import StoreSink
 
     api_key = api_key_from_env()
-    resolved = settings(ctx)
+    resolved = settings(ctx, model=model)
     with open_store(resolved.db):
         pass  # creates and migrates the store now, so a bad --db fails before any API call
     client = make_client(api_key)
     sink = StoreSink(resolved.db, form_version=form_version)
-    chosen_model = model or resolved.model
+    chosen_model = resolved.model
     if batch:
         _say(f"manifest: {manifest}")
         summary = run_batch(
@@ -122,10 +121,10 @@ def extract(
 
 
 def _print(summary: RunSummary, as_json: bool) -> None:
-    counts = {k: v for k, v in dataclasses.asdict(summary).items() if k not in ("gaps", "results")}
-    gaps = [dataclasses.asdict(g) for g in summary.gaps]
+    shown = summary.to_dict()
+    gaps = shown["gaps"]
     if as_json:
-        echo_json({**counts, "gaps": gaps})
+        echo_json(shown)
         return
     click.echo(
         f"run {summary.run_id}: {summary.documents} documents, {summary.ok} stored"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 import duckdb
@@ -27,7 +27,7 @@ from fieldtrust.store.access import ROLES, grant_role, list_users, role_history
 from fieldtrust.store.scope import Scope, last_weeks
 
 if TYPE_CHECKING:
-    from fieldtrust.labels.agreement import Agreement
+    pass
 
 _AS = click.option("--as", "actor", required=True, metavar="NAME",
                    help="Who is acting; their role in the store is checked.")
@@ -175,14 +175,6 @@ def policy_show(ctx: click.Context, as_json: bool) -> None:
 # --- agreement, adjudication, errors -------------------------------------------
 
 
-def _agreement_rows(results: list[Agreement], names: tuple[str, str]) -> list[dict[str, Any]]:
-    return [
-        {names[0]: r.group[0], names[1]: r.group[1], "items": r.n,
-         "agreement": r.percent_agreement, "kappa": r.kappa}
-        for r in results
-    ]
-
-
 @click.command("agreement", epilog="Example: fieldtrust agreement --weeks 4 --json")
 @_WEEKS
 @_JSON
@@ -193,12 +185,11 @@ def agreement_cmd(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
 
     con = open_db(ctx, read_only=True)
     report = agreement(con, _scope(con, weeks))
-    per_field = _agreement_rows(report.per_field, ("doc_type", "field"))
-    per_pair = _agreement_rows(report.per_pair, ("reviewer_a", "reviewer_b"))
+    shown = report.to_dict()
     if as_json:
-        echo_json({"items": report.n_items, "to_adjudicate": report.to_adjudicate,
-                   "per_field": per_field, "per_pair": per_pair})
+        echo_json(shown)
         return
+    per_field, per_pair = shown["per_field"], shown["per_pair"]
     click.echo(f"{report.n_items} double-reviewed items, {report.to_adjudicate} to adjudicate")
     click.echo("\nper field")
     echo_table(per_field)
@@ -233,7 +224,7 @@ def adjudicate_cmd(
 
     if queue:
         pairs = adjudication_queue(open_db(ctx, read_only=True))
-        rows = [dataclasses.asdict(p) for p in pairs]
+        rows = [p.to_dict() for p in pairs]
         if as_json:
             echo_json(rows)
             return
@@ -246,7 +237,7 @@ def adjudicate_cmd(
                        corrected_value=corrected_value, corrected_status=corrected_status,
                        error_type=error_type, error_detail=error_detail)
     if as_json:
-        echo_json(dataclasses.asdict(label))
+        echo_json(label.to_dict())
         return
     click.echo(f"{extraction_id}: {label.verdict} (adjudicated by {label.reviewer},"
                f" label {label.label_id})")

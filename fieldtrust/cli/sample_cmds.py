@@ -93,34 +93,19 @@ def sample(
         return
     if actor is None:
         raise click.UsageError("drawing needs --as NAME, a user with the qa_lead role")
+    conf = settings(ctx, seed=seed)
     con = open_db(ctx)
     result = draw_sample(
         con,
         week,
         design,
-        seed=settings(ctx).seed if seed is None else seed,
+        seed=conf.seed,
         actor=actor,
         redraw=redraw,
     )
     written = write_items_csv(sample_items(con, result.sample_id), out) if out else None
     if as_json:
-        echo_json(
-            {
-                "sample_id": result.sample_id,
-                "week": result.week,
-                "version": result.version,
-                "seed": result.seed,
-                "created": result.created,
-                "replaced": result.replaced,
-                "design_sha256": result.design_sha256,
-                "design": result.design.to_dict(),
-                "n_population": result.n_population,
-                "n_sample": result.n_sample,
-                "cells": result.cells.to_pylist(),
-                "out": out,
-                "rows_written": written,
-            }
-        )
+        echo_json({**result.to_dict(), "out": out, "rows_written": written})
         return
     state = "drew" if result.created else "already drawn:"
     click.echo(
@@ -179,10 +164,10 @@ def report(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
     """Weekly design-weighted accuracy per (doc_type, field), and this week's alerts."""
     from fieldtrust.sampling.report import audit_report
 
-    resolved = settings(ctx)
+    resolved = settings(ctx, weeks=weeks)
     result = audit_report(
         open_db(ctx, read_only=True),
-        weeks=weeks or resolved.weeks,
+        weeks=resolved.weeks,
         target=resolved.target,
         confidence=resolved.confidence,
         lookback=resolved.stability_weeks,

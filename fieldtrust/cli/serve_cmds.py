@@ -85,7 +85,7 @@ def register(group: click.Group) -> None:
 
         It listens on this machine only (127.0.0.1) unless --address says otherwise.
         """
-        resolved: Settings = settings(ctx)
+        resolved = settings(ctx, port=port)
         db = str(Path(resolved.db).resolve())
         built = _ensure_store(db, demo=demo, default_db=resolved.db == Settings().db)
         if demo or built:
@@ -94,7 +94,7 @@ def register(group: click.Group) -> None:
             # Only a demo store (one with simulated truth) gets demo users and maps.
             for added in ensure_demo_ready(db):
                 click.echo(f"demo: added {added}", err=True)
-        port = port or resolved.port
+        port = resolved.port
         command = streamlit_command(db, port, address=address)
         # 0.0.0.0 and :: mean every interface, this machine's own included.
         host = "localhost" if address in {*_LOOPBACK, "0.0.0.0", "::"} else address

@@ -7,7 +7,6 @@ commands, so `fieldtrust --help` and `fieldtrust info` start fast.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from pathlib import Path
@@ -38,19 +37,16 @@ def info(ctx: click.Context, list_values: bool, as_json: bool) -> None:
         return
     summary = store_summary(open_db(ctx, read_only=True))
     if as_json:
-        echo_json(dataclasses.asdict(summary))
+        echo_json(summary.to_dict())
         return
-    for name, value in dataclasses.asdict(summary).items():
+    for name, value in summary.to_dict().items():
         click.echo(f"{name.replace('_', ' '):>14}: {value if value is not None else '-'}")
 
 
 def _print_values(con: duckdb.DuckDBPyConnection, as_json: bool) -> None:
     options = filter_options(con)
     if as_json:
-        echo_json({
-            "weeks": list(options.weeks), "doc_types": list(options.doc_types),
-            "form_versions": [{"doc_type": d, "form_version": v} for d, v in options.form_versions],
-        })
+        echo_json(options.to_dict())
         return
     click.echo(f"weeks: {', '.join(options.weeks) or '-'}")
     for doc_type in options.doc_types:
@@ -91,7 +87,7 @@ def ingest(ctx: click.Context, files: tuple[str, ...], quiet: bool, as_json: boo
 
     results = ingest_files(open_db(ctx), files, progress=None if quiet else _progress_line)
     if as_json:
-        echo_json([dataclasses.asdict(r) for r in results])
+        echo_json([r.to_dict() for r in results])
         return
     for r in results:
         click.echo(
@@ -139,7 +135,7 @@ def labels_import(
 
     result = import_labels(open_db(ctx), file, actor=actor, reviewer_default=reviewer)
     if as_json:
-        echo_json(dataclasses.asdict(result))
+        echo_json(result.to_dict())
         return
     click.echo(
         f"{result.source}: {result.rows_in_file:,} rows read, {result.rows_added:,} labels added,"
@@ -171,14 +167,7 @@ def verify(ctx: click.Context, head: str | None, policy_file: str | None, as_jso
     expected = _expected_head(head, policy_file)
     check = verify_history(open_db(ctx, read_only=True), expected_head=expected)
     if as_json:
-        echo_json({
-            "intact": check.intact,
-            "head": {"seq": check.head.seq, "hash": check.head.row_hash},
-            "rows": check.rows,
-            "total_problems": check.total_problems,
-            "problems": [dict(dataclasses.asdict(p), message=p.describe())
-                         for p in check.problems],
-        })
+        echo_json(check.to_dict())
         if not check.intact:
             ctx.exit(2)
         return

@@ -16,7 +16,7 @@ import duckdb
 import pyarrow as pa
 
 from fieldtrust import store
-from fieldtrust.demo.generator import generate_demo
+from fieldtrust.demo.generator import check_size, generate_demo
 from fieldtrust.demo.reviewers import simulate_reviews
 from fieldtrust.demo.summary import DemoSummary, truth_summary
 from fieldtrust.store.errors import FieldtrustError
@@ -115,6 +115,7 @@ def build_demo_store(
     DemoStoreNotEmptyError
         ``path`` holds extractions and ``force`` is not set.
     """
+    check_size(seed, rows)  # before --force deletes anything
     target = Path(path)
     if force:
         for stale in (target, target.with_name(target.name + ".wal")):

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from fieldtrust.demo import profiles
 from fieldtrust.demo.readings import read_rows
 from fieldtrust.demo.values import Documents, make_documents
+from fieldtrust.store.errors import InputError
 from fieldtrust.store.weeks import shift_week, week_bounds
 
 DEFAULT_END_WEEK = "2026-W48"
@@ -53,7 +54,7 @@ class _Rows:
 def demo_weeks(end_week: str | None, weeks: int) -> tuple[str, ...]:
     """The ISO weeks the demo spans, oldest first."""
     if weeks < 1:
-        raise ValueError(f"weeks must be at least 1, got {weeks}")
+        raise InputError(f"weeks must be at least 1, got {weeks}")
     end = end_week or DEFAULT_END_WEEK
     return tuple(shift_week(end, -k) for k in range(weeks - 1, -1, -1))
 
@@ -121,6 +122,18 @@ def _expand(doc_type: npt.NDArray[np.int64], rows: int) -> _Rows:
     return _Rows(doc[:rows], types[:rows], (offsets[types] + field_pos)[:rows])
 
 
+#: The most rows the demo builds; it holds them all in memory at once.
+MAX_ROWS = 20_000_000
+
+
+def check_size(seed: int, rows: int) -> None:
+    """Refuse a seed numpy cannot take or a row count outside ``1..MAX_ROWS``."""
+    if not 1 <= rows <= MAX_ROWS:
+        raise InputError(f"rows must be between 1 and {MAX_ROWS:,}, got {rows:,}")
+    if seed < 0:
+        raise InputError(f"seed must be 0 or more, got {seed}")
+
+
 def generate_demo(
     seed: int = 7, rows: int = 300_000, end_week: str | None = None, weeks: int = 8
 ) -> DemoData:
@@ -137,8 +150,7 @@ def generate_demo(
         The demo spans ``weeks`` ISO weeks ending at ``end_week``
         (default 2026-W48).
     """
-    if rows < 1:
-        raise ValueError(f"rows must be at least 1, got {rows}")
+    check_size(seed, rows)
     week_labels = demo_weeks(end_week, weeks)
     s_types, s_times, s_versions, s_values, s_conf, s_truth = np.random.default_rng(seed).spawn(6)
 

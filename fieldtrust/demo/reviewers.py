@@ -42,7 +42,7 @@ from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.settings import Settings
 from fieldtrust.store.chain import chain_rows
 from fieldtrust.store.connection import transaction
-from fieldtrust.store.errors import FieldtrustError
+from fieldtrust.store.errors import FieldtrustError, InputError
 from fieldtrust.store.weeks import week_bounds, week_sql
 
 #: A review of a wrong item misses the error with chance ``rate * MISS_FACTOR``;
@@ -108,9 +108,9 @@ def simulate_reviews(
         ISO weeks to sample; default every week the store holds.
     """
     if len(set(reviewers)) < 2:
-        raise ValueError(f"double review needs at least two reviewers, got {list(reviewers)}")
+        raise InputError(f"double review needs at least two reviewers, got {list(reviewers)}")
     if not 0 <= reviewer_error_rate < 0.5:
-        raise ValueError(f"reviewer_error_rate must be in [0, 0.5), got {reviewer_error_rate}")
+        raise InputError(f"reviewer_error_rate must be in [0, 0.5), got {reviewer_error_rate}")
     # Plain execute() first: it also settles a result another caller left
     # half-fetched, which DuckDB 2.0 would otherwise refuse con.sql() over.
     truth_rows = con.execute("SELECT count(*) FROM demo_truth").fetchall()[0][0]

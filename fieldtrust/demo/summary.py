@@ -39,7 +39,8 @@ class VersionTruth:
     first_week: str
     rows: int
     accuracy: float
-    established_accuracy: float
+    #: None when a tiny demo has no established rows of that type in those weeks.
+    established_accuracy: float | None
 
 
 @dataclass(frozen=True)

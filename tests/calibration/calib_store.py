@@ -18,7 +18,11 @@ import numpy as np
 import pandas as pd
 from fieldtrust.store.weeks import week_bounds
 
+from tests.conftest import Builder
+
 BANDS = (0.0, 0.5, 0.8, 0.9, 0.95, 1.0)
+EXTRACTION_COLUMNS = ("extraction_id", "doc_id", "doc_type", "form_version", "field", "value",
+                      "value_status", "confidence", "extracted_at", "batch_id")
 
 
 def band_label(lo: float, hi: float) -> str:
@@ -27,18 +31,10 @@ def band_label(lo: float, hi: float) -> str:
 
 def insert_extractions(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame) -> None:
     """Insert extractions; columns extraction_id, doc_type, form_version, field,
-    confidence, extracted_at (others get defaults)."""
-    rows = frame.copy()
-    rows["doc_id"] = rows.get("doc_id", rows["extraction_id"])
-    rows["value_status"] = "present"
-    rows["value"] = "v"
-    rows["batch_id"] = "test"
-    con.execute(
-        "INSERT INTO extractions (extraction_id, doc_id, doc_type, form_version, field, value,"
-        " value_status, confidence, extracted_at, batch_id)"
-        " SELECT extraction_id, doc_id, doc_type, form_version, field, value, value_status,"
-        " confidence, extracted_at, batch_id FROM rows"
-    )
+    confidence, extracted_at (others get defaults; other columns are not stored)."""
+    rows = frame.assign(doc_id=frame.get("doc_id", frame["extraction_id"]), value="v",
+                        batch_id="test")
+    Builder(con).extractions(rows[[c for c in EXTRACTION_COLUMNS if c in rows.columns]])
 
 
 def insert_sample(

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
+from tests.conftest import Builder
 
 W10 = dt.datetime(2026, 3, 2, 9)  # 2026-W10
 W11 = dt.datetime(2026, 3, 9, 9)  # 2026-W11
@@ -31,13 +32,12 @@ def _add(con: duckdb.DuckDBPyConnection, confidences: list[float], *, doc_type: 
          prefix: str = "e") -> None:
     if not confidences:
         return
-    con.executemany(
-        "INSERT INTO extractions (extraction_id, doc_id, doc_type, form_version, field, value,"
-        " value_status, confidence, extracted_at, batch_id)"
-        " VALUES (?, 'd', ?, ?, ?, '1', 'present', ?, ?, 'b')",
-        [[f"{prefix}{i}", doc_type, form_version, field, c, at]
-         for i, c in enumerate(confidences)],
-    )
+    Builder(con).extractions([
+        {"extraction_id": f"{prefix}{i}", "doc_id": "d", "doc_type": doc_type,
+         "form_version": form_version, "field": field, "value": "1", "confidence": c,
+         "extracted_at": at}
+        for i, c in enumerate(confidences)
+    ])
 
 
 def test_histogram_counts_by_hand(con: duckdb.DuckDBPyConnection) -> None:
@@ -170,7 +170,7 @@ def test_histogram_and_maps_commands(db_path: Path) -> None:
         "invoice", "platt", 2, 0.02)
     code, _, err = _cli(db_path, "histogram", "--doc-type", "invoice", "--field", "total",
                         "--bins", "0")
-    assert code == 2 and "0 is not in the range x>=1" in err
+    assert code == 2 and "0 is not in the range 1<=x<=1000" in err
 
 
 def test_maps_command_before_any_fit(db_path: Path) -> None:

@@ -25,6 +25,7 @@ from fieldtrust.store.errors import PermissionDenied
 from streamlit.testing.v1 import AppTest
 
 from fieldtrust import store
+from tests.conftest import Builder, table_fingerprint
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 
@@ -47,15 +48,6 @@ def _open(page: str, user: str | None = None) -> AppTest:
     at.switch_page(PAGES[page]).run()
     assert not at.exception, at.exception[0].message
     return at
-
-
-def _fingerprint(con: object) -> list[object]:
-    """Every row of the governance tables, and the label count (unchanged after a refusal)."""
-    rows: list[object] = [
-        sorted(con.execute(f"SELECT * FROM {table}").fetchall(), key=repr)  # type: ignore[attr-defined]
-        for table in ("decisions", "evidence_snapshots", "user_roles")
-    ]
-    return [*rows, con.execute("SELECT count(*) FROM labels").fetchall()]  # type: ignore[attr-defined]
 
 
 def _shown(markdown: str) -> str:
@@ -227,6 +219,52 @@ def test_an_incomplete_incorrect_verdict_is_refused_with_the_library_message(
     assert _rows(demo_db, "SELECT count(*) FROM labels") == before
 
 
+def test_review_records_error_type_other_with_its_detail(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("review", user="ben")
+    (held,) = _rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ben'")
+    at.text_input(key=state.REVIEW_CORRECTED).set_value("12.50")
+    at.selectbox(key=state.REVIEW_ERROR_TYPE).set_value("other")
+    at.text_input(key=state.REVIEW_ERROR_DETAIL).set_value("stamp over the amount")
+    at.button(key=state.REVIEW_INCORRECT).click().run()
+    assert not at.exception
+    assert not at.error, at.error[0].value
+    labels = _rows(
+        demo_db,
+        "SELECT verdict, corrected_value, error_type, error_detail, review_round FROM labels"
+        " WHERE extraction_id = ? AND reviewer = 'ben'",
+        [held[0]],
+    )
+    assert labels == [("incorrect", "12.50", "other", "stamp over the amount", "primary")]
+
+
+def test_adjudication_records_error_type_other_with_its_detail(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("audit", user="quinn")
+    at.session_state[state.AUDIT_TAB] = "Adjudication"
+    at.run()
+    item = at.selectbox(key=state.AUDIT_ADJ_ITEM).value
+    at.selectbox(key=state.AUDIT_ADJ_VERDICT).set_value("incorrect")
+    at.selectbox(key=state.AUDIT_ADJ_TYPE).set_value("other")
+    at.text_input(key=state.AUDIT_ADJ_DETAIL).set_value("stamp over the amount")
+    at.checkbox(key=state.AUDIT_ADJ_ABSENT).check()
+    at.button(key=state.AUDIT_ADJ_SUBMIT).click().run()
+    assert not at.exception
+    assert not at.error, at.error[0].value
+    labels = _rows(
+        demo_db,
+        "SELECT verdict, corrected_value, corrected_status, error_type, error_detail, reviewer"
+        " FROM labels WHERE extraction_id = ? AND review_round = 'adjudication'",
+        [item],
+    )
+    assert labels == [("incorrect", None, "null", "other", "stamp over the amount", "quinn")]
+    assert any(f"Adjudicated {item}: incorrect" in _shown(s.value) for s in at.success)
+
+
 def test_next_skips_the_item_and_records_the_skip(
     demo_db: Path, use_db: Callable[[Path], None]
 ) -> None:
@@ -299,10 +337,10 @@ def test_a_reviewer_cannot_approve(demo_db: Path, use_db: Callable[[Path], None]
     # A forged request (what the button would have sent) is refused by the library.
     con = store.connect(demo_db)
     try:
-        before = _fingerprint(con)
+        before = table_fingerprint(con)
         with pytest.raises(PermissionDenied, match=r"ana \(role reviewer\) may not approve"):
             approve(con, "ana", "invoice", "currency", "forged", threshold=0.5)
-        assert _fingerprint(con) == before
+        assert table_fingerprint(con) == before
     finally:
         con.close()
 
@@ -405,12 +443,11 @@ def test_a_library_error_quoting_a_hostile_value_shows_it_as_written(
     path = tmp_path / "hostile.duckdb"
     con = store.connect(path)
     try:
-        con.executemany(
-            "INSERT INTO extractions (extraction_id, doc_id, doc_type, form_version, field,"
-            " value, value_status, confidence, extracted_at, batch_id)"
-            " VALUES (?, 'd', ?, 'v1', 'total', '1', 'present', 0.9, ?, 'b')",
-            [[f"e{i}", HOSTILE_DOC_TYPE, dt.datetime(2026, 11, 23, 9)] for i in range(5)],
-        )
+        Builder(con).extractions([
+            {"extraction_id": f"e{i}", "doc_id": "d", "doc_type": HOSTILE_DOC_TYPE,
+             "value": "1", "extracted_at": dt.datetime(2026, 11, 23, 9)}
+            for i in range(5)
+        ])
         grant_role(con, "root", "root", "admin")
         grant_role(con, "root", "maya", "manager")
     finally:

@@ -33,6 +33,7 @@ from fieldtrust.store.errors import PermissionDenied
 
 import fieldtrust
 from fieldtrust import governance, labels
+from tests.conftest import table_fingerprint
 
 CERTIFIED = certification(0.95, audit_weeks=("2026-W10",))
 
@@ -171,15 +172,14 @@ def test_current_policy_is_the_latest_decision(review_store: duckdb.DuckDBPyConn
 )
 def test_bad_decisions_are_refused_and_write_nothing(
     review_store: duckdb.DuckDBPyConnection,
-    snapshot: object,
     kwargs: dict[str, object],
     error: type[Exception],
     message: str,
 ) -> None:
-    before = snapshot(review_store)  # type: ignore[operator]
+    before = table_fingerprint(review_store)
     with pytest.raises(error, match=message):
         _approve(review_store, **kwargs)
-    assert snapshot(review_store) == before  # type: ignore[operator]
+    assert table_fingerprint(review_store) == before  # type: ignore[operator]
 
 
 _MUTATING = re.compile(r"\b(update|delete|remove|edit|modify|drop|truncate|erase|replace)",

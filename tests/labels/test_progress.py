@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import pytest
@@ -14,12 +13,12 @@ from fieldtrust.labels.errors import LabelError
 from fieldtrust.labels.progress import ItemContext, cell_progress, item_context
 
 from fieldtrust.cli.main import cli
+from tests.conftest import Builder
 
 # The review_store fixture's sample and cells (tests/labels/conftest.py).
 SAMPLE = "2026-W10/v1"
 CELLS = ("invoice|total|high|established", "invoice|total|low|established",
          "invoice|tax|high|established")
-Builder = Any  # conftest.Builder: not importable by name when several test folders run
 
 
 def _label(builder: Builder, extraction_id: str, reviewer: str, verdict: str = "correct",

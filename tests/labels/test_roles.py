@@ -26,6 +26,8 @@ from fieldtrust.store.access import (
 )
 from fieldtrust.store.errors import AccessError, PermissionDenied
 
+from tests.conftest import table_fingerprint
+
 #: Expected table, written out by hand so a change to PERMISSIONS must change the test too.
 EXPECTED = {
     "label": {"reviewer", "qa_lead"},
@@ -96,7 +98,6 @@ def _dave_label(con: duckdb.DuckDBPyConnection) -> str:
 @pytest.mark.parametrize(("role", "action"), PAIRS)
 def test_library_calls_enforce_the_table(
     review_store: duckdb.DuckDBPyConnection,
-    snapshot: Callable[[duckdb.DuckDBPyConnection], object],
     role: str,
     action: str,
 ) -> None:
@@ -107,15 +108,15 @@ def test_library_calls_enforce_the_table(
     grant_role(con, "root", "pat", role)
     call = _attempt(con, action, "pat")
     if role in EXPECTED[action]:
-        before = snapshot(con)
+        before = table_fingerprint(con)
         call()
         if action != "draw_sample":
-            assert snapshot(con) != before, "an allowed action writes a row"
+            assert table_fingerprint(con) != before, "an allowed action writes a row"
         return
-    before = snapshot(con)
+    before = table_fingerprint(con)
     with pytest.raises(PermissionDenied, match=r"pat \(.*\) may not .*needs the role"):
         call()
-    assert snapshot(con) == before
+    assert table_fingerprint(con) == before
 
 
 def test_reviewer_cannot_approve_and_manager_cannot_label(

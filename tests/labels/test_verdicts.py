@@ -6,7 +6,6 @@ import datetime as dt
 import inspect
 import threading
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -17,6 +16,7 @@ from fieldtrust.store.errors import PermissionDenied
 from fieldtrust.store.labelled import labelled_items
 
 from fieldtrust import store
+from tests.conftest import Builder, table_fingerprint
 
 SAMPLE = "2026-W10/v1"
 
@@ -85,15 +85,14 @@ def test_incorrect_verdicts_keep_null_unclear_and_other_apart(
 )
 def test_invalid_verdicts_are_refused_and_write_nothing(
     review_store: duckdb.DuckDBPyConnection,
-    snapshot: Callable[[duckdb.DuckDBPyConnection], object],
     kwargs: dict[str, str],
     message: str,
 ) -> None:
     arguments = {"extraction_id": "e01", **kwargs}
-    before = snapshot(review_store)
+    before = table_fingerprint(review_store)
     with pytest.raises(LabelError, match=message):
         record_verdict(review_store, actor="alice", **arguments)  # type: ignore[arg-type]
-    assert snapshot(review_store) == before
+    assert table_fingerprint(review_store) == before
 
 
 def test_superseding_keeps_history_and_changes_the_effective_verdict(
@@ -174,13 +173,10 @@ def _label_in_thread(
 
 def _many_items(con: duckdb.DuckDBPyConnection, count: int) -> list[str]:
     ids = [f"x{i:03d}" for i in range(count)]
-    for extraction_id in ids:
-        con.execute(
-            "INSERT INTO extractions (extraction_id, doc_id, doc_type, form_version, field,"
-            " value, value_status, confidence, extracted_at, batch_id)"
-            " VALUES (?, 'd', 'invoice', 'v1', 'total', '1', 'present', 0.9, ?, 'b')",
-            [extraction_id, dt.datetime(2026, 3, 2)],
-        )
+    Builder(con).extractions([
+        {"extraction_id": i, "doc_id": "d", "value": "1", "extracted_at": dt.datetime(2026, 3, 2)}
+        for i in ids
+    ])
     return ids
 
 

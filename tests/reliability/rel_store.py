@@ -26,10 +26,7 @@ from fieldtrust.store.access import bootstrap_admin, grant_role
 from fieldtrust.store.ingest import ingest_table
 
 from fieldtrust import store
-from tests.conftest import table_fingerprint
 from tests.decided import approve_as_stated
-
-__all__ = ["table_fingerprint"]
 
 WEEK = "2026-W48"
 WEEK_START = dt.datetime(2026, 11, 23, 8, 0, 0)

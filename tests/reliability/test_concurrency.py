@@ -34,10 +34,11 @@ from fieldtrust.labels.assignment import next_items
 from fieldtrust.labels.verdicts import record_verdict
 from fieldtrust.store.errors import StoreLockedError
 from fieldtrust.store.verify import verify_history
-from rel_store import record_figure, table_fingerprint
+from rel_store import record_figure
 from streamlit.testing.v1 import AppTest
 
 from fieldtrust import store
+from tests.conftest import table_fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "dashboard" / "app.py")

@@ -41,9 +41,10 @@ from fieldtrust.store.access import grant_role
 from fieldtrust.store.chain import CHAINED, chain_head
 from fieldtrust.store.errors import FieldtrustError
 from fieldtrust.store.verify import verify_history
-from rel_store import ADMIN, MANAGER, QA_LEAD, rows_of, table_fingerprint
+from rel_store import ADMIN, MANAGER, QA_LEAD, rows_of
 
 from fieldtrust import labels, store
+from tests.conftest import table_fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ("store", "labels", "sampling", "calibration", "extraction", "fieldtrust", "dashboard")

@@ -27,10 +27,11 @@ from click.testing import CliRunner
 from corpus.hostile_files import EXTRACTION_CASES, LABEL_CASES, Case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rel_store import QA_LEAD, copy_store, record_figure, table_fingerprint
+from rel_store import QA_LEAD, copy_store, record_figure
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
+from tests.conftest import file_fingerprint
 
 TRIED: Counter[str] = Counter()
 #: Labels are imported by the populated store's qa_lead.
@@ -52,21 +53,13 @@ def shared(template: tuple[Path, dict[str, Any]],
     return copy_store(template[0], tmp_path_factory.mktemp("hostile") / "shared.duckdb")
 
 
-def _fingerprint(path: Path) -> dict[str, tuple[int, str]]:
-    con = store.connect(path, read_only=True)
-    try:
-        return table_fingerprint(con)
-    finally:
-        con.close()
-
-
 def _invoke(db: Path, command: list[str], target: Path) -> Any:
     return CliRunner().invoke(cli, ["--db", str(db), *command, str(target)])
 
 
 def _assert_rejected(db: Path, command: list[str], path: Path,
                      expect: tuple[str, ...]) -> str:
-    before = _fingerprint(db)
+    before = file_fingerprint(db)
     result = _invoke(db, command, path)
     message = result.stderr
     assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
@@ -76,7 +69,7 @@ def _assert_rejected(db: Path, command: list[str], path: Path,
     assert len(message) < 20_000, "a huge value must be cut short in the message"
     for fragment in expect:
         assert fragment in message, f"{fragment!r} not in:\n{message[:2000]}"
-    assert _fingerprint(db) == before
+    assert file_fingerprint(db) == before
     return message
 
 
@@ -258,14 +251,14 @@ def test_random_bytes_never_crash_and_never_half_write(
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "store.duckdb"
         store.connect(db).close()
-        before = _fingerprint(db)
+        before = file_fingerprint(db)
         path = Path(folder) / f"random{suffix}"
         path.write_bytes(prefix + content)
         result = _invoke(db, ["ingest", "--quiet"], path)
         assert result.exit_code in (0, 2), (result.output, result.exception)
         if result.exit_code == 2:
             assert result.stderr.startswith(f"error: {path.name}: rejected")
-            assert _fingerprint(db) == before
+            assert file_fingerprint(db) == before
         else:
             con = store.connect(db, read_only=True)
             try:

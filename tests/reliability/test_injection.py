@@ -49,11 +49,11 @@ from rel_store import (
     WEEK_START,
     as_read,
     extraction_rows,
-    table_fingerprint,
 )
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
+from tests.conftest import table_fingerprint
 
 HOSTILE = (
     "'; DROP TABLE labels; --",

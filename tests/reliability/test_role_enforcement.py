@@ -28,10 +28,10 @@ from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.store.access import grant_role
 from fieldtrust.store.errors import AccessError, PermissionDenied
-from rel_store import MANAGER, QA_LEAD, WEEK, as_read, table_fingerprint
+from rel_store import MANAGER, QA_LEAD, WEEK, as_read
 from streamlit.testing.v1 import AppTest
 
-from fieldtrust import store
+from tests.conftest import file_fingerprint, table_fingerprint
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 PAGES = ("app_pages/overview.py", "app_pages/calibration.py", "app_pages/audit.py",
@@ -178,14 +178,6 @@ def dashboard_db(populated: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return populated
 
 
-def _fingerprint_of(path: Path) -> dict[str, tuple[int, str]]:
-    con = store.connect(path, read_only=True)
-    try:
-        return table_fingerprint(con)
-    finally:
-        con.close()
-
-
 @pytest.mark.parametrize(
     ("forged_user", "call"),
     [
@@ -204,10 +196,10 @@ def _fingerprint_of(path: Path) -> dict[str, tuple[int, str]]:
 def test_forged_dashboard_requests_are_refused(
     dashboard_db: Path, forged_user: str, call: Callable[[str], Any]
 ) -> None:
-    before = _fingerprint_of(dashboard_db)
+    before = file_fingerprint(dashboard_db)
     with pytest.raises(PermissionDenied):
         call(forged_user)
-    assert _fingerprint_of(dashboard_db) == before
+    assert file_fingerprint(dashboard_db) == before
 
 
 def _app(path: Path) -> AppTest:

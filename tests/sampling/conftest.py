@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from fieldtrust.store.access import bootstrap_admin, grant_role
-from fieldtrust.store.sql import quote_ident
 from fieldtrust.store.weeks import week_bounds
 
 from fieldtrust import store
+from tests.conftest import Builder
 
 
 @dataclass
@@ -71,16 +71,9 @@ class World:
 
     def insert(self, con: duckdb.DuckDBPyConnection, frame: pd.DataFrame) -> None:
         """Store the rows, their truth (demo_truth) and first sightings of form versions."""
+        Builder(con).extractions(frame.drop(columns="correct").assign(batch_id="test"))
         con.register("_incoming", frame)
         try:
-            con.execute(
-                """
-                INSERT INTO extractions (extraction_id, doc_id, doc_type, form_version, field,
-                    value, value_status, confidence, extracted_at, conflict, batch_id)
-                SELECT extraction_id, doc_id, doc_type, form_version, field, value, value_status,
-                       confidence, extracted_at, conflict, 'test' FROM _incoming
-                """
-            )
             con.execute(
                 "INSERT INTO demo_truth (extraction_id, correct)"
                 " SELECT extraction_id, correct FROM _incoming"
@@ -138,30 +131,3 @@ def con(db_path: Path, world: World) -> Iterator[duckdb.DuckDBPyConnection]:
     world.grant(connection)
     yield connection
     connection.close()
-
-
-def _fingerprint(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, str]]:
-    """Row count and order-independent checksum of every table (as tests/conftest.py)."""
-    tables = [
-        name
-        for (name,) in con.sql(
-            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
-            " ORDER BY table_name"
-        ).fetchall()
-    ]
-    result = {}
-    for name in tables:
-        rows = con.sql(
-            f"SELECT count(*), coalesce(bit_xor(hash(t))::VARCHAR, '') FROM {quote_ident(name)} t"
-        ).fetchall()
-        result[name] = (rows[0][0], rows[0][1])
-    return result
-
-
-@pytest.fixture
-def fingerprint() -> Callable[[duckdb.DuckDBPyConnection], dict[str, tuple[int, str]]]:
-    """``fingerprint(con)`` before and after shows a store unchanged.
-
-    (A fixture because ``from conftest import`` would find this file, not the root one.)
-    """
-    return _fingerprint

@@ -23,6 +23,7 @@ from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.scope import Scope
 
 from fieldtrust import store
+from tests.conftest import table_fingerprint
 
 WEEK = "2026-W48"
 SEED = 7
@@ -167,17 +168,17 @@ def test_new_version_window_counts_weeks_before_the_end_of_the_week(con, world) 
 
 
 def test_same_design_returns_the_existing_sample(
-    con: duckdb.DuckDBPyConnection, world, fingerprint
+    con: duckdb.DuckDBPyConnection, world
 ) -> None:
     world.insert(con, world.frame(WEEK, 1000, seed=10))
     first = draw_sample(con, WEEK, Design(), seed=SEED, actor=world.qa_lead)
-    before = fingerprint(con)
+    before = table_fingerprint(con)
     again = draw_sample(
         con, WEEK, Design.from_json(Design().canonical_json()), seed=SEED, actor=world.qa_lead
     )
     assert (again.sample_id, again.created, first.created) == (first.sample_id, False, True)
     assert again.cells.equals(first.cells)
-    assert fingerprint(con) == before
+    assert table_fingerprint(con) == before
 
 
 def test_other_design_or_seed_makes_a_new_version(con: duckdb.DuckDBPyConnection, world) -> None:
@@ -325,13 +326,13 @@ def test_sample_items_in_review_order(con: duckdb.DuckDBPyConnection, world) -> 
     ],
 )
 def test_unusable_weeks(
-    con: duckdb.DuckDBPyConnection, world, fingerprint, week: str, message: str
+    con: duckdb.DuckDBPyConnection, world, week: str, message: str
 ) -> None:
     world.insert(con, world.frame(WEEK, 50, seed=17))
-    before = fingerprint(con)
+    before = table_fingerprint(con)
     with pytest.raises(SamplingError, match=message):
         draw_sample(con, week, seed=SEED, actor=world.qa_lead)
-    assert fingerprint(con) == before
+    assert table_fingerprint(con) == before
 
 
 def test_unknown_sample(con: duckdb.DuckDBPyConnection) -> None:

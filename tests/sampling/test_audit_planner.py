@@ -14,6 +14,8 @@ from fieldtrust.sampling.planner import (
 )
 from scipy import stats
 
+from tests.conftest import table_fingerprint
+
 WEEK = "2026-W48"
 
 
@@ -65,13 +67,13 @@ def test_attribute_table_shape() -> None:
 
 
 def test_preview_writes_nothing_and_matches_the_draw(
-    con: duckdb.DuckDBPyConnection, world, fingerprint
+    con: duckdb.DuckDBPyConnection, world
 ) -> None:
     world.insert(con, world.frame(WEEK, 5000, seed=1, new_share=0.1))
     design = Design(base_rate=0.02, minimum=8)
-    before = fingerprint(con)
+    before = table_fingerprint(con)
     preview = preview_design(con, WEEK, design)
-    assert fingerprint(con) == before
+    assert table_fingerprint(con) == before
     drawn = draw_sample(con, WEEK, design, seed=1, actor=world.qa_lead).cells.to_pandas()
     assert preview["cell"].tolist() == drawn["cell"].tolist()
     assert preview["n_sample"].tolist() == drawn["n_sample"].tolist()

@@ -133,7 +133,7 @@ def test_limit_and_scope(store_with_queue: duckdb.DuckDBPyConnection) -> None:
     ]
     scoped = priority_queue(store_with_queue, Scope(doc_types=("invoice",)))
     assert scoped.column("extraction_id").to_pylist() == ["a-low"]
-    with pytest.raises(ValueError, match="limit must be at least 1"):
+    with pytest.raises(ValueError, match="limit must be between 1 and 100,000"):
         priority_queue(store_with_queue, limit=0)
 
 

@@ -12,15 +12,15 @@ from fieldtrust.store.summary import FilterOptions, filter_options
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
+from tests.conftest import Builder
 
 
 def _add(con: duckdb.DuckDBPyConnection, rows: list[tuple[str, str, str, dt.datetime]]) -> None:
-    con.executemany(
-        "INSERT INTO extractions (extraction_id, doc_id, doc_type, form_version, field, value,"
-        " value_status, confidence, extracted_at, batch_id)"
-        " VALUES (?, 'd', ?, ?, 'total', '1', 'present', 0.9, ?, 'b')",
-        rows,
-    )
+    Builder(con).extractions([
+        {"extraction_id": i, "doc_id": "d", "doc_type": t, "form_version": v, "value": "1",
+         "extracted_at": at}
+        for i, t, v, at in rows
+    ])
 
 
 def test_filter_options_of_an_empty_store_are_empty(con: duckdb.DuckDBPyConnection) -> None:

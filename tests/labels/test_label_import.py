@@ -17,7 +17,7 @@ from fieldtrust.store.access import bootstrap_admin, grant_role
 from fieldtrust.store.errors import ValidationError
 from fieldtrust.store.labelled import labelled_items
 
-from tests.conftest import table_fingerprint
+from tests.conftest import Builder, table_fingerprint
 
 AT = dt.datetime(2026, 1, 5, 9)
 QA_LEAD = "quinn"
@@ -31,12 +31,10 @@ def stored(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     bootstrap_admin(con, "root")
     grant_role(con, "root", QA_LEAD, "qa_lead")
     grant_role(con, "root", "rita", "reviewer")
-    con.executemany(
-        "INSERT INTO extractions (extraction_id, doc_id, doc_type, form_version, field, value,"
-        " value_status, confidence, extracted_at, batch_id)"
-        " VALUES (?, ?, 'invoice', 'v1', 'total', '1', 'present', 0.9, ?, 'b')",
-        [[f"e{i}", f"d{i}", AT] for i in range(1, 5)],
-    )
+    Builder(con).extractions([
+        {"extraction_id": f"e{i}", "doc_id": f"d{i}", "value": "1", "extracted_at": AT}
+        for i in range(1, 5)
+    ])
     con.execute(
         "INSERT INTO audit_samples VALUES ('2026-W02/v1', '2026-W02', 1, 7, '{}', 'sha', ?, 'qa')",
         [AT],

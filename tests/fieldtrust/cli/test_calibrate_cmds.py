@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from calib_store import DesignSpec, StratumSpec, add_stratum, build_store, weeks_from
 from click.testing import CliRunner
 from fieldtrust.calibration.errors import CalibrationInputError
 from fieldtrust.calibration.report import calibration_report
@@ -15,6 +14,13 @@ from fieldtrust.store.scope import Scope
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
+from tests.calibration.calib_store import (
+    DesignSpec,
+    StratumSpec,
+    add_stratum,
+    build_store,
+    weeks_from,
+)
 
 WEEKS = weeks_from("2026-W20", 3)
 STRATUM_KEYS = {
@@ -129,7 +135,7 @@ def test_calibrate_prints_the_overall_line_first_then_worst_strata(db) -> None:
 def test_bad_flag_values_become_a_one_line_error(db) -> None:
     code, _, err = run(db, "calibrate", "--target", "1.5")
     assert code == 2
-    assert err.startswith("error: ") and "target 1.5" in err
+    assert err.startswith("error: ") and "--target: 1.5 must be strictly between 0 and 1" in err
 
 
 def test_candidates_lists_evidence_and_reasons(db) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 HEAVY = ("scipy", "sklearn", "streamlit", "plotly", "anthropic")
 
 

@@ -8,7 +8,12 @@ from typing import Any
 
 import httpx2
 import pytest
-from claude_fake import (
+from click.testing import CliRunner
+
+from fieldtrust import store
+from fieldtrust.cli import extract_cmds
+from fieldtrust.cli.main import cli
+from tests.extraction.claude_fake import (
     FIXTURES,
     KEY,
     MODEL,
@@ -22,11 +27,6 @@ from claude_fake import (
     receipt_input,
     tool_reply,
 )
-from click.testing import CliRunner
-
-from fieldtrust import store
-from fieldtrust.cli import extract_cmds
-from fieldtrust.cli.main import cli
 
 
 def by_content(body: dict[str, Any]) -> httpx2.Response:
