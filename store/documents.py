@@ -122,8 +122,8 @@ def page_sql(dtype: str | None) -> str:
     if dtype is None:
         return "CAST(NULL AS INTEGER)"
     text = text_sql("page", dtype)
-    return (f"CASE WHEN regexp_full_match({text}, '[0-9]{{1,9}}')"
-            f" THEN CAST({text} AS INTEGER) END")
+    return (f"CASE WHEN regexp_full_match({text}, '[0-9]{{1,9}}(\\.0*)?')"
+            f" THEN CAST(TRY_CAST({text} AS DOUBLE) AS INTEGER) END")
 
 
 def bbox_sql(dtype: str | None) -> str:
