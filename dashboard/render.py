@@ -138,7 +138,8 @@ def open_document(
             drawn = SOURCES.get(("demo", store_key, uri), lambda: _demo(con, location))
         if isinstance(drawn, Source):
             return drawn
-        return Notice(f"The document is missing: no file at {path}.", uri)
+        return Notice("The document is missing: there is no file at this uri under the"
+                      " documents root.", uri)
     try:
         stat = path.stat()
         return Source((str(path), stat.st_mtime_ns, stat.st_size), path.read_bytes(), uri)

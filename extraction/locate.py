@@ -87,20 +87,28 @@ class PdfText:
         return self._pages[page]
 
     def find(self, page: int, quote: str) -> Box | None:
-        """The bbox of ``quote`` on ``page`` (1-based), or None when it is not there."""
+        """The bbox of ``quote``'s first occurrence on ``page`` (1-based), or None."""
+        found = self.find_all(page, quote)
+        return found[0] if found else None
+
+    def find_all(self, page: int, quote: str) -> list[Box]:
+        """The bbox of every occurrence of ``quote`` on ``page``, in reading order."""
         key = _quote_key(quote)
         if not key or not 1 <= page <= len(self):
-            return None
+            return []
         norm, where, boxes = self._page(page)
+        found = []
         start = norm.find(key)
-        if start < 0:
-            return None
-        picked = [boxes[where[k]] for k in range(start, start + len(key)) if norm[k] != " "]
-        picked = [b for b in picked if b[2] > b[0] and b[3] > b[1]]
-        if not picked:
-            return None
-        return _clamped((min(b[0] for b in picked), min(b[1] for b in picked),
-                         max(b[2] for b in picked), max(b[3] for b in picked)))
+        while start >= 0:
+            picked = [boxes[where[k]] for k in range(start, start + len(key)) if norm[k] != " "]
+            picked = [b for b in picked if b[2] > b[0] and b[3] > b[1]]
+            box = _clamped((min(b[0] for b in picked), min(b[1] for b in picked),
+                            max(b[2] for b in picked), max(b[3] for b in picked))) \
+                if picked else None
+            if box is not None:
+                found.append(box)
+            start = norm.find(key, start + 1)
+        return found
 
 
 def _clamped(box: Box) -> Box | None:

@@ -23,7 +23,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 from fpdf import FPDF
-from PIL import Image, ImageDraw, ImageFilter, ImageFont
+from PIL import Image, ImageChops, ImageDraw, ImageFilter, ImageFont
 
 from fieldtrust.demo.layout import (
     ASCENT,
@@ -35,6 +35,7 @@ from fieldtrust.demo.layout import (
     printed_text,
     slot,
     text_start,
+    value_box,
 )
 from fieldtrust.demo.values import OWN_COMPANY
 
@@ -358,4 +359,10 @@ def _smudge(image: Image.Image, document: DemoDocument, field: str,
         r = rng.uniform(0.4, 0.7) * place.size
         draw.ellipse((cx - r * 1.4, cy - r, cx + r * 1.4, cy + r), fill=170)
     layer = layer.filter(ImageFilter.GaussianBlur(4))
+    # Kept inside the value's box: the smudge is where the value would be.
+    x0, y0, x1, y1 = value_box(document.doc_type, document.form_version, field, None)
+    w, h = image.size
+    clip = Image.new("L", image.size, 0)
+    ImageDraw.Draw(clip).rectangle((x0 * w, y0 * h, x1 * w - 1, y1 * h - 1), fill=255)
+    layer = ImageChops.multiply(layer, clip)
     image.paste(Image.new("RGB", image.size, (95, 90, 110)), (0, 0), layer)

@@ -30,8 +30,8 @@ HANDWRITTEN = (480.0, 560.0)
 #: Courier's advance (0.6 em) and DejaVu Sans Mono's (1233/2048 em).
 COURIER_ADVANCE = 0.6
 MONO_ADVANCE = 1233 / 2048
-#: Above and below the baseline, in em, of the characters values use.
-ASCENT, DESCENT = 0.78, 0.24
+#: Above and below the baseline, in em, of the characters values use (accents included).
+ASCENT, DESCENT = 0.92, 0.24
 PT_MM = 25.4 / 72
 #: Handwritten characters wander up to this many pixels; their boxes allow for it.
 JITTER_PX = 7.0
