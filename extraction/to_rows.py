@@ -82,7 +82,7 @@ def value_and_status(spec: FieldSpec, entry: Mapping[str, Any]) -> tuple[str | N
 
 def quotes(extraction: Extraction) -> dict[str, tuple[int | None, str]]:
     """Per field the model's page and verbatim text (fields without a page are left out)."""
-    out = {}
+    out: dict[str, tuple[int | None, str]] = {}
     for name, entry in extraction.tool_input.items():
         page = entry.get("page") if isinstance(entry, Mapping) else None
         if isinstance(page, int) and not isinstance(page, bool) and page >= 1:
