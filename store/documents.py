@@ -58,7 +58,7 @@ def uri_problem(uri: str) -> str | None:
     path without ``..``, a ``file:`` uri on this machine without ``..``, or
     an ``http(s)`` uri with a host.
     """
-    text = uri.strip()
+    text = uri.strip(" ")  # as ingest trims: spaces only
     if _CONTROL.search(text):
         return "holds a control character"
     match = _SCHEME.match(text)
@@ -66,7 +66,7 @@ def uri_problem(uri: str) -> str | None:
         if text.startswith(("/", "\\")):
             return ("is an absolute path; write it relative to the documents root, or as a"
                     " file: uri")
-        if _CLIMB.search(unquote(text)):
+        if _CLIMB.search(_dots_and_slashes(text)):
             return "climbs out of the documents root with '..'"
         return None
     scheme = match.group(1).lower()
@@ -78,9 +78,15 @@ def uri_problem(uri: str) -> str | None:
     lowered = text.lower()
     if lowered.startswith("file://") and not lowered.startswith(("file:///", "file://localhost/")):
         return "is a file: uri on another machine; only file:///... on this one is read"
-    if _CLIMB.search(unquote(text)):
+    if _CLIMB.search(_dots_and_slashes(text)):
         return "climbs out of the documents root with '..'"
     return None
+
+
+def _dots_and_slashes(text: str) -> str:
+    """``text`` with the escapes that can spell '..' or a separator decoded (%2e, %2f, %5c)."""
+    lowered = text.lower()
+    return lowered.replace("%2e", ".").replace("%2f", "/").replace("%5c", "\\")
 
 
 def _uri_rules(dtype: str) -> list[Rule]:
@@ -88,7 +94,11 @@ def _uri_rules(dtype: str) -> list[Rule]:
     uri = text_sql("document_uri", dtype)
     given = f"NOT {missing_sql('document_uri', dtype)}"
     scheme = f"lower(regexp_extract({uri}, '^([A-Za-z][A-Za-z0-9+.-]*):', 1))"
-    climbs = rf"regexp_matches(url_decode({uri}), '(^|[/\\])\.\.([/\\]|$)')"
+    # Not url_decode(): it fails on escapes that are no UTF-8 ('%a2'). Only
+    # these three escapes can spell '..' or a separator.
+    decoded = (f"replace(replace(replace(lower({uri}), '%2e', '.'), '%2f', '/'),"
+               f" '%5c', '\\')")
+    climbs = rf"regexp_matches({decoded}, '(^|[/\\])\.\.([/\\]|$)')"
     raw = raw_sql("document_uri", dtype)
     prefix = "'{value}' "
     return [
@@ -279,7 +289,7 @@ def resolve_document(
     problem = uri_problem(uri)
     if problem is not None:
         raise DocumentRefused(f"document {uri!r} {problem}; it is not opened")
-    text = uri.strip()
+    text = uri.strip(" ")  # as ingest trims: spaces only
     match = _SCHEME.match(text)
     scheme = match.group(1).lower() if match else ""
     if scheme in ("http", "https"):

@@ -21,6 +21,8 @@ from fieldtrust.store.documents import (
 )
 from fieldtrust.store.errors import ValidationError
 from fieldtrust.store.ingest import ingest_files
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import table_fingerprint
 
@@ -109,7 +111,7 @@ URIS = [
     "scans/a.pdf", "a b/ü.png", "..a/b..c.pdf", "file:///srv/a.pdf", "file://localhost/srv/a",
     "file:scans/a.pdf", "https://docs.example.com/a.pdf?x=1", "HTTP://example.com/a",
     "../x", "/x", "file:/../x", "ftp://example.com/a", "http://", "data:text/plain,x",
-    "file://host/x", "a/%2E%2E/b", "x\ty",
+    "file://host/x", "a/%2E%2E/b", "x\ty", "%a2.pdf", "%252e%252e/x", "a%5c..%5cb",
 ]
 
 
@@ -204,3 +206,19 @@ def test_uris_are_written_relative_to_the_root_when_inside(root: Path, tmp_path:
     outside = tmp_path / "secret.txt"
     assert relative_uri(outside, root) == outside.resolve().as_uri()
     assert uri_problem(relative_uri(outside, root)) is None
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(alphabet="./\\%2eE:afilehtps ~\t", min_size=1, max_size=14))
+def test_ingest_and_the_viewer_agree_on_any_uri(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path, uri: str
+) -> None:
+    if not uri.strip():
+        return  # blank: no uri at all
+    path = write_csv(tmp_path / "h.csv", rows_with(document_uri=uri))
+    try:
+        ingest_files(con, [path])
+        accepted = True
+    except ValidationError:
+        accepted = False
+    assert accepted == (uri_problem(uri) is None), uri
