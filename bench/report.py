@@ -21,6 +21,8 @@ RSS_GOAL = 1.5 * GB
 #: Cases whose goals carry seconds and memory at 10M: (seconds, bytes).
 CASE_LIMITS = {"calibrate": (2.0, RSS_GOAL), "draw": (2.0, 1.0 * GB)}
 CASE_RATIOS = {"ingest": 1.5, "calibrate": 0.1, "draw": 2.0}
+#: Cases whose goal is seconds at every size (work that does not grow with the store).
+CASE_SECONDS = {"render_page": 0.3}
 #: Ratios the issue sets for the 10M store only (smaller sizes are shown, not judged):
 #: the pandas baseline's full load grows with the rows, the report's fixed costs do not.
 RATIOS_AT_10M = {"calibrate"}
@@ -131,6 +133,8 @@ def case_verdict(name: str, rows: int, result: dict[str, Any]) -> str:
     if name in CASE_RATIOS:
         limit = CASE_RATIOS[name]
         checks.append(("ratio", ratio is not None and ratio <= limit))
+    if name in CASE_SECONDS:
+        checks.append(("time", lib["median"] < CASE_SECONDS[name]))
     if rows >= TEN_M:
         limit_s, limit_rss = CASE_LIMITS.get(name, (None, RSS_GOAL))
         if limit_s is not None:

@@ -481,3 +481,20 @@ def recalibration_info(con: duckdb.DuckDBPyConnection, doc_type: str, field: str
     from fieldtrust.calibration.recalibrate import stored_map
 
     return stored_map(con, doc_type, field)
+
+
+@query("document_location")
+def document_location(con: duckdb.DuckDBPyConnection, extraction_id: str) -> Any:
+    """Document uri, page and bbox of an extraction (store.documents)."""
+    from fieldtrust.store.documents import document_location as location
+
+    return location(con, extraction_id)
+
+
+@query("source_excerpt")
+def source_excerpt(con: duckdb.DuckDBPyConnection, extraction_id: str) -> str | None:
+    """The text excerpt stored with an extraction (for items read without one)."""
+    row = con.execute(
+        "SELECT source_excerpt FROM extractions WHERE extraction_id = ? LIMIT 1", [extraction_id]
+    ).fetchone()
+    return None if row is None else row[0]

@@ -67,6 +67,13 @@ AUTO_REVOKE = "automation.revoke"
 AUTO_FLASH = "automation.flash"
 
 
+# Document viewer (review, priority queue, adjudication).
+VIEWER_REVIEW_ZOOM = "viewer.review_zoom"
+VIEWER_QUEUE_ITEM = "viewer.queue_item"
+VIEWER_QUEUE_ZOOM = "viewer.queue_zoom"
+VIEWER_ADJ_ZOOM = "viewer.adjudication_zoom"
+
+
 def download_key(table: str, kind: str) -> str:
     """Key of a table's download button (``downloads.<table>.<csv|parquet>``)."""
     return f"downloads.{table}.{kind}"

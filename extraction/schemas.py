@@ -1,7 +1,9 @@
 """What the model fills in: one extraction tool per document type.
 
-Each field the model reads is an object ``{value, confidence, source_text}``
-so every value carries its own stated confidence. The schemas follow the
+Each field the model reads is an object ``{value, confidence, source_text,
+page}`` so every value carries its own stated confidence, and the verbatim
+text and page it was read from (:mod:`fieldtrust.extraction.locate` finds
+that text on a PDF's page for the reviewer's highlight). The schemas follow the
 rules of strict tool use (Anthropic, "Structured outputs"): every object has
 ``additionalProperties: false`` and lists all its keys as required; nullable
 values are ``anyOf [..., null]``; numeric bounds and patterns are not
@@ -69,8 +71,14 @@ _CONFIDENCE = {
 }
 _SOURCE_TEXT = {
     "type": "string",
-    "description": "The value exactly as printed (e.g. '令和6年4月1日', '¥1,000');"
-    " empty when the value is null.",
+    "description": "The value exactly as printed, verbatim, character for character"
+    " (e.g. '令和6年4月1日', '¥1,000'), so it can be found on the page; empty when the"
+    " value is null.",
+}
+_PAGE = {
+    "type": "integer",
+    "description": "The page the value is printed on, 1 for the first page; 0 when the"
+    " value is null.",
 }
 
 #: Most parameters with union types strict tool use accepts in one request.
@@ -109,7 +117,8 @@ class FieldSpec:
         }
         return _field_object(
             self.description,
-            {"value": value, "confidence": _CONFIDENCE, "source_text": _SOURCE_TEXT},
+            {"value": value, "confidence": _CONFIDENCE, "source_text": _SOURCE_TEXT,
+             "page": _PAGE},
         )
 
 
@@ -136,7 +145,8 @@ def _category_schema(description: str) -> dict[str, Any]:
     }
     return _field_object(
         description,
-        {"value": value, "detail": detail, "confidence": _CONFIDENCE, "source_text": _SOURCE_TEXT},
+        {"value": value, "detail": detail, "confidence": _CONFIDENCE, "source_text": _SOURCE_TEXT,
+         "page": _PAGE},
     )
 
 

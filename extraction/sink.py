@@ -13,12 +13,16 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Collection
+from pathlib import Path
 
 import duckdb
+from fieldtrust.extraction.documents import media_type_of
+from fieldtrust.extraction.locate import Located, locate_fields
 from fieldtrust.extraction.log import write_attempts
 from fieldtrust.extraction.results import DocumentResult
-from fieldtrust.extraction.to_rows import extraction_rows
+from fieldtrust.extraction.to_rows import extraction_rows, quotes
 from fieldtrust.store.connection import open_store, utc_now
+from fieldtrust.store.documents import relative_uri
 from fieldtrust.store.ingest import ingest_table
 
 
@@ -29,8 +33,13 @@ def store_result(
     run_id: str,
     form_version: str | None = None,
     extracted_at: dt.datetime | None = None,
+    documents_root: str | os.PathLike[str] | None = None,
 ) -> int:
     """Log ``result``'s attempts and store its rows; return the rows added.
+
+    With ``documents_root`` the rows say where they came from: the document's
+    uri (relative to the root when the file is inside it), each field's page,
+    and for a PDF with a text layer the box of the field's quoted text.
 
     A failed document adds no rows (the failure is in the log and the run's
     summary). Rows already stored (same extraction_id) are skipped, so
@@ -48,9 +57,29 @@ def store_result(
         doc_id=result.doc_id,
         extracted_at=extracted_at or utc_now(),
         form_version=form_version,
+        **_locations(result, documents_root),
     )
     source = f"extract {run_id} {result.doc_id}"
     return ingest_table(con, table, source=source, fmt="extract").rows_added
+
+
+def _locations(
+    result: DocumentResult, root: str | os.PathLike[str] | None
+) -> dict[str, object]:
+    """``document_uri`` and ``located`` for :func:`extraction_rows` (empty without a root)."""
+    if root is None or result.extraction is None:
+        return {}
+    wanted = quotes(result.extraction)
+    located: dict[str, Located] = {}
+    try:
+        data = Path(result.source_path).read_bytes()
+    except OSError:
+        data = b""  # moved since it was read: the pages the model gave are still known
+    if data:
+        located = locate_fields(data, media_type_of(data), wanted, doc_id=result.doc_id)
+    else:
+        located = {f: Located(p, None) for f, (p, _) in wanted.items()}
+    return {"document_uri": relative_uri(result.source_path, root), "located": located}
 
 
 def stored_doc_ids(con: duckdb.DuckDBPyConnection, doc_ids: Collection[str]) -> set[str]:
@@ -67,9 +96,13 @@ def stored_doc_ids(con: duckdb.DuckDBPyConnection, doc_ids: Collection[str]) -> 
 class StoreSink:
     """Writes each result to the store file at ``path``, holding it only while writing."""
 
-    def __init__(self, path: str | os.PathLike[str], *, form_version: str | None = None) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, form_version: str | None = None,
+        documents_root: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.path = path
         self.form_version = form_version
+        self.documents_root = documents_root
 
     def stored(self, doc_ids: Collection[str]) -> set[str]:
         """Which of ``doc_ids`` already have rows in the store."""
@@ -79,4 +112,5 @@ class StoreSink:
     def put(self, result: DocumentResult, run_id: str) -> None:
         """Store one document's result (see :func:`store_result`)."""
         with open_store(self.path) as con:
-            store_result(con, result, run_id=run_id, form_version=self.form_version)
+            store_result(con, result, run_id=run_id, form_version=self.form_version,
+                         documents_root=self.documents_root)

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
+from fieldtrust.extraction.locate import Box, Located
 from fieldtrust.extraction.results import Extraction
 from fieldtrust.extraction.schemas import SCHEMAS, UNCLEAR, FieldSpec
 
@@ -44,6 +45,9 @@ ROW_SCHEMA = pa.schema(
         ("conflict", pa.bool_()),
         ("conflict_value", pa.string()),
         ("source_excerpt", pa.string()),
+        ("document_uri", pa.string()),
+        ("page", pa.int32()),
+        ("bbox", pa.string()),  # "x0,y0,x1,y1", as an ingested file writes it
     ]
 )
 
@@ -76,6 +80,27 @@ def value_and_status(spec: FieldSpec, entry: Mapping[str, Any]) -> tuple[str | N
     return str(value), "present"
 
 
+def quotes(extraction: Extraction) -> dict[str, tuple[int | None, str]]:
+    """Per field the model's page and verbatim text (fields without a page are left out)."""
+    out: dict[str, tuple[int | None, str]] = {}
+    for name, entry in extraction.tool_input.items():
+        page = entry.get("page") if isinstance(entry, Mapping) else None
+        if isinstance(page, int) and not isinstance(page, bool) and page >= 1:
+            text = entry.get("source_text")
+            out[name] = (page, text if isinstance(text, str) else "")
+    return out
+
+
+def _place(located: Located | None) -> dict[str, Any]:
+    if located is None:
+        return {"page": None, "bbox": None}
+    return {"page": located.page, "bbox": _bbox_text(located.bbox)}
+
+
+def _bbox_text(box: Box | None) -> str | None:
+    return None if box is None else ",".join(f"{v:.6f}" for v in box)
+
+
 def extraction_rows(
     extraction: Extraction,
     *,
@@ -83,10 +108,14 @@ def extraction_rows(
     doc_id: str,
     extracted_at: dt.datetime,
     form_version: str | None = None,
+    document_uri: str | None = None,
+    located: Mapping[str, Located] | None = None,
 ) -> pa.Table:
     """The store rows of one accepted extraction (columns :data:`ROW_SCHEMA`).
 
     ``extracted_at`` must be naive UTC (the store's convention).
+    ``document_uri`` goes on every row; ``located`` gives a field's page and
+    bbox (:func:`fieldtrust.extraction.locate.locate_fields`).
     """
     schema = SCHEMAS[extraction.doc_type]
     rows: dict[str, list[Any]] = {name: [] for name in ROW_SCHEMA.names}
@@ -108,6 +137,8 @@ def extraction_rows(
             "conflict": spec.name in extraction.conflicts,
             "conflict_value": extraction.conflicts.get(spec.name),
             "source_excerpt": source_text if isinstance(source_text, str) and source_text else None,
+            "document_uri": document_uri,
+            **_place((located or {}).get(spec.name)),
         }
         for name, cell in row.items():
             rows[name].append(cell)

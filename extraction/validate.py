@@ -55,6 +55,7 @@ def format_problems(schema: DocSchema, tool_input: Mapping[str, Any]) -> list[st
             problems.append(f"{spec.name}: missing; give value (null if absent) and confidence")
             continue
         problems.extend(_confidence_problems(spec.name, entry.get("confidence")))
+        problems.extend(_page_problems(spec.name, entry.get("page")))
         if spec.kind == "line_items":
             problems.extend(_line_item_problems(entry.get("items")))
         elif spec.kind == "category":
@@ -69,6 +70,15 @@ def _confidence_problems(name: str, confidence: object) -> list[str]:
         return [f"{name}.confidence: {confidence!r} is not a number between 0 and 1"]
     if not 0.0 <= float(confidence) <= 1.0:
         return [f"{name}.confidence: {confidence} is outside [0, 1]"]
+    return []
+
+
+def _page_problems(name: str, page: object) -> list[str]:
+    # Inputs recorded before the schema asked for a page have none: no page, no problem.
+    if page is None:
+        return []
+    if isinstance(page, bool) or not isinstance(page, int) or page < 0:
+        return [f"{name}.page: {page!r} is not a page number (1 for the first page, 0 if null)"]
     return []
 
 

@@ -47,6 +47,14 @@ class Settings:
     seed: int = _setting(20261130, "Seed of the audit sample's permanent random numbers.")
     model: str = _setting("claude-sonnet-4-6", "Claude model used by `fieldtrust extract`.")
     port: int = _setting(8501, "Port of the dashboard server.")
+    documents_root: str = _setting(
+        "", "Folder document uris are read under (empty: the store file's folder); nothing"
+        " outside it is opened."
+    )
+    documents_remote_hosts: str = _setting(
+        "", "Comma-separated hosts whose http(s) documents the dashboard may fetch; other"
+        " remote documents are shown as links only."
+    )
 
     def __post_init__(self) -> None:
         for f in fields(self):

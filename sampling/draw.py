@@ -30,7 +30,7 @@ from fieldtrust.sampling.errors import SamplingError
 from fieldtrust.sampling.prn import prn_hash_sql, prn_sql
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.connection import transaction, utc_now
-from fieldtrust.store.rollup import record_sampled_rows
+from fieldtrust.store.rollup import LOCATION_COLUMNS, record_sampled_rows
 from scipy import stats
 
 #: Chance that a cell's candidate cutoff holds fewer than ``n_h`` items; then the
@@ -40,7 +40,7 @@ _CUTOFF_MISS = 1e-12
 #: The draw's picks, per connection, until they are stored.
 _PICKS = "_fieldtrust_draw_picks"
 #: Columns of the picks copied to sampled_extractions beside doc_type, field, form_version.
-_COPIED = ("confidence", "extracted_at")
+_COPIED = ("confidence", "extracted_at", *LOCATION_COLUMNS)
 
 _CELLS_SQL = """
 SELECT cell, doc_type, field, band, version_status, n_population, n_sample, inclusion_prob

@@ -27,6 +27,12 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 from fieldtrust.store.connection import transaction, utc_now
+from fieldtrust.store.documents import (
+    LOCATION_COLUMNS,
+    STORED_COLUMNS,
+    location_rules,
+    location_select,
+)
 from fieldtrust.store.errors import ValidationError
 from fieldtrust.store.readers import (
     Staged,
@@ -69,6 +75,7 @@ OPTIONAL_COLUMNS = (
     "conflict",
     "conflict_value",
     "source_excerpt",
+    *LOCATION_COLUMNS,  # document_uri, page, bbox: store.documents checks them
 )
 VALUE_STATUSES = ("present", "null", "unclear", "other")
 
@@ -95,6 +102,7 @@ _STORED = (
     "conflict",
     "conflict_value",
     "source_excerpt",
+    *STORED_COLUMNS,
 )
 
 
@@ -258,6 +266,7 @@ def validate_extractions(con: duckdb.DuckDBPyConnection, staged: Staged, *, sour
         *choice_rules("value_status", VALUE_STATUSES, dtypes),
         *_status_value_rules(dtypes),
         *boolean_rules("conflict", dtypes),
+        *location_rules(dtypes),
     ]
     raise_problems(con, staged, rules, [_unique_id(dtypes)], source=source)
 
@@ -382,6 +391,7 @@ def _typed_select(dtypes: dict[str, str]) -> str:
         f"coalesce({boolean_sql(*_col(dtypes, 'conflict'))}, false)",
         _kept_text(*_col(dtypes, "conflict_value")),
         _kept_text(*_col(dtypes, "source_excerpt")),
+        *location_select(dtypes),
     ]
     return ", ".join(
         f"{sql} AS {quote_ident(name)}" for sql, name in zip(expressions, _STORED, strict=True)

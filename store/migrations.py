@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import duckdb
 from fieldtrust.store.chain import chain_existing_rows
-from fieldtrust.store.rollup import refresh_rollups
+from fieldtrust.store.rollup import refresh_rollups, refresh_sampled
 
 
 @dataclass(frozen=True)
@@ -433,6 +433,29 @@ MIGRATIONS: tuple[Migration, ...] = (
                reviewer, review_round, labeled_at
         FROM chosen;
         """,
+    ),
+    Migration(
+        "0016_store_document_locations",
+        """
+        -- Where a value came from (store.documents): the document, the 1-based
+        -- page and the value's box as fractions of the page, origin top left.
+        -- All optional; the sampled copy carries them (and doc_id) because the
+        -- review screens read items from it.
+        ALTER TABLE extractions ADD COLUMN document_uri VARCHAR;
+        ALTER TABLE extractions ADD COLUMN page INTEGER;  -- >= 1, checked by ingest
+        ALTER TABLE extractions ADD COLUMN bbox_x0 DOUBLE;
+        ALTER TABLE extractions ADD COLUMN bbox_y0 DOUBLE;
+        ALTER TABLE extractions ADD COLUMN bbox_x1 DOUBLE;
+        ALTER TABLE extractions ADD COLUMN bbox_y1 DOUBLE;
+        ALTER TABLE sampled_extractions ADD COLUMN doc_id VARCHAR;
+        ALTER TABLE sampled_extractions ADD COLUMN document_uri VARCHAR;
+        ALTER TABLE sampled_extractions ADD COLUMN page INTEGER;
+        ALTER TABLE sampled_extractions ADD COLUMN bbox_x0 DOUBLE;
+        ALTER TABLE sampled_extractions ADD COLUMN bbox_y0 DOUBLE;
+        ALTER TABLE sampled_extractions ADD COLUMN bbox_x1 DOUBLE;
+        ALTER TABLE sampled_extractions ADD COLUMN bbox_y1 DOUBLE;
+        """,
+        then=refresh_sampled,
     ),
 )
 

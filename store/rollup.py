@@ -119,6 +119,24 @@ def population_counts(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) ->
 
 
 _SAMPLED_COLUMNS = "extraction_id, doc_type, form_version, field, confidence, extracted_at"
+#: Where each copied item's value came from (store.documents), for the review screens.
+LOCATION_COLUMNS = ("doc_id", "document_uri", "page", "bbox_x0", "bbox_y0", "bbox_x1", "bbox_y1")
+
+
+def _copied_columns(con: duckdb.DuckDBPyConnection) -> str:
+    """The columns of the copy: with the locations once migration 0016 added them.
+
+    Migration 0014 fills the copy before 0016 exists, so the locations are
+    copied only when the table has them.
+    """
+    row = fetch_one(
+        con,
+        "SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database()"
+        " AND schema_name = 'main' AND table_name = 'sampled_extractions'"
+        " AND column_name = 'document_uri'",
+    )
+    has_locations = bool(row and row[0])
+    return ", ".join([_SAMPLED_COLUMNS, *LOCATION_COLUMNS]) if has_locations else _SAMPLED_COLUMNS
 
 
 def record_sampled(
@@ -131,9 +149,10 @@ def record_sampled(
     it. Ids already copied are skipped.
     """
     where, scope_params = scope.where("e")
+    columns = _copied_columns(con)
     con.execute(
-        f"INSERT INTO sampled_extractions ({_SAMPLED_COLUMNS})"
-        f" SELECT {_SAMPLED_COLUMNS} FROM extractions e"
+        f"INSERT INTO sampled_extractions ({columns})"
+        f" SELECT {columns} FROM extractions e"
         f" WHERE {where} AND e.extraction_id IN ({extraction_ids_sql})"
         " AND e.extraction_id NOT IN (SELECT extraction_id FROM sampled_extractions)",
         [*scope_params, *params],
@@ -142,9 +161,10 @@ def record_sampled(
 
 def record_sampled_rows(con: duckdb.DuckDBPyConnection, relation: str) -> None:
     """Copy rows of ``relation`` (a table holding the copy's columns) not copied yet."""
+    columns = _copied_columns(con)
     con.execute(
-        f"INSERT INTO sampled_extractions ({_SAMPLED_COLUMNS})"
-        f" SELECT {_SAMPLED_COLUMNS} FROM {relation}"
+        f"INSERT INTO sampled_extractions ({columns})"
+        f" SELECT {columns} FROM {relation}"
         " WHERE extraction_id NOT IN (SELECT extraction_id FROM sampled_extractions)"
     )
 

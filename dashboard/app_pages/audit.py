@@ -10,7 +10,17 @@ from __future__ import annotations
 
 import duckdb
 import streamlit as st
-from fieldtrust.dashboard import auth, charts, data, downloads, layout, sidebar, state, views
+from fieldtrust.dashboard import (
+    auth,
+    charts,
+    data,
+    downloads,
+    layout,
+    sidebar,
+    state,
+    viewer,
+    views,
+)
 from fieldtrust.labels.agreement import adjudicate
 from fieldtrust.labels.forms import form_fields
 from fieldtrust.labels.taxonomy import ERROR_TYPES
@@ -174,6 +184,8 @@ def _adjudication_section(identity: auth.Identity | None, scope: object) -> None
     cols[3].checkbox("Field absent", key=state.AUDIT_ADJ_ABSENT)
     st.button("Settle", key=state.AUDIT_ADJ_SUBMIT, on_click=_on_adjudicate,
               args=(identity, item), type="primary")
+    if item is not None:
+        viewer.show_document(item, zoom_key=state.VIEWER_ADJ_ZOOM)
 
 
 def _errors_section(scope: object) -> None:

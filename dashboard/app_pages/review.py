@@ -9,7 +9,7 @@ role; the page only hides what a role cannot use.
 from __future__ import annotations
 
 import streamlit as st
-from fieldtrust.dashboard import auth, data, downloads, layout, sidebar, state
+from fieldtrust.dashboard import auth, data, downloads, layout, sidebar, state, viewer
 from fieldtrust.labels.assignment import ReviewItem, next_items, skip
 from fieldtrust.labels.forms import form_fields
 from fieldtrust.labels.progress import ItemContext
@@ -66,7 +66,7 @@ def _skip(identity: auth.Identity, item: ReviewItem) -> None:
 def _show_item(item: ReviewItem, context: ItemContext) -> None:
     # Everything below comes from ingested files: shown as written, never as markdown.
     st.subheader(f"{layout.plain(item.doc_type)} · {layout.plain(item.field)}")
-    left, right = st.columns([3, 2])
+    left, right = st.columns([2, 3])
     with left:
         value = item.value if item.value is not None else f"({item.value_status})"
         st.markdown("**Extracted value**")
@@ -79,6 +79,8 @@ def _show_item(item: ReviewItem, context: ItemContext) -> None:
         if context.conflict:
             st.warning(f"Another source says: {layout.code_span(context.conflict_value)}")
     with right:
+        viewer.show_document(item.extraction_id, item.source_excerpt,
+                             zoom_key=state.VIEWER_REVIEW_ZOOM)
         st.markdown(
             f"Document {layout.code_span(item.doc_id)}  \nType **{layout.plain(item.doc_type)}**"
             f" · form version **{layout.plain(item.form_version)}**  \nField"
@@ -144,6 +146,10 @@ def _priority_tab() -> None:
         st.info("The priority queue is empty for these filters.")
         return
     downloads.show_table("priority_queue", queue)
+    ids = queue.column("extraction_id").to_pylist()
+    picked = st.selectbox("Open an item's document", ids, key=state.VIEWER_QUEUE_ITEM)
+    if picked is not None:
+        viewer.show_document(picked, zoom_key=state.VIEWER_QUEUE_ZOOM)
 
 
 st.title("Review")

@@ -101,7 +101,11 @@ def extract(
     with open_store(resolved.db):
         pass  # creates and migrates the store now, so a bad --db fails before any API call
     client = make_client(api_key)
-    sink = StoreSink(resolved.db, form_version=form_version)
+    from fieldtrust.store.documents import documents_root
+
+    _show_warnings()
+    root = documents_root(resolved.documents_root, resolved.db)
+    sink = StoreSink(resolved.db, form_version=form_version, documents_root=root)
     chosen_model = resolved.model
     if batch:
         _say(f"manifest: {manifest}")
@@ -118,6 +122,18 @@ def extract(
     _print(summary, as_json)
     if summary.failed:
         ctx.exit(1)
+
+
+def _show_warnings() -> None:
+    """Let the extractor's warnings (a quote not found on its page) reach stderr."""
+    import logging
+
+    logger = logging.getLogger("fieldtrust.extraction")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("warning: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.WARNING)
 
 
 def _print(summary: RunSummary, as_json: bool) -> None:

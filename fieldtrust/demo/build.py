@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from fieldtrust import store
 from fieldtrust.demo.generator import check_size, generate_demo
+from fieldtrust.demo.layout import with_locations
 from fieldtrust.demo.reviewers import simulate_reviews
 from fieldtrust.demo.summary import DemoSummary, truth_summary
 from fieldtrust.store.errors import FieldtrustError
@@ -80,7 +81,8 @@ def build_demo(
             " an empty store: pick another --db, or pass --force to delete and rebuild it"
         )
     data = generate_demo(seed, rows, end_week, weeks)
-    ingest_table(con, data.extractions, source="demo", fmt="demo")
+    # Each row says where its value is printed; the pages are drawn only when opened.
+    ingest_table(con, with_locations(data.extractions, data.truth), source="demo", fmt="demo")
     _insert_truth(con, data.truth)
     if labelled:
         simulate_reviews(con, seed=seed, weeks=data.weeks)

@@ -122,6 +122,8 @@ def test_a_read_only_open_upgrades_a_store_made_by_an_older_fieldtrust(tmp_path:
     # As an older fieldtrust left it: without the newest migration's tables.
     con.execute("DROP TABLE extraction_counts")
     con.execute("DROP TABLE sampled_extractions")
+    for column in ("document_uri", "page", "bbox_x0", "bbox_y0", "bbox_x1", "bbox_y1"):
+        con.execute(f"ALTER TABLE extractions DROP COLUMN {column}")  # added by 0016
     newest = [m.name for m in MIGRATIONS if m.name >= "0014"]
     con.execute("DELETE FROM schema_migrations WHERE name IN (SELECT unnest(?::VARCHAR[]))",
                 [newest])
@@ -189,7 +191,8 @@ def test_a_sample_draw_copies_exactly_its_items_columns(
     copied = con.sql(
         "SELECT * FROM sampled_extractions ORDER BY extraction_id").fetchall()
     expected = con.sql(
-        "SELECT extraction_id, doc_type, form_version, field, confidence, extracted_at"
+        "SELECT extraction_id, doc_type, form_version, field, confidence, extracted_at,"
+        f" {', '.join(rollup.LOCATION_COLUMNS)}"
         " FROM extractions WHERE extraction_id IN (SELECT extraction_id FROM audit_items)"
         " ORDER BY extraction_id").fetchall()
     assert copied == expected  # each item once, its columns as stored
