@@ -71,12 +71,16 @@ def population_sql(
     return sql, params
 
 
-def count_cells(con: duckdb.DuckDBPyConnection, week: str, design: Design) -> pd.DataFrame:
+def count_cells(
+    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None = None
+) -> pd.DataFrame:
     """Population size ``N_h`` of every non-empty cell of ``week``, in a stable order.
 
     Columns: cell, doc_type, field, band, version_status, n_population,
     band_index, is_new and form_versions (the versions in the cell; with
     band_index they locate the cell's rows in :func:`population_sql`).
+    ``parts`` names a relation of the week's counts per (doc_type, field,
+    form_version, band_index), column n, when a lake source counted them.
     """
     sql, params = population_sql(week, design)
     if design.new_version_weeks > 0:
@@ -85,13 +89,16 @@ def count_cells(con: duckdb.DuckDBPyConnection, week: str, design: Design) -> pd
         is_new = "(f.first_seen_at IS NULL OR f.first_seen_at >= $new_since)"
     else:
         is_new = "false"
+    parts_sql = f"""
+        SELECT doc_type, field, form_version, band_index, count(*) AS n
+        FROM ({sql}) GROUP BY ALL"""
+    if parts:  # the rows were counted elsewhere: only the version threshold is bound
+        params = {k: v for k, v in params.items() if k == "new_since"}
+        parts_sql = f"SELECT doc_type, field, form_version, band_index, n FROM {parts}"
     counts = (
         con.sql(
             f"""
-            WITH parts AS (
-                SELECT doc_type, field, form_version, band_index, count(*) AS n
-                FROM ({sql}) GROUP BY ALL
-            )
+            WITH parts AS ({parts_sql})
             SELECT p.doc_type, p.field, p.band_index, {is_new} AS is_new,
                    sum(p.n)::BIGINT AS n_population,
                    list(p.form_version ORDER BY p.form_version) AS form_versions
@@ -130,7 +137,9 @@ def _cell_part(text: pd.Series) -> pd.Series:
     return text.str.replace("\\", "\\\\", regex=False).str.replace("|", "\\|", regex=False)
 
 
-def plan_cells(con: duckdb.DuckDBPyConnection, week: str, design: Design) -> pd.DataFrame:
+def plan_cells(
+    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None = None
+) -> pd.DataFrame:
     """Every cell of ``week`` with ``N_h``, ``n_h``, ``pi_h = n_h / N_h`` and whether it is boosted.
 
     Without a budget ``n_h`` follows the rate rule
@@ -145,7 +154,7 @@ def plan_cells(con: duckdb.DuckDBPyConnection, week: str, design: Design) -> pd.
         The week holds no extractions.
     """
     week = checked_week(week)
-    cells = count_cells(con, week, design)
+    cells = count_cells(con, week, design, parts)
     if cells.empty:
         start, end = week_bounds(week)
         raise SamplingError(

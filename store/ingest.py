@@ -94,6 +94,8 @@ _STORED = (
     "conflict_value",
     "source_excerpt",
 )
+#: The columns a stored extraction has (besides batch_id).
+STORED_COLUMNS = _STORED
 
 
 @dataclass(frozen=True)
@@ -245,7 +247,12 @@ def validate_extractions(con: duckdb.DuckDBPyConnection, staged: Staged, *, sour
     """
     dtypes = staged.dtypes
     check_columns(source, dtypes, required=REQUIRED_COLUMNS, optional=OPTIONAL_COLUMNS)
-    rules = [
+    raise_problems(con, staged, extraction_rules(dtypes), [_unique_id(dtypes)], source=source)
+
+
+def extraction_rules(dtypes: dict[str, str]) -> list[Rule]:
+    """The row rules of :func:`validate_extractions` (a lake source checks the same)."""
+    return [
         *required_rules(REQUIRED_COLUMNS, dtypes),
         *_confidence_rules(dtypes["confidence"]),
         *timestamp_rules("extracted_at", dtypes),
@@ -253,7 +260,6 @@ def validate_extractions(con: duckdb.DuckDBPyConnection, staged: Staged, *, sour
         *_status_value_rules(dtypes),
         *boolean_rules("conflict", dtypes),
     ]
-    raise_problems(con, staged, rules, [_unique_id(dtypes)], source=source)
 
 
 def _confidence_rules(dtype: str) -> list[Rule]:
@@ -356,6 +362,11 @@ def _id_sql(dtypes: dict[str, str]) -> str:
     if "extraction_id" not in dtypes:
         return derived
     return f"coalesce({text_sql('extraction_id', dtypes['extraction_id'])}, {derived})"
+
+
+def typed_select(dtypes: dict[str, str]) -> str:
+    """SELECT list of the stored columns of valid rows with these column types."""
+    return _typed_select(dtypes)
 
 
 def _typed_select(dtypes: dict[str, str]) -> str:

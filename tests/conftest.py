@@ -56,3 +56,16 @@ def table_fingerprint(connection: duckdb.DuckDBPyConnection) -> dict[str, tuple[
         ).fetchall()[0]
         fingerprint[name] = (row[0], row[1])
     return fingerprint
+
+
+@pytest.fixture(scope="session")
+def spark_master() -> str:
+    """A local Spark session (127.0.0.1, UI off, UTC), started once for the whole run.
+
+    Every test naming this fixture shares it: the JVM takes seconds to start.
+    """
+    from fieldtrust.store.sources.engines import spark_session
+
+    master = "local[1]"
+    spark_session(master)
+    return master

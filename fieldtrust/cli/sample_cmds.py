@@ -93,15 +93,17 @@ def sample(
         return
     if actor is None:
         raise click.UsageError("drawing needs --as NAME, a user with the qa_lead role")
+    from fieldtrust.cli.source_cmds import open_configured_source
+
     con = open_db(ctx)
-    result = draw_sample(
-        con,
-        week,
-        design,
-        seed=settings(ctx).seed if seed is None else seed,
-        actor=actor,
-        redraw=redraw,
-    )
+    lake = open_configured_source(ctx)
+    seed = settings(ctx).seed if seed is None else seed
+    if lake is not None:  # ranked on the lake's engine; only the picked rows come home
+        from fieldtrust.sampling.source_draw import draw_from_source
+
+        result = draw_from_source(con, lake, week, design, seed=seed, actor=actor, redraw=redraw)
+    else:
+        result = draw_sample(con, week, design, seed=seed, actor=actor, redraw=redraw)
     written = write_items_csv(sample_items(con, result.sample_id), out) if out else None
     if as_json:
         echo_json(
