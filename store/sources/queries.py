@@ -19,11 +19,16 @@ _K = f"CAST(floor(confidence * {GRID} + 1e-9) AS SMALLINT)"
 #: the rows after ``$since`` (a watermark; the epoch when reading new files).
 #: Days, not weeks: a portable cast; the store turns them into ISO weeks.
 ROLLUP_SINCE = f"""
-SELECT doc_type, field, form_version, CAST(extracted_at AS DATE) AS day, {_K} AS k, bad_,
+SELECT doc_type, field, form_version, day, k, bad_,
        count(*) AS n, sum(confidence) AS sum_confidence, min(extracted_at) AS first_seen_at
-FROM source_rows
-WHERE extracted_at IS NULL OR extracted_at > $since
-GROUP BY doc_type, field, form_version, CAST(extracted_at AS DATE), {_K}, bad_
+FROM (
+    SELECT doc_type, field, form_version, CAST(extracted_at AS DATE) AS day, bad_,
+           CASE WHEN bad_ THEN CAST(NULL AS SMALLINT) ELSE {_K} END AS k,
+           confidence, extracted_at
+    FROM source_rows
+    WHERE extracted_at IS NULL OR extracted_at > $since
+) AS r
+GROUP BY doc_type, field, form_version, day, k, bad_
 """
 
 #: The newest time counted: the next watermark of a Spark table.

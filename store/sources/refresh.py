@@ -232,9 +232,18 @@ def _problems(source: Source) -> list[str]:
         where = f"file {row['file_']}, row {row['row_']}" if row["file_"] else "a row"
         messages.append(
             f"{where}, column {rule.column}: "
-            + rule.message.format(value=shown(row["value_"]), extra=shown(row["extra_"]))
+            + rule.message.format(value=shown(_text(row["value_"])),
+                                  extra=shown(_text(row["extra_"])))
         )
     return messages
+
+
+#: Spark writes these doubles its own way; messages use DuckDB's words, as ingest does.
+_SPARK_WORDS = {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}
+
+
+def _text(value: object) -> object:
+    return _SPARK_WORDS.get(value, value) if isinstance(value, str) else value
 
 
 def source_summary(con: duckdb.DuckDBPyConnection, config: SourceConfig) -> dict[str, object]:

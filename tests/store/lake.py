@@ -17,7 +17,8 @@ FIRST_MONDAY = dt.datetime(2026, 1, 5)
 
 
 def lake_rows(
-    n: int, *, weeks: int = 4, seed: int = 1, prefix: str = "x", first_week: int = 0
+    n: int, *, weeks: int = 4, seed: int = 1, prefix: str = "x", first_week: int = 0,
+    doc_types: tuple[str, ...] = ("invoice", "receipt"), versions: int = 2,
 ) -> pa.Table:
     """``n`` valid extractions over ``weeks`` weeks from :data:`FIRST_MONDAY` plus
     ``first_week``: two doc types, two fields, two form versions."""
@@ -26,8 +27,9 @@ def lake_rows(
     return pa.table({
         "extraction_id": [f"{prefix}{i:06d}" for i in range(n)],
         "doc_id": [f"{prefix}d{i // 3}" for i in range(n)],
-        "doc_type": rng.choice(["invoice", "receipt"], n).tolist(),
-        "form_version": rng.choice(["v1", "v2"], n, p=[0.9, 0.1]).tolist(),
+        "doc_type": rng.choice(list(doc_types), n).tolist(),
+        "form_version": (rng.choice(["v1", "v2"], n, p=[0.9, 0.1]) if versions > 1
+                         else np.full(n, "v1")).tolist(),
         "field": rng.choice(["total", "tax"], n).tolist(),
         "value": [f"{i}.00" for i in range(n)],
         "confidence": np.round(rng.beta(8, 1, n), 4),
