@@ -89,7 +89,7 @@ class Source:
         bad = " OR ".join(f"({rule.condition})" for rule in self.rules) or "false"
         self._view(
             "source_rows",
-            f"SELECT {typed_select(dtypes)}, coalesce({bad}, false) AS bad_, file_, row_"
+            f"SELECT {typed_select(dtypes)}, coalesce({bad}, false) AS bad_"
             " FROM source_raw",
         )
 

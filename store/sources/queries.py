@@ -15,21 +15,33 @@ from fieldtrust.store.rollup import GRID
 
 _K = f"CAST(floor(confidence * {GRID} + 1e-9) AS SMALLINT)"
 
-#: Counts per (stratum, form version, UTC day, confidence step), valid or not, of
-#: the rows after ``$since`` (a watermark; the epoch when reading new files).
-#: Days, not weeks: a portable cast; the store turns them into ISO weeks.
-ROLLUP_SINCE = f"""
-SELECT doc_type, field, form_version, day, k, bad_,
-       count(*) AS n, sum(confidence) AS sum_confidence, min(extracted_at) AS first_seen_at
-FROM (
-    SELECT doc_type, field, form_version, CAST(extracted_at AS DATE) AS day, bad_,
-           CASE WHEN bad_ THEN CAST(NULL AS SMALLINT) ELSE {_K} END AS k,
-           confidence, extracted_at
-    FROM source_rows
-    WHERE extracted_at IS NULL OR extracted_at > $since
-) AS r
-GROUP BY doc_type, field, form_version, day, k, bad_
+#: Rows an ingest rule rejects. ``bad_`` in WHERE lets DuckDB skip every row group
+#: whose statistics rule each problem out: on a valid lake this reads almost nothing.
+BAD_ROWS = """
+SELECT count(*) AS bad FROM source_rows
+WHERE bad_ AND (extracted_at IS NULL OR extracted_at > $since)
 """
+
+
+def rollup(*, since: bool, skip_bad: bool) -> str:
+    """Counts per (stratum, form version, UTC day, confidence step) of the selected rows.
+
+    ``since``: only rows after ``$since`` (a watermark); ``skip_bad``: leave out
+    the rows an ingest rule rejects (asked only when there are some). Days, not
+    weeks: a portable cast; the store turns them into ISO weeks.
+    """
+    where = [
+        *(["(extracted_at IS NULL OR extracted_at > $since)"] if since else []),
+        *(["NOT bad_"] if skip_bad else []),
+    ]
+    return f"""
+    SELECT doc_type, field, form_version, CAST(extracted_at AS DATE) AS day, {_K} AS k,
+           count(*) AS n, sum(confidence) AS sum_confidence, min(extracted_at) AS first_seen_at
+    FROM source_rows
+    {"WHERE " + " AND ".join(where) if where else ""}
+    GROUP BY doc_type, field, form_version, CAST(extracted_at AS DATE), {_K}
+    """
+
 
 #: The newest time counted: the next watermark of a Spark table.
 WATERMARK_SINCE = """

@@ -8,7 +8,8 @@ append-only, and recounting a rewritten file would count its rows twice.
 Everything a refresh writes lands in one transaction.
 
 Rows are checked with the ingest rules (:func:`fieldtrust.store.ingest.extraction_rules`)
-in the same pass that counts them; a refresh that finds bad rows raises
+before they are counted, by one query that Parquet statistics let skip most of a
+valid lake; a refresh that finds bad rows raises
 :class:`~fieldtrust.store.errors.ValidationError` (the first 20, by file and row,
 and their count) and writes nothing, unless ``skip_invalid``, which leaves
 them out and records how many with the refresh. Extraction ids are taken as
@@ -121,12 +122,12 @@ def refresh_source(
         since = _EPOCH
     else:
         source.select(None)
-    counts = _count(source, new_files, since, report if progress else None)
-    bad = pc.sum(pc.filter(counts["n"], counts["bad_"])).as_py() or 0
+    bad = int(source.query(queries.BAD_ROWS, {"since": since})["bad"][0].as_py() or 0)
     if bad and not skip_invalid:
-        raise ValidationError(name, _problems(source), int(bad))
-    good = counts.filter(pc.invert(counts["bad_"]))
-    rows = int(pc.sum(good["n"]).as_py() or 0)
+        raise ValidationError(name, _problems(source), bad)
+    counts = _count(source, new_files, since, bool(bad), listed is None,
+                    report if progress else None)
+    rows = int(pc.sum(counts["n"]).as_py() or 0)
     watermark = None
     if listed is None:
         if rows == 0 and not bad:
@@ -135,11 +136,9 @@ def refresh_source(
     report(f"storing counts of {rows:,} rows", 0, 1)
     refresh_id = f"refresh-{uuid.uuid4().hex[:16]}"
     with transaction(con):
-        _store(con, refresh_id, name, new_files, good, int(bad), rows, changed, watermark)
+        _store(con, refresh_id, name, new_files, counts, bad, rows, changed, watermark)
     report("done", 1, 1)
-    return RefreshResult(
-        refresh_id, name, len(new_files), rows, int(bad), changed, missing, watermark
-    )
+    return RefreshResult(refresh_id, name, len(new_files), rows, bad, changed, missing, watermark)
 
 
 #: Reporting progress, new files are counted in about this many queries.
@@ -147,21 +146,23 @@ _PROGRESS_STEPS = 20
 
 
 def _count(
-    source: Source, files: list[SourceFile], since: dt.datetime, report: Progress | None
+    source: Source, files: list[SourceFile], since: dt.datetime, skip_bad: bool,
+    by_watermark: bool, report: Progress | None,
 ) -> pa.Table:
     """The rollup query over the selected rows; in slices of files when reporting progress."""
+    sql = queries.rollup(since=by_watermark, skip_bad=skip_bad)
+    params = {"since": since} if by_watermark else {}
     if report is None or len(files) < 2:
-        return source.query(queries.ROLLUP_SINCE, {"since": since})
+        return source.query(sql, params)
     step = max(1, -(-len(files) // _PROGRESS_STEPS))
     parts, rows = [], 0
     for start in range(0, len(files), step):
         report(f"counting: {rows:,} rows", start, len(files))
         source.select([f.path for f in files[start:start + step]])
-        part = source.query(queries.ROLLUP_SINCE, {"since": since})
+        part = source.query(sql, params)
         rows += int(pc.sum(part["n"]).as_py() or 0)
         parts.append(part)
     report(f"counted {rows:,} rows", len(files), len(files))
-    source.select([f.path for f in files])  # problems are looked for in every new file
     return pa.concat_tables(parts)
 
 
