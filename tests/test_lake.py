@@ -20,7 +20,9 @@ from fieldtrust.calibration.candidates import automation_candidates
 from fieldtrust.labels.approval import approve_candidate
 from fieldtrust.labels.verdicts import record_verdict
 from fieldtrust.sampling.draw import draw_sample, sample_items
+from fieldtrust.sampling.queue import priority_queue
 from fieldtrust.sampling.source_draw import draw_from_source
+from fieldtrust.sampling.source_queue import source_queue
 from fieldtrust.store import rollup
 from fieldtrust.store.ingest import ingest_table
 from fieldtrust.store.sources import SourceConfig, open_source, refresh_source
@@ -31,6 +33,7 @@ WEEKS = ("2026-W02", "2026-W03", "2026-W04", "2026-W05")
 SEED = 20261130
 N_MIN = 30
 TARGET = 0.9
+QUEUE = 25
 
 
 def truth(extraction_id: str, confidence: float) -> bool:
@@ -39,8 +42,9 @@ def truth(extraction_id: str, confidence: float) -> bool:
     return confidence >= 0.75 or digest[0] % 2 == 0
 
 
-def audit(con: duckdb.DuckDBPyConnection, draw: Any) -> dict[str, Any]:
-    """Draw every week, label every item, assess the strata, approve the first candidate."""
+def audit(con: duckdb.DuckDBPyConnection, draw: Any, queue: Any) -> dict[str, Any]:
+    """Draw every week, label every item, assess the strata, approve the first candidate,
+    then ask for the review queue."""
     sampled = {}
     for week in WEEKS:
         result = draw(con, week)
@@ -61,7 +65,8 @@ def audit(con: duckdb.DuckDBPyConnection, draw: Any) -> dict[str, Any]:
     decision = approve_candidate(con, "mona", chosen.doc_type, chosen.field, "lake audit",
                                  n_min=N_MIN, target=TARGET)
     return {"sampled": sampled, "figures": figures, "approved": (
-        decision.doc_type, decision.field, decision.action, decision.threshold)}
+        decision.doc_type, decision.field, decision.action, decision.threshold),
+        "queue": queue(con)}
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +86,8 @@ def ingested(rows: pa.Table, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     """The reference: the same rows ingested into the embedded store, then audited."""
     con = fresh_store(tmp_path_factory.mktemp("ingested") / "a.duckdb")
     ingest_table(con, rows, source="rows")
-    done = audit(con, lambda c, week: draw_sample(c, week, seed=SEED, actor="quinn"))
+    done = audit(con, lambda c, week: draw_sample(c, week, seed=SEED, actor="quinn"),
+                 lambda c: priority_queue(c, limit=QUEUE).to_pylist())
     con.close()
     return done
 
@@ -92,7 +98,8 @@ def audit_from_lake(config: SourceConfig, path: Path) -> tuple[dict[str, Any], A
     refreshed = refresh_source(con, source)
     assert refreshed.rows_counted == 6000
     done = audit(con, lambda c, week: draw_from_source(c, source, week, seed=SEED,
-                                                        actor="quinn"))
+                                                        actor="quinn"),
+                 lambda c: source_queue(c, source, limit=QUEUE).to_pylist())
     stored = con.execute(
         "SELECT count(*), count(*) FILTER (WHERE batch_id LIKE 'source-%') FROM extractions"
     ).fetchall()[0]
@@ -113,6 +120,8 @@ def test_a_lake_read_by_duckdb_audits_as_the_ingested_rows_do(
     assert done["figures"] == ingested["figures"]
     assert done["approved"] == ingested["approved"]
     assert done["approved"][2] == "approve"
+    assert done["queue"] == ingested["queue"]
+    assert len(done["queue"]) == QUEUE
 
 
 def test_a_lake_read_by_spark_audits_as_the_ingested_rows_do(
@@ -125,6 +134,7 @@ def test_a_lake_read_by_spark_audits_as_the_ingested_rows_do(
     assert done["sampled"] == ingested["sampled"]
     assert done["figures"] == ingested["figures"]
     assert done["approved"] == ingested["approved"]
+    assert done["queue"] == ingested["queue"]
     assert time.monotonic() - started < 120
 
 

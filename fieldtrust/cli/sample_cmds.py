@@ -232,9 +232,16 @@ def _trend_grid(trend: pd.DataFrame, overall: pd.DataFrame) -> pd.DataFrame:
 @click.pass_context
 def queue(ctx: click.Context, limit: int, as_json: bool) -> None:
     """The priority review queue: unautomated extractions most likely wrong, first."""
+    from fieldtrust.cli.source_cmds import open_configured_source
     from fieldtrust.sampling.queue import priority_queue
 
-    rows = priority_queue(open_db(ctx, read_only=True), limit=limit).to_pylist()
+    lake = open_configured_source(ctx)
+    if lake is not None:  # the source returns its lowest-confidence open rows
+        from fieldtrust.sampling.source_queue import source_queue
+
+        rows = source_queue(open_db(ctx, read_only=True), lake, limit=limit).to_pylist()
+    else:
+        rows = priority_queue(open_db(ctx, read_only=True), limit=limit).to_pylist()
     if as_json:
         echo_json({"queue": rows})
         return
