@@ -17,11 +17,14 @@ import click
 Progress = Callable[[str, int, int], None]
 
 
-def stage_progress(unit: str = "steps") -> Progress:
-    """A progress callback for the current command (closed when it ends)."""
+def stage_progress(unit: str = "steps", plain: Progress | None = None) -> Progress:
+    """A progress callback for the current command (closed when it ends).
+
+    ``plain`` replaces the default plain lines when stderr is not a terminal.
+    """
     if sys.stderr.isatty():
         return _rich_progress(unit)
-    return _plain_progress(unit)
+    return plain or _plain_progress(unit)
 
 
 def _plain_progress(unit: str) -> Progress:

@@ -178,3 +178,23 @@ def test_isfinite_has_a_spark_form() -> None:
     assert to_spark("SELECT isfinite(c + 0) FROM t") == (
         "SELECT (NOT ISNAN(c + 0) AND ABS(c + 0) < CAST('Infinity' AS DOUBLE)) FROM t"
     )
+
+
+def test_refresh_shows_progress_lines_off_a_terminal_and_none_with_json(
+    rows: pa.Table, tmp_path: Path
+) -> None:
+    import json
+
+    folder = write_parquet_lake(rows, tmp_path / "lake")
+    env = {"FIELDTRUST_SOURCE": "parquet", "FIELDTRUST_SOURCE_PATH": str(folder)}
+    db = ["--db", str(tmp_path / "s.duckdb")]
+    shown = CliRunner().invoke(cli, [*db, "refresh"], env=env)
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout.strip().endswith("new files (" + shown.stdout.split("(")[-1].strip())
+    lines = shown.stderr.splitlines()
+    assert any(re.fullmatch(r"\[\d+/3 files, [\d.]+ s\] counting: [\d,]+ rows", x) for x in lines)
+    assert lines[-1].startswith("[0/1 files") and "storing counts of 3,000 rows" in lines[-1]
+    write_parquet_lake(lake_rows(10, weeks=1, seed=2, prefix="z", first_week=6), folder)
+    quiet = CliRunner().invoke(cli, [*db, "refresh", "--json"], env=env)
+    assert quiet.stderr == ""
+    assert json.loads(quiet.stdout)["rows_counted"] == 10
