@@ -115,6 +115,14 @@ def _rows_not_counted(con: duckdb.DuckDBPyConnection) -> int:
     return int(row[0]) if row else 0
 
 
+def counts_a_lake(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the store counts extractions of a lake source (rows it does not hold)."""
+    if not _has_sources(con):
+        return False
+    row = fetch_one(con, "SELECT EXISTS (SELECT 1 FROM source_counts)")
+    return bool(row and row[0])
+
+
 def _has_sources(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether the store has the lake-source tables (migration 0016)."""
     row = fetch_one(

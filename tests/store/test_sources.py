@@ -198,3 +198,20 @@ def test_refresh_shows_progress_lines_off_a_terminal_and_none_with_json(
     quiet = CliRunner().invoke(cli, [*db, "refresh", "--json"], env=env)
     assert quiet.stderr == ""
     assert json.loads(quiet.stdout)["rows_counted"] == 10
+
+
+def test_the_confidence_histogram_of_a_lake_is_read_from_its_rollup(
+    rows: pa.Table, ingested: Path, tmp_path: Path
+) -> None:
+    from fieldtrust.calibration.histogram import confidence_histogram
+    from fieldtrust.store import Scope
+
+    con = fresh_store(tmp_path / "b.duckdb")
+    refresh_source(con, open_source(SourceConfig("parquet", str(
+        write_parquet_lake(rows, tmp_path / "lake")))))
+    reference = duckdb.connect(str(ingested), read_only=True)
+    for scope in (Scope(), Scope(weeks=("2026-W03",))):
+        lake = confidence_histogram(con, "invoice", "total", scope, bins=20)
+        rows_ = confidence_histogram(reference, "invoice", "total", scope, bins=20)
+        assert lake.to_pylist() == rows_.to_pylist()
+        assert sum(lake["count"].to_pylist()) > 100
