@@ -157,9 +157,37 @@ def run_engine(kind: str, folder: Path, work: Path, rows: int, spark: str) -> di
     return {
         "refresh_s": full, "rows_counted": refreshed.rows_counted,
         "new_week_s": week, "new_week_rows": again.rows_counted,
-        "draw_s": draw, "n_sample": sample.n_sample, "cells": cells,
+        "draw_s": draw, "n_sample": sample.n_sample, "cells": len(cells),
+        "_cells": cells,
         "sample_ids_md5": __import__("hashlib").md5("\n".join(ids).encode()).hexdigest(),
     }
+
+
+def _markdown(results: dict[str, Any]) -> str:
+    duck, spark = results["duckdb"], results.get("spark")
+    rows = f"{results['rows'] / 1e6:g}M"
+    load = f"{results['load'][0]:.1f}"
+    share = duck["refresh_s"] / WEEKS
+    ratio = results["bare_group_by_s"]
+    lines = [
+        f"| {rows} | full refresh vs bare GROUP BY | {duck['refresh_s']:.2f} s |"
+        f" {ratio:.2f} s | {duck['refresh_s'] / ratio:.2f}"
+        f" | <= 1.5 | {load} |",
+        f"| {rows} | one new week vs refresh / 8 | {duck['new_week_s']:.2f} s |"
+        f" {share:.2f} s | {duck['new_week_s'] / share:.2f}"
+        f" | ~ 1 | {load} |",
+        f"| {rows} | draw {DRAW_WEEK} vs bare md5 top-n per cell | {duck['draw_s']:.2f} s |"
+        f" {results['bare_top_n_s']:.2f} s | {duck['draw_s'] / results['bare_top_n_s']:.2f}"
+        f" | <= 2 | {load} |",
+        f"| {rows} | peak RSS | {results['peak_rss_mb']:.0f} MB | | | < 2 GB | {load} |",
+    ]
+    if spark:
+        lines.append(
+            f"| {rows} | Spark local: refresh, new week, draw | {spark['refresh_s']:.1f} s,"
+            f" {spark['new_week_s']:.1f} s, {spark['draw_s']:.1f} s | DuckDB as above |"
+            f" same ids: {spark['sample_ids_md5'] == duck['sample_ids_md5']} | none | {load} |"
+        )
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spark-master", default="local[2]")
     parser.add_argument("--keep", action="store_true", help="Keep the generated lake.")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--markdown", action="store_true",
+                        help="Print the rows of bench/RESULTS.md's lake section.")
     args = parser.parse_args(argv)
 
     folder = DEFAULT_ROOT / f"lake-{args.rows}"
@@ -181,11 +211,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as work:
         results["bare_group_by_s"] = bare_group_by(folder, WEEKS)
         results["duckdb"] = run_engine("parquet", folder, Path(work), args.rows, "")
-        results["bare_top_n_s"] = bare_top_n(folder, results["duckdb"]["cells"])
+        results["bare_top_n_s"] = bare_top_n(folder, results["duckdb"].pop("_cells"))
         results["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         if args.spark:
             results["spark"] = run_engine("spark", folder, Path(work), args.rows,
                                           args.spark_master)
+            results["spark"].pop("_cells")
     if not args.keep:
         shutil.rmtree(folder)
     duck = results["duckdb"]
@@ -196,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.json:
         print(json.dumps(results, indent=2, default=str))
+        return 0
+    if args.markdown:
+        print(_markdown(results))
         return 0
     print(f"lake: {args.rows:,} rows, 8 weeks, built in {build_s:.1f} s;"
           f" load {results['load'][0]:.2f} on {results['cpus']} cpus")
