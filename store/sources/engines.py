@@ -272,7 +272,13 @@ def spark_session(master: str) -> Any:
         raise SourceError("source spark needs pyspark (pip install pyspark)") from exc
     try:
         if master.startswith("sc://"):
-            builder = SparkSession.builder.remote(master)
+            try:
+                builder = SparkSession.builder.remote(master)
+            except (ImportError, SystemExit) as exc:  # pyspark exits when grpc is missing
+                raise SourceError(
+                    f"source spark: Spark Connect ({master}) needs pyspark's connect extra"
+                    " (pip install 'pyspark[connect]')"
+                ) from exc
         else:
             if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
                 raise SourceError(
@@ -287,7 +293,13 @@ def spark_session(master: str) -> Any:
                 .config("spark.sql.shuffle.partitions", "4")
                 .config("spark.ui.showConsoleProgress", "false")
             )
-        session = builder.config("spark.sql.session.timeZone", "UTC").getOrCreate()
+        try:
+            session = builder.config("spark.sql.session.timeZone", "UTC").getOrCreate()
+        except SystemExit as exc:  # pyspark's connect client exits when grpc is missing
+            raise SourceError(
+                f"source spark: Spark Connect ({master}) needs pyspark's connect extra"
+                " (pip install 'pyspark[connect]')"
+            ) from exc
         if not master.startswith("sc://"):
             session.sparkContext.setLogLevel("ERROR")
         return session

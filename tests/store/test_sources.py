@@ -146,6 +146,8 @@ def test_an_unreachable_source_is_one_message_and_exit_2(tmp_path: Path,
         open_source(SourceConfig("parquet", str(tmp_path / "nowhere")))
     with pytest.raises(SourceError, match="is not a Delta table"):
         open_source(SourceConfig("delta", str(tmp_path)))
+    with pytest.raises(SourceError, match=r"Spark Connect \(sc://127.0.0.1:1\) needs|cannot reach"):
+        open_source(SourceConfig("spark", str(tmp_path), spark="sc://127.0.0.1:1"))
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("JAVA_HOME", raising=False)
     with pytest.raises(SourceError, match="local Spark needs Java 17"):
