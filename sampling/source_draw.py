@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable
 
 import duckdb
 import numpy as np
@@ -79,11 +80,13 @@ def draw_from_source(
     seed: int,
     actor: str,
     redraw: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> SampleResult:
     """Draw ISO ``week``'s audit sample from ``source``, or return it if drawn so.
 
     Parameters and result as :func:`fieldtrust.sampling.draw.draw_sample`;
-    ``source`` is an open lake source the store was refreshed from.
+    ``source`` is an open lake source the store was refreshed from;
+    ``progress(stage, done, total)`` is called as each of 3 stages starts.
 
     Raises
     ------
@@ -101,6 +104,8 @@ def draw_from_source(
         current = _current(con, week)
         if current is not None and not redraw and current[2] == digest and current[1] == seed:
             return load_sample(con, current[0])
+    report = progress or (lambda stage, done, total: None)
+    report(f"counting the cells of {week} on {source.config.kind}", 0, 3)
     select_counted(con, source)
     start, end = week_bounds(week)
     edges = [float(edge) for edge in design.bands[1:-1]]
@@ -113,7 +118,9 @@ def draw_from_source(
             cells = plan_cells(con, week, design, parts=_PARTS)
         finally:
             con.unregister(_PARTS)
+        report(f"ranking {len(cells)} cells' rows by permanent random number", 1, 3)
         picks = _picks(source, week, seed, design, cells, edges)
+        report(f"storing {picks.num_rows:,} picked rows", 2, 3)
         version = _next_version(con, week)
         sample_id = f"{week}/v{version}"
         con.execute(
@@ -122,6 +129,7 @@ def draw_from_source(
         )
         _insert_cells(con, sample_id, cells)
         _store_picks(con, source, sample_id, week, seed, design, cells, picks)
+    report("done", 3, 3)
     return SampleResult(
         sample_id, week, version, seed, design, digest, True,
         con.sql(_CELLS_SQL, params=[sample_id]).to_arrow_table(),

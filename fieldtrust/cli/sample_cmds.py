@@ -99,9 +99,13 @@ def sample(
     lake = open_configured_source(ctx)
     seed = settings(ctx).seed if seed is None else seed
     if lake is not None:  # ranked on the lake's engine; only the picked rows come home
+        from fieldtrust.cli.progress import stage_progress
         from fieldtrust.sampling.source_draw import draw_from_source
 
-        result = draw_from_source(con, lake, week, design, seed=seed, actor=actor, redraw=redraw)
+        result = draw_from_source(
+            con, lake, week, design, seed=seed, actor=actor, redraw=redraw,
+            progress=None if as_json else stage_progress("steps"),
+        )
     else:
         result = draw_sample(con, week, design, seed=seed, actor=actor, redraw=redraw)
     written = write_items_csv(sample_items(con, result.sample_id), out) if out else None

@@ -15,6 +15,7 @@ from fieldtrust.store.errors import ValidationError
 from fieldtrust.store.ingest import ingest_table
 from fieldtrust.store.sources import SourceConfig, SourceError, open_source, refresh_source
 from fieldtrust.store.sources.dialect import to_spark
+from fieldtrust.store.summary import store_summary
 
 from fieldtrust.cli.main import cli
 from tests.conftest import table_fingerprint
@@ -62,6 +63,9 @@ def test_a_refresh_counts_what_ingest_counts_and_reads_nothing_twice(
     assert counts(con) == counts(reference)
     assert form_versions(con) == form_versions(reference)
     assert rollup.is_current(con)
+    summary = store_summary(con)
+    assert (summary.extractions, summary.documents, summary.first_week, summary.last_week) == (
+        3000, None, "2026-W02", "2026-W04")
     assert refresh_source(con, source).refresh_id is None  # nothing new: nothing read
 
     # A new week arrives: only its file is read.
