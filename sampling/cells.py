@@ -24,6 +24,7 @@ from fieldtrust.sampling.allocation import (
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.errors import SamplingError
 from fieldtrust.store.labelled import labelled_items
+from fieldtrust.store.rollup import GRID, counts_a_lake
 from fieldtrust.store.scope import Scope, last_weeks
 from fieldtrust.store.weeks import parse_week, shift_week, week_bounds
 
@@ -95,6 +96,16 @@ def count_cells(
     if parts:  # the rows were counted elsewhere: only the version threshold is bound
         params = {k: v for k, v in params.items() if k == "new_since"}
         parts_sql = f"SELECT doc_type, field, form_version, band_index, n FROM {parts}"
+    elif counts_a_lake(con) and _edges_on_grid(design):
+        # The lake's rows are not in the store; its rollup holds the week's cells
+        # exactly when every band edge is a step of the confidence grid.
+        params = {k: v for k, v in params.items() if k == "new_since"} | {"week": week}
+        params |= {f"k_{i}": round(e * GRID) for i, e in enumerate(design.bands[1:-1])}
+        cases = " ".join(f"WHEN k < $k_{i} THEN {i}" for i in range(len(design.bands) - 2))
+        band = f"CASE {cases} ELSE {len(design.bands) - 2} END" if cases else "0"
+        parts_sql = f"""
+            SELECT doc_type, field, form_version, {band} AS band_index, sum(n) AS n
+            FROM extraction_counts WHERE week = $week GROUP BY ALL"""
     counts = (
         con.sql(
             f"""
@@ -125,6 +136,11 @@ def count_cells(
         + counts["version_status"]
     )
     return counts[[*CELL_COLUMNS, "band_index", "is_new", "form_versions"]]
+
+
+def _edges_on_grid(design: Design) -> bool:
+    """Whether every inner band edge is a step of the rollup's confidence grid."""
+    return all(abs(e * GRID - round(e * GRID)) < 1e-9 for e in design.bands[1:-1])
 
 
 def _cell_part(text: pd.Series) -> pd.Series:

@@ -221,3 +221,19 @@ def test_the_confidence_histogram_of_a_lake_is_read_from_its_rollup(
         rows_ = confidence_histogram(reference, "invoice", "total", scope, bins=20)
         assert lake.to_pylist() == rows_.to_pylist()
         assert sum(lake["count"].to_pylist()) > 100
+
+
+def test_the_audit_planner_of_a_lake_store_counts_the_week_from_its_rollup(
+    rows: pa.Table, ingested: Path, tmp_path: Path
+) -> None:
+    from fieldtrust.sampling.cells import plan_cells
+    from fieldtrust.sampling.design import Design
+
+    con = fresh_store(tmp_path / "b.duckdb")
+    refresh_source(con, open_source(SourceConfig("parquet", str(
+        write_parquet_lake(rows, tmp_path / "lake")))))
+    reference = duckdb.connect(str(ingested), read_only=True)
+    lake = plan_cells(con, "2026-W03", Design())
+    stored = plan_cells(reference, "2026-W03", Design())
+    assert lake.drop(columns="form_versions").equals(stored.drop(columns="form_versions"))
+    assert lake["n_population"].sum() > 900
