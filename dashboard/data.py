@@ -151,7 +151,8 @@ class DataVersion:
 
 
 _VERSION_SQL = """
-SELECT (SELECT count(*) FROM extractions),
+SELECT greatest((SELECT count(*) FROM extractions),
+                (SELECT coalesce(sum(n), 0) FROM extraction_counts)),
        (SELECT count(*) FROM labels), (SELECT max(labeled_at) FROM labels),
        (SELECT count(*) FROM decisions), (SELECT max(decided_at) FROM decisions),
        (SELECT count(*) FROM audit_samples), (SELECT count(*) FROM user_roles),

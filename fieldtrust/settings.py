@@ -55,6 +55,20 @@ class Settings:
         "", "Comma-separated hosts whose http(s) documents the dashboard may fetch; other"
         " remote documents are shown as links only."
     )
+    source: str = _setting(
+        "store",
+        "Where extractions are read: store (ingested rows), parquet, delta or spark"
+        " (docs/scale.md).",
+    )
+    source_path: str = _setting(
+        "", "Parquet folder or glob, Delta table folder, or for spark Parquet files or table:NAME."
+    )
+    source_spark: str = _setting(
+        "local[2]", "Spark master for source spark: local[N], or Spark Connect sc://host:port."
+    )
+    source_columns: str = _setting(
+        "", "Column names of the source, as ours=theirs,... (the TOML table [source.columns])."
+    )
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -122,7 +136,10 @@ def load_settings(
     if path.is_file():
         with path.open("rb") as handle:
             table = tomllib.load(handle)
-        for name, raw in table.get("fieldtrust", table).items():
+        table = dict(table.get("fieldtrust", table))
+        if isinstance(table.get("source"), dict):
+            table.update(_source_table(path, table.pop("source")))
+        for name, raw in table.items():
             if name not in types:
                 raise SettingsError(f"{path}: unknown setting {name!r}; known: {', '.join(types)}")
             values[name] = _coerce(name, raw, types[name])
@@ -134,3 +151,23 @@ def load_settings(
         if raw is not None:
             values[name] = _coerce(name, raw, types[name])
     return dataclasses.replace(Settings(), **values)  # type: ignore[arg-type]
+
+
+_SOURCE_KEYS = {"kind": "source", "path": "source_path", "spark": "source_spark"}
+
+
+def _source_table(path: Path, table: Mapping[str, Any]) -> dict[str, object]:
+    """The ``[source]`` table (kind, path, spark, ``[source.columns]``) as flat settings."""
+    values: dict[str, object] = {}
+    for key, raw in table.items():
+        if key == "columns":
+            if not isinstance(raw, dict):
+                raise ValueError(f"{path}: [source.columns] must be a table of ours = theirs")
+            values["source_columns"] = ",".join(f"{k}={v}" for k, v in sorted(raw.items()))
+        elif key in _SOURCE_KEYS:
+            values[_SOURCE_KEYS[key]] = raw
+        else:
+            raise ValueError(
+                f"{path}: unknown key {key!r} in [source]; known: kind, path, spark, columns"
+            )
+    return values

@@ -24,6 +24,7 @@ from fieldtrust.sampling.allocation import (
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.errors import SamplingError
 from fieldtrust.store.labelled import labelled_items
+from fieldtrust.store.rollup import GRID, counts_a_lake
 from fieldtrust.store.scope import Scope, last_weeks
 from fieldtrust.store.weeks import parse_week, shift_week, week_bounds
 
@@ -71,12 +72,16 @@ def population_sql(
     return sql, params
 
 
-def count_cells(con: duckdb.DuckDBPyConnection, week: str, design: Design) -> pd.DataFrame:
+def count_cells(
+    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None = None
+) -> pd.DataFrame:
     """Population size ``N_h`` of every non-empty cell of ``week``, in a stable order.
 
     Columns: cell, doc_type, field, band, version_status, n_population,
     band_index, is_new and form_versions (the versions in the cell; with
     band_index they locate the cell's rows in :func:`population_sql`).
+    ``parts`` names a relation of the week's counts per (doc_type, field,
+    form_version, band_index), column n, when a lake source counted them.
     """
     sql, params = population_sql(week, design)
     if design.new_version_weeks > 0:
@@ -85,13 +90,26 @@ def count_cells(con: duckdb.DuckDBPyConnection, week: str, design: Design) -> pd
         is_new = "(f.first_seen_at IS NULL OR f.first_seen_at >= $new_since)"
     else:
         is_new = "false"
+    parts_sql = f"""
+        SELECT doc_type, field, form_version, band_index, count(*) AS n
+        FROM ({sql}) GROUP BY ALL"""
+    if parts:  # the rows were counted elsewhere: only the version threshold is bound
+        params = {k: v for k, v in params.items() if k == "new_since"}
+        parts_sql = f"SELECT doc_type, field, form_version, band_index, n FROM {parts}"
+    elif counts_a_lake(con) and _edges_on_grid(design):
+        # The lake's rows are not in the store; its rollup holds the week's cells
+        # exactly when every band edge is a step of the confidence grid.
+        params = {k: v for k, v in params.items() if k == "new_since"} | {"week": week}
+        params |= {f"k_{i}": round(e * GRID) for i, e in enumerate(design.bands[1:-1])}
+        cases = " ".join(f"WHEN k < $k_{i} THEN {i}" for i in range(len(design.bands) - 2))
+        band = f"CASE {cases} ELSE {len(design.bands) - 2} END" if cases else "0"
+        parts_sql = f"""
+            SELECT doc_type, field, form_version, {band} AS band_index, sum(n) AS n
+            FROM extraction_counts WHERE week = $week GROUP BY ALL"""
     counts = (
         con.sql(
             f"""
-            WITH parts AS (
-                SELECT doc_type, field, form_version, band_index, count(*) AS n
-                FROM ({sql}) GROUP BY ALL
-            )
+            WITH parts AS ({parts_sql})
             SELECT p.doc_type, p.field, p.band_index, {is_new} AS is_new,
                    sum(p.n)::BIGINT AS n_population,
                    list(p.form_version ORDER BY p.form_version) AS form_versions
@@ -120,6 +138,11 @@ def count_cells(con: duckdb.DuckDBPyConnection, week: str, design: Design) -> pd
     return counts[[*CELL_COLUMNS, "band_index", "is_new", "form_versions"]]
 
 
+def _edges_on_grid(design: Design) -> bool:
+    """Whether every inner band edge is a step of the rollup's confidence grid."""
+    return all(abs(e * GRID - round(e * GRID)) < 1e-9 for e in design.bands[1:-1])
+
+
 def _cell_part(text: pd.Series) -> pd.Series:
     """Free text made safe inside a cell label, whose parts ``|`` separates.
 
@@ -130,7 +153,9 @@ def _cell_part(text: pd.Series) -> pd.Series:
     return text.str.replace("\\", "\\\\", regex=False).str.replace("|", "\\|", regex=False)
 
 
-def plan_cells(con: duckdb.DuckDBPyConnection, week: str, design: Design) -> pd.DataFrame:
+def plan_cells(
+    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None = None
+) -> pd.DataFrame:
     """Every cell of ``week`` with ``N_h``, ``n_h``, ``pi_h = n_h / N_h`` and whether it is boosted.
 
     Without a budget ``n_h`` follows the rate rule
@@ -145,7 +170,7 @@ def plan_cells(con: duckdb.DuckDBPyConnection, week: str, design: Design) -> pd.
         The week holds no extractions.
     """
     week = checked_week(week)
-    cells = count_cells(con, week, design)
+    cells = count_cells(con, week, design, parts)
     if cells.empty:
         start, end = week_bounds(week)
         raise SamplingError(

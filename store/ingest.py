@@ -104,6 +104,8 @@ _STORED = (
     "source_excerpt",
     *STORED_COLUMNS,
 )
+#: The columns a stored extraction has (besides batch_id).
+STORED_COLUMNS = _STORED
 
 
 @dataclass(frozen=True)
@@ -259,7 +261,12 @@ def validate_extractions(con: duckdb.DuckDBPyConnection, staged: Staged, *, sour
     """
     dtypes = staged.dtypes
     check_columns(source, dtypes, required=REQUIRED_COLUMNS, optional=OPTIONAL_COLUMNS)
-    rules = [
+    raise_problems(con, staged, extraction_rules(dtypes), [_unique_id(dtypes)], source=source)
+
+
+def extraction_rules(dtypes: dict[str, str]) -> list[Rule]:
+    """The row rules of :func:`validate_extractions` (a lake source checks the same)."""
+    return [
         *required_rules(REQUIRED_COLUMNS, dtypes),
         *_confidence_rules(dtypes["confidence"]),
         *timestamp_rules("extracted_at", dtypes),
@@ -268,7 +275,6 @@ def validate_extractions(con: duckdb.DuckDBPyConnection, staged: Staged, *, sour
         *boolean_rules("conflict", dtypes),
         *location_rules(dtypes),
     ]
-    raise_problems(con, staged, rules, [_unique_id(dtypes)], source=source)
 
 
 def _confidence_rules(dtype: str) -> list[Rule]:
@@ -371,6 +377,11 @@ def _id_sql(dtypes: dict[str, str]) -> str:
     if "extraction_id" not in dtypes:
         return derived
     return f"coalesce({text_sql('extraction_id', dtypes['extraction_id'])}, {derived})"
+
+
+def typed_select(dtypes: dict[str, str]) -> str:
+    """SELECT list of the stored columns of valid rows with these column types."""
+    return _typed_select(dtypes)
 
 
 def _typed_select(dtypes: dict[str, str]) -> str:

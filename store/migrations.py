@@ -457,6 +457,42 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
         then=refresh_sampled,
     ),
+    Migration(
+        "0017_store_extraction_sources",
+        """
+        -- A lake source (store.sources): what each refresh counted, the files
+        -- it read, and the counts it brought home (kept apart, so rebuilding
+        -- extraction_counts from the stored rows puts them back).
+        CREATE TABLE source_refreshes (
+            refresh_id    VARCHAR   PRIMARY KEY,
+            source        VARCHAR   NOT NULL,  -- 'parquet:lake/extractions'
+            refreshed_at  TIMESTAMP NOT NULL,
+            files_read    INTEGER   NOT NULL,
+            rows_counted  BIGINT    NOT NULL,
+            rows_skipped  BIGINT    NOT NULL,  -- bad rows left out (--skip-invalid)
+            watermark     TIMESTAMP,           -- newest extracted_at counted (tables)
+            changed_files VARCHAR   NOT NULL   -- JSON list: counted files changed since
+        );
+        CREATE TABLE source_files (
+            source     VARCHAR NOT NULL,
+            path       VARCHAR NOT NULL,        -- relative to the source's root
+            size       BIGINT  NOT NULL,
+            modified   DOUBLE  NOT NULL,        -- seconds since the epoch, as listed
+            refresh_id VARCHAR NOT NULL,
+            PRIMARY KEY (source, path)
+        );
+        CREATE TABLE source_counts (
+            refresh_id     VARCHAR  NOT NULL,
+            doc_type       VARCHAR  NOT NULL,
+            field          VARCHAR  NOT NULL,
+            form_version   VARCHAR  NOT NULL,
+            week           VARCHAR  NOT NULL,
+            k              SMALLINT NOT NULL,
+            n              BIGINT   NOT NULL,
+            sum_confidence DOUBLE   NOT NULL
+        );
+        """,
+    ),
 )
 
 

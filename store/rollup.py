@@ -74,9 +74,21 @@ def append_batch(con: duckdb.DuckDBPyConnection, batch_id: str, rows_added: int)
 
 
 def refresh(con: duckdb.DuckDBPyConnection) -> None:
-    """Rebuild the rollup from every extraction (a derived cache: nothing is lost)."""
+    """Rebuild the rollup from every extraction (a derived cache: nothing is lost).
+
+    Counts a lake source brought home (``source_counts``) are put back; the
+    sampled rows copied from it (batches of format ``source``) are not
+    counted again.
+    """
     con.execute("DELETE FROM extraction_counts")
-    con.execute(f"INSERT INTO extraction_counts ({_COLUMNS}) {_COUNTS_SQL.format(where='TRUE')}")
+    if not _has_sources(con):
+        con.execute(
+            f"INSERT INTO extraction_counts ({_COLUMNS}) {_COUNTS_SQL.format(where='TRUE')}"
+        )
+        return
+    where = "e.batch_id NOT IN (SELECT batch_id FROM ingest_batches WHERE format = 'source')"
+    con.execute(f"INSERT INTO extraction_counts ({_COLUMNS}) {_COUNTS_SQL.format(where=where)}")
+    con.execute(f"INSERT INTO extraction_counts ({_COLUMNS}) SELECT {_COLUMNS} FROM source_counts")
 
 
 def is_current(con: duckdb.DuckDBPyConnection) -> bool:
@@ -87,12 +99,38 @@ def is_current(con: duckdb.DuckDBPyConnection) -> bool:
 def _rows_not_counted(con: duckdb.DuckDBPyConnection) -> int:
     # Extractions are append-only, so equal totals mean the same rows.
     # count(*) of a whole table comes from DuckDB's row counts, not a scan.
+    sql = (
+        "SELECT (SELECT count(*) FROM extractions)"
+        " - (SELECT coalesce(sum(n), 0) FROM extraction_counts)"
+    )
+    if _has_sources(con):
+        # A lake's rows are counted without being stored, and the few sampled
+        # rows copied from it are stored without being counted twice.
+        sql += (
+            " + (SELECT coalesce(sum(n), 0) FROM source_counts)"
+            " - (SELECT coalesce(sum(rows_added), 0) FROM ingest_batches"
+            " WHERE format = 'source')"
+        )
+    row = fetch_one(con, sql)
+    return int(row[0]) if row else 0
+
+
+def counts_a_lake(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the store counts extractions of a lake source (rows it does not hold)."""
+    if not _has_sources(con):
+        return False
+    row = fetch_one(con, "SELECT EXISTS (SELECT 1 FROM source_counts)")
+    return bool(row and row[0])
+
+
+def _has_sources(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the store has the lake-source tables (migration 0016)."""
     row = fetch_one(
         con,
-        "SELECT (SELECT count(*) FROM extractions)"
-        " - (SELECT coalesce(sum(n), 0) FROM extraction_counts)",
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()"
+        " AND schema_name = 'main' AND table_name = 'source_counts'",
     )
-    return int(row[0]) if row else 0
+    return bool(row and row[0])
 
 
 _SUMMED_SQL = """

@@ -89,7 +89,12 @@ def week_ranges(weeks: tuple[str, ...]) -> list[tuple[dt.datetime, dt.datetime]]
 
 def latest_week(con: duckdb.DuckDBPyConnection) -> str | None:
     """The newest ISO week holding any extraction (None for an empty store)."""
-    row = fetch_one(con, f"SELECT {week_sql('max(extracted_at)')} FROM extractions")
+    # The rollup also knows the weeks of a lake source, whose rows are not stored.
+    row = fetch_one(
+        con,
+        f"SELECT greatest((SELECT {week_sql('max(extracted_at)')} FROM extractions),"
+        " (SELECT max(week) FROM extraction_counts))",
+    )
     return row[0] if row else None
 
 

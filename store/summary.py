@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
-from fieldtrust.store.rollup import is_current
+from fieldtrust.store.rollup import counts_a_lake, is_current
 from fieldtrust.store.sql import fetch_one
 from fieldtrust.store.weeks import iso_week, week_sql
 
@@ -15,7 +15,7 @@ from fieldtrust.store.weeks import iso_week, week_sql
 @dataclass(frozen=True)
 class StoreSummary:
     extractions: int
-    documents: int
+    documents: int | None  # None for a lake source: only its counts are known
     doc_types: int
     strata: int
     form_versions: int
@@ -46,6 +46,16 @@ def store_summary(con: duckdb.DuckDBPyConnection) -> StoreSummary:
         """,
     )
     assert row is not None
+    if counts_a_lake(con):
+        # A lake's rows are counted, not stored: what the store holds is its sample.
+        lake = fetch_one(
+            con,
+            "SELECT sum(n), count(DISTINCT doc_type), count(DISTINCT (doc_type, field)),"
+            " count(DISTINCT (doc_type, form_version)), min(week), max(week)"
+            " FROM extraction_counts",
+        )
+        assert lake is not None
+        row = (lake[0], None, *lake[1:], *row[7:])  # documents: not known from counts
     return StoreSummary(*row)
 
 

@@ -246,3 +246,18 @@ def review_store(con: duckdb.DuckDBPyConnection, builder: Builder) -> duckdb.Duc
     builder.extractions(rows)
     builder.sample(SAMPLE, WEEK, items)
     return con
+
+
+# --- engines shared by the run ---------------------------------------------------
+
+@pytest.fixture(scope="session")
+def spark_master() -> str:
+    """A local Spark session (127.0.0.1, UI off, UTC), started once for the whole run.
+
+    Every test naming this fixture shares it: the JVM takes seconds to start.
+    """
+    from fieldtrust.store.sources.engines import spark_session
+
+    master = "local[1]"
+    spark_session(master)
+    return master

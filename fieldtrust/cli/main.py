@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "fieldtrust.cli.demo_cmds",
     "fieldtrust.cli.calibrate_cmds",
     "fieldtrust.cli.sample_cmds",
+    "fieldtrust.cli.source_cmds",
     "fieldtrust.cli.review_cmds",
     "fieldtrust.cli.extract_cmds",
     "fieldtrust.cli.serve_cmds",

@@ -93,16 +93,21 @@ def sample(
         return
     if actor is None:
         raise click.UsageError("drawing needs --as NAME, a user with the qa_lead role")
-    conf = settings(ctx, seed=seed)
+    from fieldtrust.cli.source_cmds import open_configured_source
+
     con = open_db(ctx)
-    result = draw_sample(
-        con,
-        week,
-        design,
-        seed=conf.seed,
-        actor=actor,
-        redraw=redraw,
-    )
+    lake = open_configured_source(ctx)
+    seed = settings(ctx, seed=seed).seed
+    if lake is not None:  # ranked on the lake's engine; only the picked rows come home
+        from fieldtrust.cli.progress import stage_progress
+        from fieldtrust.sampling.source_draw import draw_from_source
+
+        result = draw_from_source(
+            con, lake, week, design, seed=seed, actor=actor, redraw=redraw,
+            progress=None if as_json else stage_progress("steps"),
+        )
+    else:
+        result = draw_sample(con, week, design, seed=seed, actor=actor, redraw=redraw)
     written = write_items_csv(sample_items(con, result.sample_id), out) if out else None
     if as_json:
         echo_json({**result.to_dict(), "out": out, "rows_written": written})
@@ -215,9 +220,16 @@ def _trend_grid(trend: pd.DataFrame, overall: pd.DataFrame) -> pd.DataFrame:
 @click.pass_context
 def queue(ctx: click.Context, limit: int, as_json: bool) -> None:
     """The priority review queue: unautomated extractions most likely wrong, first."""
+    from fieldtrust.cli.source_cmds import open_configured_source
     from fieldtrust.sampling.queue import priority_queue
 
-    rows = priority_queue(open_db(ctx, read_only=True), limit=limit).to_pylist()
+    lake = open_configured_source(ctx)
+    if lake is not None:  # the source returns its lowest-confidence open rows
+        from fieldtrust.sampling.source_queue import source_queue
+
+        rows = source_queue(open_db(ctx, read_only=True), lake, limit=limit).to_pylist()
+    else:
+        rows = priority_queue(open_db(ctx, read_only=True), limit=limit).to_pylist()
     if as_json:
         echo_json({"queue": rows})
         return

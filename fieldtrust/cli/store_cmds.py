@@ -83,9 +83,11 @@ def ingest(ctx: click.Context, files: tuple[str, ...], quiet: bool, as_json: boo
     rows already stored are skipped, so ingesting again is safe. See
     docs/ingest.md.
     """
+    from fieldtrust.cli.progress import stage_progress
     from fieldtrust.store.ingest import ingest_files
 
-    results = ingest_files(open_db(ctx), files, progress=None if quiet else _progress_line)
+    progress = None if quiet or as_json else stage_progress("steps", plain=_progress_line)
+    results = ingest_files(open_db(ctx), files, progress=progress)
     if as_json:
         echo_json([r.to_dict() for r in results])
         return

@@ -124,7 +124,8 @@ def test_a_read_only_open_upgrades_a_store_made_by_an_older_fieldtrust(tmp_path:
     con.execute("DROP TABLE sampled_extractions")
     for column in ("document_uri", "page", "bbox_x0", "bbox_y0", "bbox_x1", "bbox_y1"):
         con.execute(f"ALTER TABLE extractions DROP COLUMN {column}")  # added by 0016
-    newest = [m.name for m in MIGRATIONS if m.name >= "0014"]
+    # 0014 to 0016 built the rollup and the sampled copy; later ones are not at issue.
+    newest = [m.name for m in MIGRATIONS if "0014" <= m.name < "0017"]
     con.execute("DELETE FROM schema_migrations WHERE name IN (SELECT unnest(?::VARCHAR[]))",
                 [newest])
     con.close()

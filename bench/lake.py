@@ -1,0 +1,250 @@
+"""``python -m bench.lake --rows 10M``: a lake source against bare DuckDB over the same files.
+
+Builds a Hive-partitioned Parquet lake of 8 ISO weeks in SQL (minutes at
+100M rows), then times, in this one process and so on the same load:
+
+- a full ``refresh`` against a bare ``GROUP BY`` of the same counts over the
+  same files (goal <= 1.5x);
+- refreshing one new (9th) week against the full refresh's per-week share
+  (goal about 1x);
+- the weekly draw from the lake against a bare per-cell ``ORDER BY md5(...)``
+  top-n over the same week (goal <= 2x);
+- peak RSS of the process (goal < 2 GB);
+- with ``--spark``, the same refresh and draw by a local Spark session (no goal).
+
+Results print as one line each; ``--json`` prints them as one object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from bench.generate import DEFAULT_ROOT
+from bench.run import parse_size
+
+WEEKS = 8
+FIRST_MONDAY = "2026-01-05"
+DRAW_WEEK = "2026-W04"
+SEED = 20261130
+
+
+def _lake_sql(rows: int, first: int, count: int, week_offset: int) -> str:
+    # Rows in time order, so each week is one partition and Parquet's min/max
+    # statistics let a week's reader skip the other weeks' row groups.
+    span_us = WEEKS * 7 * 86_400 * 1_000_000
+    return f"""
+    SELECT 'e' || lpad(CAST(i AS VARCHAR), 10, '0') AS extraction_id,
+           'd' || CAST(i // 4 AS VARCHAR) AS doc_id,
+           ['invoice', 'receipt', 'bank_statement', 'id_card'][1 + (hash(i) % 4)::INTEGER]
+               AS doc_type,
+           CASE WHEN hash(i + 1) % 20 = 0 THEN 'v2' ELSE 'v1' END AS form_version,
+           ['total', 'tax', 'date', 'vendor', 'iban'][1 + (hash(i + 2) % 5)::INTEGER] AS field,
+           CAST(i % 1000 AS VARCHAR) || '.00' AS value,
+           round(1 - pow((hash(i + 3) % 1000000) / 1e6, 4), 4) AS confidence,
+           TIMESTAMP '{FIRST_MONDAY}' + INTERVAL ({week_offset} * 7) DAY
+               + to_microseconds(CAST(CAST(i - {first} AS HUGEINT) * {span_us} // {rows} AS BIGINT))
+               AS extracted_at
+    FROM range({first}, {first + count}) t(i)
+    """
+
+
+def build_lake(folder: Path, rows: int) -> None:
+    """``rows`` extractions over 8 weeks, partitioned ``week=2026-W02/...``."""
+    con = duckdb.connect()
+    con.execute(
+        f"COPY (SELECT *, strftime(extracted_at, '%G-W%V') AS week"
+        f" FROM ({_lake_sql(rows, 0, rows, 0)})) TO '{folder}'"
+        " (FORMAT parquet, PARTITION_BY (week), ROW_GROUP_SIZE 122880)"
+    )
+    con.close()
+
+
+def add_week(folder: Path, rows: int) -> None:
+    """A 9th week of ``rows / 8`` extractions (new ids), as a new partition."""
+    share = rows // WEEKS
+    con = duckdb.connect()
+    con.execute(
+        f"COPY (SELECT *, strftime(extracted_at, '%G-W%V') AS week"
+        f" FROM ({_lake_sql(rows, rows, share, WEEKS)})) TO '{folder}'"
+        " (FORMAT parquet, PARTITION_BY (week), APPEND)"
+    )
+    con.close()
+
+
+def _timed(work: Any) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = work()
+    return time.perf_counter() - start, result
+
+
+def bare_group_by(folder: Path, weeks: int) -> float:
+    files = sorted(str(p) for p in folder.glob("week=*/*.parquet"))
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    seconds, _ = _timed(lambda: con.sql(
+        "SELECT doc_type, field, form_version, CAST(extracted_at AS DATE) AS day,"
+        " floor(confidence * 200 + 1e-9)::SMALLINT AS k, count(*), sum(confidence),"
+        " min(extracted_at) FROM read_parquet($files, hive_partitioning = true)"
+        " GROUP BY ALL", params={"files": files}).to_arrow_table())
+    con.close()
+    return seconds
+
+
+def bare_top_n(folder: Path, per_cell: dict[str, int]) -> float:
+    """The week's rows ranked by md5 within doc_type x field x band, the first n kept."""
+    from fieldtrust.store.weeks import week_bounds
+
+    start, end = week_bounds(DRAW_WEEK)
+    files = sorted(str(p) for p in folder.glob("week=*/*.parquet"))
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    n = max(per_cell.values()) if per_cell else 100
+    seconds, _ = _timed(lambda: con.sql(
+        "SELECT * FROM read_parquet($files, hive_partitioning = true)"
+        " WHERE extracted_at >= $start AND extracted_at < $end"
+        " QUALIFY row_number() OVER (PARTITION BY doc_type, field,"
+        " CASE WHEN confidence < 0.8 THEN 0 WHEN confidence < 0.9 THEN 1"
+        " WHEN confidence < 0.95 THEN 2 ELSE 3 END"
+        " ORDER BY md5($seed || ':' || $week || ':' || extraction_id)) <= $n",
+        params={"files": files, "start": start, "end": end, "seed": str(SEED),
+                "week": DRAW_WEEK, "n": n}).to_arrow_table())
+    con.close()
+    return seconds
+
+
+def _store(path: Path) -> duckdb.DuckDBPyConnection:
+    from fieldtrust.store.access import bootstrap_admin, grant_role
+
+    from fieldtrust import store
+
+    con = store.connect(path)
+    bootstrap_admin(con, "root")
+    grant_role(con, "root", "quinn", "qa_lead")
+    return con
+
+
+def run_engine(kind: str, folder: Path, work: Path, rows: int, spark: str) -> dict[str, Any]:
+    """Full refresh, one week's refresh, and the draw, on one engine."""
+    from fieldtrust.sampling.source_draw import draw_from_source
+    from fieldtrust.store.sources import SourceConfig, open_source, refresh_source
+
+    con = _store(work / f"{kind}.duckdb")
+    source = open_source(SourceConfig(kind, str(folder), spark=spark))
+    full, refreshed = _timed(lambda: refresh_source(con, source))
+    draw, sample = _timed(lambda: draw_from_source(con, source, DRAW_WEEK, seed=SEED,
+                                                    actor="quinn"))
+    cells = {c["cell"]: c["n_sample"] for c in sample.cells.to_pylist()}
+    add_week(folder, rows)
+    week, again = _timed(lambda: refresh_source(con, source))
+    ids = sorted(r[0] for r in con.execute(
+        "SELECT extraction_id FROM audit_items WHERE sample_id = ?", [sample.sample_id]
+    ).fetchall())
+    source.close()
+    con.close()
+    for extra in folder.glob(f"week=2026-W{2 + WEEKS:02d}"):
+        shutil.rmtree(extra)
+    return {
+        "refresh_s": full, "rows_counted": refreshed.rows_counted,
+        "new_week_s": week, "new_week_rows": again.rows_counted,
+        "draw_s": draw, "n_sample": sample.n_sample, "cells": len(cells),
+        "_cells": cells,
+        "sample_ids_md5": __import__("hashlib").md5("\n".join(ids).encode()).hexdigest(),
+    }
+
+
+def _markdown(results: dict[str, Any]) -> str:
+    duck, spark = results["duckdb"], results.get("spark")
+    rows = f"{results['rows'] / 1e6:g}M"
+    load = f"{results['load'][0]:.1f}"
+    share = duck["refresh_s"] / WEEKS
+    ratio = results["bare_group_by_s"]
+    lines = [
+        f"| {rows} | full refresh vs bare GROUP BY | {duck['refresh_s']:.2f} s |"
+        f" {ratio:.2f} s | {duck['refresh_s'] / ratio:.2f}"
+        f" | <= 1.5 | {load} |",
+        f"| {rows} | one new week vs refresh / 8 | {duck['new_week_s']:.2f} s |"
+        f" {share:.2f} s | {duck['new_week_s'] / share:.2f}"
+        f" | ~ 1 | {load} |",
+        f"| {rows} | draw {DRAW_WEEK} vs bare md5 top-n per cell | {duck['draw_s']:.2f} s |"
+        f" {results['bare_top_n_s']:.2f} s | {duck['draw_s'] / results['bare_top_n_s']:.2f}"
+        f" | <= 2 | {load} |",
+        f"| {rows} | peak RSS | {results['peak_rss_mb']:.0f} MB | | | < 2 GB | {load} |",
+    ]
+    if spark:
+        lines.append(
+            f"| {rows} | Spark local: refresh, new week, draw | {spark['refresh_s']:.1f} s,"
+            f" {spark['new_week_s']:.1f} s, {spark['draw_s']:.1f} s | DuckDB as above |"
+            f" same ids: {spark['sample_ids_md5'] == duck['sample_ids_md5']} | none | {load} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.lake", description=__doc__)
+    parser.add_argument("--rows", type=parse_size, default=parse_size("10M"))
+    parser.add_argument("--spark", action="store_true", help="Also time a local Spark.")
+    parser.add_argument("--spark-master", default="local[2]")
+    parser.add_argument("--keep", action="store_true", help="Keep the generated lake.")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--markdown", action="store_true",
+                        help="Print the rows of bench/RESULTS.md's lake section.")
+    args = parser.parse_args(argv)
+
+    folder = DEFAULT_ROOT / f"lake-{args.rows}"
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    build_s, _ = _timed(lambda: build_lake(folder, args.rows))
+    results: dict[str, Any] = {"rows": args.rows, "build_s": build_s,
+                               "load": os.getloadavg(), "cpus": os.cpu_count()}
+    with tempfile.TemporaryDirectory() as work:
+        results["bare_group_by_s"] = bare_group_by(folder, WEEKS)
+        results["duckdb"] = run_engine("parquet", folder, Path(work), args.rows, "")
+        results["bare_top_n_s"] = bare_top_n(folder, results["duckdb"].pop("_cells"))
+        results["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        if args.spark:
+            results["spark"] = run_engine("spark", folder, Path(work), args.rows,
+                                          args.spark_master)
+            results["spark"].pop("_cells")
+    if not args.keep:
+        shutil.rmtree(folder)
+    duck = results["duckdb"]
+    results["ratios"] = {
+        "refresh / bare group by (goal <= 1.5)": duck["refresh_s"] / results["bare_group_by_s"],
+        "new week / (refresh / 8) (goal ~ 1)": duck["new_week_s"] / (duck["refresh_s"] / WEEKS),
+        "draw / bare md5 top-n (goal <= 2)": duck["draw_s"] / results["bare_top_n_s"],
+    }
+    if args.json:
+        print(json.dumps(results, indent=2, default=str))
+        return 0
+    if args.markdown:
+        print(_markdown(results))
+        return 0
+    print(f"lake: {args.rows:,} rows, 8 weeks, built in {build_s:.1f} s;"
+          f" load {results['load'][0]:.2f} on {results['cpus']} cpus")
+    print(f"bare group by {results['bare_group_by_s']:.2f} s, bare md5 top-n"
+          f" {results['bare_top_n_s']:.2f} s")
+    for engine in ("duckdb", "spark"):
+        if engine in results:
+            r = results[engine]
+            print(f"{engine}: refresh {r['refresh_s']:.2f} s, new week {r['new_week_s']:.2f} s,"
+                  f" draw {r['draw_s']:.2f} s ({r['n_sample']} items, ids {r['sample_ids_md5']})")
+    for name, ratio in results["ratios"].items():
+        print(f"{name}: {ratio:.2f}")
+    print(f"peak RSS {results['peak_rss_mb']:.0f} MB (goal < 2048)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

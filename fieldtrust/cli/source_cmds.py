@@ -1,0 +1,144 @@
+"""Commands for a lake source: source (show and test it) and refresh (count what is new).
+
+The source modules (pyarrow, deltalake, pyspark) are imported inside the
+commands, so `fieldtrust --help` starts fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from fieldtrust.cli.common import echo_json, open_db, settings
+from fieldtrust.settings import Settings
+
+if TYPE_CHECKING:
+    from fieldtrust.store.sources import Source, SourceConfig
+
+
+def source_config(resolved: Settings) -> SourceConfig:
+    """The source the settings name (``source``, ``source_path``...)."""
+    from fieldtrust.store.sources import SourceConfig, parse_columns
+
+    return SourceConfig(
+        resolved.source, resolved.source_path, resolved.source_spark,
+        parse_columns(resolved.source_columns),
+    )
+
+
+def open_configured_source(ctx: click.Context) -> Source | None:
+    """The open source of the settings, closed when the command ends; None for ``store``."""
+    from fieldtrust.store.sources import open_source
+
+    config = source_config(settings(ctx))
+    if config.is_store:
+        return None
+    source = open_source(config)
+    ctx.call_on_close(source.close)
+    return source
+
+
+@click.command(
+    "source",
+    epilog="Example: FIELDTRUST_SOURCE=parquet FIELDTRUST_SOURCE_PATH=lake/ fieldtrust source"
+    " --test",
+)
+@click.option(
+    "--test", "test", is_flag=True,
+    help="Open the source, list its files and read their columns (nothing is written).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def source(ctx: click.Context, test: bool, as_json: bool) -> None:
+    """Show the extraction source (settings `source`...) and what the store counted from it."""
+    from fieldtrust.store.sources import source_summary
+
+    config = source_config(settings(ctx))
+    payload: dict[str, Any] = {
+        "kind": config.kind, "path": config.path or None,
+        "spark": config.spark if config.kind == "spark" else None,
+        "columns": dict(config.columns),
+    }
+    if not config.is_store:
+        payload |= source_summary(open_db(ctx), config)
+    if test and not config.is_store:
+        payload |= _test(ctx)
+    if as_json:
+        echo_json(payload)
+        return
+    for name, value in payload.items():
+        shown = ", ".join(f"{k}={v}" for k, v in value.items()) if isinstance(value, dict) \
+            else value
+        click.echo(f"{name.replace('_', ' '):>14}: {shown if shown not in (None, '') else '-'}")
+
+
+def _test(ctx: click.Context) -> dict[str, Any]:
+    from fieldtrust.store.sources.refresh import counted_files
+
+    opened = open_configured_source(ctx)
+    assert opened is not None
+    files = opened.files()
+    counted = counted_files(open_db(ctx), opened.config.name)
+    opened.select(None if files is None else [f.path for f in files[:1]])
+    return {
+        "reachable": True,
+        "files": None if files is None else len(files),
+        "files_new": None if files is None else sum(f.path not in counted for f in files),
+        "columns_read": dict(opened.dtypes),
+    }
+
+
+def _progress(as_json: bool, quiet: bool) -> Any:
+    from fieldtrust.cli.progress import stage_progress
+
+    return None if as_json or quiet else stage_progress("files")
+
+
+@click.command(epilog="Example: fieldtrust refresh --json")
+@click.option(
+    "--skip-invalid", is_flag=True,
+    help="Leave rows an ingest rule rejects out of the counts (recorded with the refresh)"
+         " instead of refusing the refresh.",
+)
+@click.option("--quiet", is_flag=True, help="No progress on stderr.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def refresh(ctx: click.Context, skip_invalid: bool, quiet: bool, as_json: bool) -> None:
+    """Count the source's new files (or rows) into the store's rollup, in one transaction.
+
+    Files counted before are not read again; one that changed since is
+    reported, not recounted. Bad rows refuse the refresh (exit 2, the store
+    unchanged) unless --skip-invalid.
+    """
+    from fieldtrust.store.sources import refresh_source
+
+    opened = open_configured_source(ctx)
+    if opened is None:
+        raise click.UsageError(
+            "the source is the store itself (setting source = store): its rollup is kept at"
+            " ingest; set source to parquet, delta or spark to refresh from a lake"
+        )
+    progress = _progress(as_json, quiet)
+    result = refresh_source(open_db(ctx), opened, skip_invalid=skip_invalid, progress=progress)
+    if as_json:
+        echo_json(dataclasses.asdict(result))
+        return
+    if result.refresh_id is None:
+        click.echo(f"{result.source}: nothing new to count")
+    else:
+        click.echo(
+            f"{result.source}: counted {result.rows_counted:,} rows from {result.files_read}"
+            f" new files ({result.refresh_id})"
+            + (f"; skipped {result.rows_skipped:,} invalid rows" if result.rows_skipped else "")
+        )
+    for path in result.changed_files:
+        click.echo(f"warning: {path} changed after it was counted; it was not counted again")
+    for path in result.missing_files:
+        click.echo(f"warning: {path} was counted but is gone from the source")
+
+
+def register(group: click.Group) -> None:
+    group.add_command(source)
+    group.add_command(refresh)

@@ -1,0 +1,386 @@
+"""Open a source and run the source queries on its own engine.
+
+DuckDB reads a Parquet lake in place (``read_parquet`` with Hive partitions)
+and a Delta table as the Arrow dataset the ``deltalake`` package gives it;
+Spark (pyspark: a local session, or Spark Connect at ``sc://host:port``)
+reads Parquet files or a catalog table. Either way the engine defines two
+relations, ``source_raw`` (the source's columns under our names, with
+``file_`` and ``row_``) and ``source_rows`` (typed as the store keeps them,
+with ``bad_``), and runs the texts of :mod:`fieldtrust.store.sources.queries`.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+from fieldtrust.store.errors import ValidationError
+from fieldtrust.store.ingest import REQUIRED_COLUMNS, extraction_rules, typed_select
+from fieldtrust.store.sources.config import (
+    SOURCE_COLUMNS,
+    TABLE_PREFIX,
+    SourceConfig,
+    SourceError,
+)
+from fieldtrust.store.sources.dialect import for_dialect
+from fieldtrust.store.sql import quote_ident
+from fieldtrust.store.validation import Rule
+
+
+@dataclass(frozen=True, order=True)
+class SourceFile:
+    """One data file of a source, as listed now (path relative to the source root)."""
+
+    path: str
+    size: int
+    modified: float
+
+
+class Source:
+    """An open source. Use :func:`open_source`; close it when done."""
+
+    dialect = "duckdb"
+
+    def __init__(self, config: SourceConfig) -> None:
+        self.config = config
+        self.rules: list[Rule] = []
+        self.dtypes: dict[str, str] = {}
+
+    # --- what subclasses provide ------------------------------------------------
+    def files(self) -> list[SourceFile] | None:
+        """The data files now (None: a table without files, read by watermark)."""
+        raise NotImplementedError
+
+    def _raw(self, files: Sequence[str] | None) -> dict[str, str]:
+        """Define ``source_raw`` over ``files``; return its columns' DuckDB types."""
+        raise NotImplementedError
+
+    def _execute(self, sql: str, params: dict[str, Any]) -> pa.Table:
+        raise NotImplementedError
+
+    def register(self, name: str, table: pa.Table) -> None:
+        """Make a small Arrow table (a draw's allocation) a relation of the engine."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the engine (a shared Spark session stays up)."""
+
+    # --- shared -----------------------------------------------------------------
+    def select(self, files: Sequence[str] | None) -> None:
+        """Point ``source_raw`` and ``source_rows`` at ``files`` (None: every row)."""
+        dtypes = self._raw(files)
+        missing = [c for c in REQUIRED_COLUMNS if c not in dtypes]
+        if missing:
+            mapped = [f"{c} (read as {self.config.source_name(c)!r})" for c in missing]
+            raise ValidationError(
+                self.config.name,
+                [f"missing required column{'s' if len(missing) > 1 else ''} {', '.join(mapped)};"
+                 " map a column of yours with [source.columns]"],
+            )
+        self.dtypes = dtypes
+        self.rules = extraction_rules(dtypes)
+        bad = " OR ".join(f"({rule.condition})" for rule in self.rules) or "false"
+        self._view(
+            "source_rows",
+            f"SELECT {typed_select(dtypes)}, coalesce({bad}, false) AS bad_"
+            " FROM source_raw",
+        )
+
+    def query(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
+        """Run one source query (DuckDB text) on the engine; the result as Arrow."""
+        return self._execute(for_dialect(sql, self.dialect), params or {})
+
+    def _view(self, name: str, select_sql: str) -> None:
+        self._execute(
+            f"CREATE OR REPLACE TEMP VIEW {name} AS {for_dialect(select_sql, self.dialect)}", {}
+        )
+
+    def _mapped(self, found: Sequence[str]) -> list[tuple[str, str]]:
+        """(ours, theirs) for every extraction column the source has."""
+        present = set(found)
+        return [
+            (ours, self.config.source_name(ours))
+            for ours in SOURCE_COLUMNS
+            if self.config.source_name(ours) in present
+        ]
+
+    def root(self) -> str:
+        path = self.config.path
+        return path if not glob.has_magic(path) else path[: _magic_start(path)]
+
+
+def _magic_start(path: str) -> int:
+    for index, char in enumerate(path):
+        if char in "*?[":
+            return path.rfind(os.sep, 0, index) + 1
+    return len(path)
+
+
+def parquet_files(config: SourceConfig) -> list[SourceFile]:
+    """Parquet files of a folder (recursively, Hive style) or glob, sorted by path."""
+    path = config.path
+    if glob.has_magic(path):
+        found = glob.glob(path, recursive=True)
+        root = path[: _magic_start(path)]
+    elif os.path.isdir(path):
+        found = glob.glob(os.path.join(path, "**", "*.parquet"), recursive=True)
+        root = path
+    elif os.path.isfile(path):
+        found, root = [path], os.path.dirname(path)
+    else:
+        raise SourceError(f"source path {path} does not exist")
+    files = []
+    for name in sorted(found):
+        if any(part.startswith(("_", ".")) for part in Path(name).relative_to(root or ".").parts):
+            continue  # _delta_log, _SUCCESS, hidden files
+        stat = os.stat(name)
+        files.append(SourceFile(os.path.relpath(name, root or "."), stat.st_size, stat.st_mtime))
+    return files
+
+
+class DuckDBParquet(Source):
+    """A Parquet lake read in place by DuckDB."""
+
+    def __init__(self, config: SourceConfig) -> None:
+        super().__init__(config)
+        self.con = duckdb.connect()
+        self.con.execute("SET TimeZone = 'UTC'")
+        self._root = config.path if os.path.isdir(config.path) else self.root()
+
+    def files(self) -> list[SourceFile] | None:
+        return parquet_files(self.config)
+
+    def _raw(self, files: Sequence[str] | None) -> dict[str, str]:
+        if files is None:
+            files = [f.path for f in parquet_files(self.config)]
+        paths = [os.path.join(self._root, f) for f in files]
+        relation = self.con.read_parquet(
+            paths, hive_partitioning=True, filename=True, file_row_number=True,
+            union_by_name=True,
+        )
+        relation.create_view("source_file_rows")
+        return self._raw_from("source_file_rows", self._root)
+
+    def _raw_from(self, relation: str, root: str | None) -> dict[str, str]:
+        columns = dict(
+            self.con.execute(
+                "SELECT column_name, column_type FROM (DESCRIBE " + relation + ")"
+            ).fetchall()
+        )
+        mapped = self._mapped(list(columns))
+        if root is None:
+            where = "CAST(NULL AS VARCHAR) AS file_, CAST(NULL AS BIGINT) AS row_"
+        else:
+            # Files are named relative to the source root, as the store records them.
+            prefix = len(os.path.join(root, ""))
+            where = f"substr(filename, {prefix + 1}) AS file_, file_row_number + 1 AS row_"
+        select = ", ".join(
+            f"{quote_ident(theirs)} AS {quote_ident(ours)}" for ours, theirs in mapped
+        )
+        self.con.execute(
+            f"CREATE OR REPLACE TEMP VIEW source_raw AS SELECT {select}, {where} FROM {relation}"
+        )
+        return {ours: columns[theirs] for ours, theirs in mapped}
+
+    def _execute(self, sql: str, params: dict[str, Any]) -> pa.Table:
+        relation = self.con.sql(sql, params=params or None)
+        return pa.table({}) if relation is None else relation.to_arrow_table()
+
+    def register(self, name: str, table: pa.Table) -> None:
+        self.con.register(name, table)
+
+    def close(self) -> None:
+        self.con.close()
+
+
+class DuckDBDelta(DuckDBParquet):
+    """A Delta table, listed by ``deltalake`` and read by DuckDB as an Arrow dataset."""
+
+    def __init__(self, config: SourceConfig) -> None:
+        Source.__init__(self, config)
+        try:
+            from deltalake import DeltaTable
+        except ImportError as exc:  # pragma: no cover - a dependency
+            raise SourceError("source delta needs the deltalake package") from exc
+        try:
+            self.table = DeltaTable(config.path)
+        except Exception as exc:  # deltalake raises its own TableNotFoundError
+            raise SourceError(f"source path {config.path} is not a Delta table ({exc})") from exc
+        self.con = duckdb.connect()
+        self.con.execute("SET TimeZone = 'UTC'")
+        self._root = config.path
+
+    def files(self) -> list[SourceFile] | None:
+        self.table.update_incremental()  # the newest version: files added since it was opened
+        actions = self.table.get_add_actions(flatten=True)
+        actions = pa.table(actions) if not isinstance(actions, pa.Table) else actions
+        paths = actions.column("path").to_pylist()
+        sizes = actions.column("size_bytes").to_pylist()
+        times = actions.column("modification_time").to_pylist()
+        return sorted(
+            SourceFile(p, int(s), t.timestamp() if hasattr(t, "timestamp") else float(t) / 1000)
+            for p, s, t in zip(paths, sizes, times, strict=True)
+        )
+
+    def _raw(self, files: Sequence[str] | None) -> dict[str, str]:
+        import pyarrow.dataset as ds
+
+        dataset = self.table.to_pyarrow_dataset()
+        if files is not None:
+            # Fragments are named relative to the table, as its add actions are.
+            wanted = {os.path.normpath(f) for f in files}
+            fragments = [
+                f for f in dataset.get_fragments()
+                if os.path.normpath(os.path.relpath(f.path, self._root)
+                                    if os.path.isabs(f.path) else f.path) in wanted
+            ]
+            dataset = ds.FileSystemDataset(
+                fragments, dataset.schema, dataset.format, dataset.filesystem
+            )
+        self.con.register("source_delta_rows", dataset)
+        return self._raw_from("source_delta_rows", None)
+
+
+_SPARK_TYPES = {
+    "string": "VARCHAR", "double": "DOUBLE", "float": "FLOAT", "boolean": "BOOLEAN",
+    "timestamp": "TIMESTAMP", "timestamp_ntz": "TIMESTAMP", "date": "DATE",
+    "int": "INTEGER", "bigint": "BIGINT", "smallint": "SMALLINT", "tinyint": "TINYINT",
+}
+
+_ARROW_TO_SPARK = {
+    pa.string(): "STRING", pa.large_string(): "STRING", pa.int64(): "BIGINT",
+    pa.int32(): "INT", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN",
+}
+
+
+def spark_session(master: str) -> Any:
+    """A Spark session for ``master`` (``local[N]`` or ``sc://host:port``), shared per process.
+
+    Local sessions bind the driver to 127.0.0.1 with the web UI off and run in
+    UTC, as DuckDB's store connections do.
+    """
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise SourceError("source spark needs pyspark (pip install pyspark)") from exc
+    try:
+        if master.startswith("sc://"):
+            try:
+                builder = SparkSession.builder.remote(master)
+            except (ImportError, SystemExit) as exc:  # pyspark exits when grpc is missing
+                raise SourceError(
+                    f"source spark: Spark Connect ({master}) needs pyspark's connect extra"
+                    " (pip install 'pyspark[connect]')"
+                ) from exc
+        else:
+            if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+                raise SourceError(
+                    "source spark: local Spark needs Java 17 (apt-get install"
+                    " openjdk-17-jre-headless), or use Spark Connect (source_spark = 'sc://host:port')"
+                )
+            builder = (
+                SparkSession.builder.master(master)
+                .config("spark.ui.enabled", "false")
+                .config("spark.driver.host", "127.0.0.1")
+                .config("spark.driver.bindAddress", "127.0.0.1")
+                .config("spark.sql.shuffle.partitions", "4")
+                .config("spark.ui.showConsoleProgress", "false")
+            )
+        try:
+            session = builder.config("spark.sql.session.timeZone", "UTC").getOrCreate()
+        except SystemExit as exc:  # pyspark's connect client exits when grpc is missing
+            raise SourceError(
+                f"source spark: Spark Connect ({master}) needs pyspark's connect extra"
+                " (pip install 'pyspark[connect]')"
+            ) from exc
+        if not master.startswith("sc://"):
+            session.sparkContext.setLogLevel("ERROR")
+        return session
+    except SourceError:
+        raise
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SourceError(f"source spark: cannot reach Spark at {master} ({first})") from exc
+
+
+class SparkSource(Source):
+    """Parquet files or a catalog table, read by Spark."""
+
+    dialect = "spark"
+
+    def __init__(self, config: SourceConfig) -> None:
+        super().__init__(config)
+        self.spark = spark_session(config.spark)
+        self.is_table = config.path.startswith(TABLE_PREFIX)
+
+    def files(self) -> list[SourceFile] | None:
+        return None if self.is_table else parquet_files(self.config)
+
+    def _raw(self, files: Sequence[str] | None) -> dict[str, str]:
+        from pyspark.sql import functions as F
+
+        if self.is_table:
+            frame = self.spark.table(self.config.path[len(TABLE_PREFIX):])
+            extra = [F.lit(None).cast("string").alias("file_"), F.lit(None).cast("bigint")
+                     .alias("row_")]
+        else:
+            root = self.config.path if os.path.isdir(self.config.path) else self.root()
+            if files is None:
+                files = [f.path for f in parquet_files(self.config)]
+            paths = [os.path.abspath(os.path.join(root, f)) for f in files]
+            frame = self.spark.read.option("basePath", os.path.abspath(root)).parquet(*paths)
+            prefix = len("file:" + os.path.join(os.path.abspath(root), ""))
+            # Spark names files file:/abs/path; the store knows them relative to the root.
+            extra = [
+                F.expr(f"substr(_metadata.file_path, {prefix + 1})").alias("file_"),
+                (F.col("_metadata.row_index") + 1).alias("row_"),
+            ]
+        types = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
+        mapped = self._mapped(list(types))
+        frame.select(
+            *[F.col(f"`{theirs}`").alias(ours) for ours, theirs in mapped], *extra
+        ).createOrReplaceTempView("source_raw")
+        return {ours: _SPARK_TYPES.get(types[theirs], types[theirs].upper())
+                for ours, theirs in mapped}
+
+    def _execute(self, sql: str, params: dict[str, Any]) -> pa.Table:
+        try:
+            frame = self.spark.sql(sql, args=params or None)
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0]
+            raise SourceError(f"source spark: query failed ({first})") from exc
+        if sql.lstrip().upper().startswith("CREATE"):
+            return pa.table({})
+        return frame.toArrow()
+
+    def register(self, name: str, table: pa.Table) -> None:
+        schema = ", ".join(
+            f"`{f.name}` {_ARROW_TO_SPARK.get(f.type, 'STRING')}" for f in table.schema
+        )
+        frame = self.spark.createDataFrame(table.to_pylist() or [], schema=schema)
+        frame.createOrReplaceTempView(name)
+
+
+def open_source(config: SourceConfig) -> Source:
+    """Open the non-store source ``config`` names.
+
+    Raises
+    ------
+    SourceError
+        The path is missing, Spark is unreachable or Java is missing.
+    """
+    if config.kind == "parquet":
+        parquet_files(config)  # a missing path is said now, not at the first query
+        return DuckDBParquet(config)
+    if config.kind == "delta":
+        return DuckDBDelta(config)
+    if config.kind == "spark":
+        return SparkSource(config)
+    raise SourceError("the store source has no engine to open: its rows are in the store")

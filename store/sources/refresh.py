@@ -1,0 +1,269 @@
+"""Bring a source's counts home: the rollup rows and first-seen form versions.
+
+A refresh reads only what was not counted before: the files (or Delta
+files) not in ``source_files``, or for a Spark table the rows after the last
+watermark. A file already counted that has since changed (size or time) or
+gone is reported in the result, never counted again: extraction logs are
+append-only, and recounting a rewritten file would count its rows twice.
+Everything a refresh writes lands in one transaction.
+
+Rows are checked with the ingest rules (:func:`fieldtrust.store.ingest.extraction_rules`)
+before they are counted, by one query that Parquet statistics let skip most of a
+valid lake; a refresh that finds bad rows raises
+:class:`~fieldtrust.store.errors.ValidationError` (the first 20, by file and row,
+and their count) and writes nothing, unless ``skip_invalid``, which leaves
+them out and records how many with the refresh. Extraction ids are taken as
+unique across the lake (checking it would hold every id in memory); the draw
+checks the ids it picks.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+from fieldtrust.store.connection import transaction, utc_now
+from fieldtrust.store.errors import ValidationError
+from fieldtrust.store.readers import MAX_PROBLEMS, shown
+from fieldtrust.store.sources import queries
+from fieldtrust.store.sources.config import SourceConfig
+from fieldtrust.store.sources.engines import Source, SourceFile
+
+#: ``progress(stage, done, total)``, as ingest reports it.
+Progress = Callable[[str, int, int], None]
+
+#: The watermark of a source never refreshed: before any extraction.
+_EPOCH = dt.datetime(1900, 1, 1)
+
+
+@dataclass(frozen=True)
+class RefreshResult:
+    """What one refresh did. ``refresh_id`` is None when there was nothing new."""
+
+    refresh_id: str | None
+    source: str
+    files_read: int
+    rows_counted: int
+    rows_skipped: int
+    changed_files: list[str] = field(default_factory=list)
+    missing_files: list[str] = field(default_factory=list)
+    watermark: dt.datetime | None = None
+
+
+def counted_files(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, tuple[int, float]]:
+    """Files of ``source`` already counted: path -> (size, modified time)."""
+    rows = con.execute(
+        "SELECT path, size, modified FROM source_files WHERE source = ?", [source]
+    ).fetchall()
+    return {path: (int(size), float(modified)) for path, size, modified in rows}
+
+
+def _watermark(con: duckdb.DuckDBPyConnection, source: str) -> dt.datetime:
+    row = con.execute(
+        "SELECT max(watermark) FROM source_refreshes WHERE source = ?", [source]
+    ).fetchone()
+    return row[0] if row and row[0] is not None else _EPOCH
+
+
+def refresh_source(
+    con: duckdb.DuckDBPyConnection,
+    source: Source,
+    *,
+    skip_invalid: bool = False,
+    progress: Progress | None = None,
+) -> RefreshResult:
+    """Count what ``source`` holds beyond the last refresh into the store's rollup.
+
+    Parameters
+    ----------
+    con
+        A read-write store connection.
+    source
+        The open source (:func:`fieldtrust.store.sources.open_source`).
+    skip_invalid
+        Leave rows an ingest rule rejects out of the counts (and the draw),
+        instead of refusing the refresh.
+    progress
+        Called as each stage starts.
+
+    Raises
+    ------
+    ValidationError
+        The new rows hold bad values (unless ``skip_invalid``); nothing was written.
+    SourceError
+        The source cannot be read.
+    """
+    report = progress or (lambda stage, done, total: None)
+    name = source.config.name
+    report(f"listing {name}", 0, 1)
+    listed = source.files()
+    known = counted_files(con, name)
+    changed: list[str] = []
+    missing: list[str] = []
+    new_files: list[SourceFile] = []
+    since = _watermark(con, name)
+    if listed is not None:
+        now = {f.path: f for f in listed}
+        for path, (size, modified) in sorted(known.items()):
+            if path not in now:
+                missing.append(path)
+            elif (now[path].size, now[path].modified) != (size, modified):
+                changed.append(path)
+        new_files = [f for f in listed if f.path not in known]
+        if not new_files:
+            return RefreshResult(None, name, 0, 0, 0, changed, missing)
+        source.select([f.path for f in new_files])
+        since = _EPOCH
+    else:
+        source.select(None)
+    bad = int(source.query(queries.BAD_ROWS, {"since": since})["bad"][0].as_py() or 0)
+    if bad and not skip_invalid:
+        raise ValidationError(name, _problems(source), bad)
+    counts = _count(source, new_files, since, bool(bad), listed is None,
+                    report if progress else None)
+    rows = int(pc.sum(counts["n"]).as_py() or 0)
+    watermark = None
+    if listed is None:
+        if rows == 0 and not bad:
+            return RefreshResult(None, name, 0, 0, 0)
+        watermark = source.query(queries.WATERMARK_SINCE, {"since": since})["watermark"][0].as_py()
+    report(f"storing counts of {rows:,} rows", 0, 1)
+    refresh_id = f"refresh-{uuid.uuid4().hex[:16]}"
+    with transaction(con):
+        _store(con, refresh_id, name, new_files, counts, bad, rows, changed, watermark)
+    report("done", 1, 1)
+    return RefreshResult(refresh_id, name, len(new_files), rows, bad, changed, missing, watermark)
+
+
+#: Reporting progress, new files are counted in about this many queries.
+_PROGRESS_STEPS = 20
+
+
+def _count(
+    source: Source, files: list[SourceFile], since: dt.datetime, skip_bad: bool,
+    by_watermark: bool, report: Progress | None,
+) -> pa.Table:
+    """The rollup query over the selected rows; in slices of files when reporting progress."""
+    sql = queries.rollup(since=by_watermark, skip_bad=skip_bad)
+    params = {"since": since} if by_watermark else {}
+    if report is None or len(files) < 2:
+        return source.query(sql, params)
+    step = max(1, -(-len(files) // _PROGRESS_STEPS))
+    parts, rows = [], 0
+    for start in range(0, len(files), step):
+        report(f"counting: {rows:,} rows", start, len(files))
+        source.select([f.path for f in files[start:start + step]])
+        part = source.query(sql, params)
+        rows += int(pc.sum(part["n"]).as_py() or 0)
+        parts.append(part)
+    report(f"counted {rows:,} rows", len(files), len(files))
+    return pa.concat_tables(parts)
+
+
+_DAY_COUNTS = "_fieldtrust_source_day_counts"
+
+
+def _store(
+    con: duckdb.DuckDBPyConnection,
+    refresh_id: str,
+    name: str,
+    files: list[SourceFile],
+    counts: pa.Table,
+    skipped: int,
+    rows: int,
+    changed: list[str],
+    watermark: dt.datetime | None,
+) -> None:
+    con.execute(
+        "INSERT INTO source_refreshes VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [refresh_id, name, utc_now(), len(files), rows, skipped, watermark, json.dumps(changed)],
+    )
+    if files:
+        con.execute(
+            "INSERT INTO source_files SELECT ?, unnest(?::VARCHAR[]), unnest(?::BIGINT[]),"
+            " unnest(?::DOUBLE[]), ?",
+            [name, [f.path for f in files], [f.size for f in files],
+             [f.modified for f in files], refresh_id],
+        )
+    con.register(_DAY_COUNTS, counts)
+    try:
+        con.execute(
+            f"""
+            INSERT INTO source_counts
+            SELECT ?, doc_type, field, form_version,
+                   strftime(CAST(day AS TIMESTAMP), '%G-W%V') AS week, k,
+                   sum(n)::BIGINT, sum(sum_confidence)
+            FROM {_DAY_COUNTS} GROUP BY ALL
+            """,
+            [refresh_id],
+        )
+        con.execute(
+            "INSERT INTO extraction_counts"
+            " (doc_type, field, form_version, week, k, n, sum_confidence)"
+            " SELECT doc_type, field, form_version, week, k, n, sum_confidence"
+            " FROM source_counts WHERE refresh_id = ?",
+            [refresh_id],
+        )
+        # A first_seen_at moves only earlier, as at ingest.
+        con.execute(
+            "INSERT INTO form_versions"
+            f" SELECT doc_type, form_version, min(first_seen_at) FROM {_DAY_COUNTS} GROUP BY ALL"
+            " ON CONFLICT (doc_type, form_version) DO UPDATE"
+            " SET first_seen_at = least(form_versions.first_seen_at, excluded.first_seen_at)"
+        )
+    finally:
+        con.unregister(_DAY_COUNTS)
+
+
+def _problems(source: Source) -> list[str]:
+    """The first problems of the selected rows, worded as ingest words them."""
+    rules = source.rules
+    rows = source.query(
+        queries.problems([(r.condition, r.value, r.extra) for r in rules], MAX_PROBLEMS)
+    ).to_pylist()
+    messages = []
+    for row in rows:
+        rule = rules[row["rule_"]]
+        where = f"file {row['file_']}, row {row['row_']}" if row["file_"] else "a row"
+        messages.append(
+            f"{where}, column {rule.column}: "
+            + rule.message.format(value=shown(_text(row["value_"])),
+                                  extra=shown(_text(row["extra_"])))
+        )
+    return messages
+
+
+#: Spark writes these doubles its own way; messages use DuckDB's words, as ingest does.
+_SPARK_WORDS = {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}
+
+
+def _text(value: object) -> object:
+    return _SPARK_WORDS.get(value, value) if isinstance(value, str) else value
+
+
+def source_summary(con: duckdb.DuckDBPyConnection, config: SourceConfig) -> dict[str, object]:
+    """What the store has counted from ``config``: refreshes, files, rows, skipped rows."""
+    row = con.execute(
+        "SELECT count(*), coalesce(sum(rows_counted), 0), coalesce(sum(rows_skipped), 0),"
+        " max(refreshed_at), max(watermark) FROM source_refreshes WHERE source = ?",
+        [config.name],
+    ).fetchone()
+    files = con.execute(
+        "SELECT count(*) FROM source_files WHERE source = ?", [config.name]
+    ).fetchone()
+    assert row is not None and files is not None
+    return {
+        "source": config.name,
+        "refreshes": int(row[0]),
+        "files_counted": int(files[0]),
+        "rows_counted": int(row[1]),
+        "rows_skipped": int(row[2]),
+        "last_refresh": row[3],
+        "watermark": row[4],
+    }

@@ -1,0 +1,239 @@
+"""Lake sources read by DuckDB: the rollup, incremental refresh, bad rows, unreachable sources."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+from fieldtrust.store import rollup
+from fieldtrust.store.errors import ValidationError
+from fieldtrust.store.ingest import ingest_table
+from fieldtrust.store.sources import SourceConfig, SourceError, open_source, refresh_source
+from fieldtrust.store.sources.dialect import to_spark
+from fieldtrust.store.summary import store_summary
+
+from fieldtrust.cli.main import cli
+from tests.conftest import table_fingerprint
+from tests.store.lake import fresh_store, lake_rows, write_delta_lake, write_parquet_lake
+
+
+def counts(con: duckdb.DuckDBPyConnection) -> list[tuple[object, ...]]:
+    """The rollup as rows, with the confidence sums rounded (engines add in their own order)."""
+    table = rollup.population_counts(con)
+    rows = zip(*(table.column(c).to_pylist() for c in table.column_names), strict=True)
+    return sorted((*row[:-1], round(row[-1], 9)) for row in rows)
+
+
+def form_versions(con: duckdb.DuckDBPyConnection) -> list[tuple[object, ...]]:
+    return con.execute("SELECT * FROM form_versions ORDER BY ALL").fetchall()
+
+
+@pytest.fixture(scope="module")
+def rows() -> pa.Table:
+    return lake_rows(3000, weeks=3)
+
+
+@pytest.fixture(scope="module")
+def ingested(rows: pa.Table, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same rows ingested into an embedded store: what every source must match."""
+    path = tmp_path_factory.mktemp("ingested") / "a.duckdb"
+    con = fresh_store(path)
+    ingest_table(con, rows, source="rows")
+    con.close()
+    return path
+
+
+@pytest.mark.parametrize("kind", ["parquet", "delta"])
+def test_a_refresh_counts_what_ingest_counts_and_reads_nothing_twice(
+    kind: str, rows: pa.Table, ingested: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "lake"
+    (write_parquet_lake if kind == "parquet" else write_delta_lake)(rows, folder)
+    con = fresh_store(tmp_path / "b.duckdb")
+    source = open_source(SourceConfig(kind, str(folder)))
+    result = refresh_source(con, source)
+    assert (result.files_read, result.rows_counted, result.rows_skipped) == (3, 3000, 0)
+    assert con.execute("SELECT count(*) FROM extractions").fetchall() == [(0,)]
+    reference = duckdb.connect(str(ingested), read_only=True)
+    assert counts(con) == counts(reference)
+    assert form_versions(con) == form_versions(reference)
+    assert rollup.is_current(con)
+    summary = store_summary(con)
+    assert (summary.extractions, summary.documents, summary.first_week, summary.last_week) == (
+        3000, None, "2026-W02", "2026-W04")
+    assert refresh_source(con, source).refresh_id is None  # nothing new: nothing read
+
+    # A new week arrives: only its file is read.
+    later = lake_rows(400, weeks=1, seed=9, prefix="y", first_week=5)
+    (write_parquet_lake if kind == "parquet" else write_delta_lake)(later, folder)
+    again = refresh_source(con, source)
+    assert (again.files_read, again.rows_counted) == (1, 400)
+    assert sum(r[5] for r in counts(con)) == 3400
+    source.close()
+    reference.close()
+
+
+def test_a_file_changed_after_it_was_counted_is_reported_not_recounted(
+    rows: pa.Table, tmp_path: Path
+) -> None:
+    folder = write_parquet_lake(rows, tmp_path / "lake")
+    con = fresh_store(tmp_path / "b.duckdb")
+    source = open_source(SourceConfig("parquet", str(folder)))
+    refresh_source(con, source)
+    before = counts(con)
+    first = sorted(folder.glob("week=*/*.parquet"))[0]
+    os.utime(first, (1, 1))  # rewritten, as far as anyone can tell
+    gone = sorted(folder.glob("week=*/*.parquet"))[1]
+    gone.unlink()
+    result = refresh_source(con, source)
+    assert result.refresh_id is None
+    assert result.changed_files == [str(first.relative_to(folder))]
+    assert result.missing_files == [str(gone.relative_to(folder))]
+    assert counts(con) == before
+
+
+def test_bad_rows_are_refused_with_the_ingest_messages_unless_skipped(
+    rows: pa.Table, tmp_path: Path
+) -> None:
+    folder = write_parquet_lake(rows.slice(0, 50), tmp_path / "lake")
+    bad = rows.slice(50, 30).to_pylist()
+    bad[3]["confidence"] = 1.5
+    bad[7]["doc_type"] = "  "
+    write_parquet_lake(pa.Table.from_pylist(bad, schema=rows.schema), tmp_path / "lake")
+    con = fresh_store(tmp_path / "b.duckdb")
+    source = open_source(SourceConfig("parquet", str(folder)))
+    before = table_fingerprint(con)
+    with pytest.raises(ValidationError) as caught:
+        refresh_source(con, source)
+    problems = caught.value.problems
+    assert caught.value.total == 2
+    found = [re.fullmatch(r"file (week=2026-W\d\d/\S+\.parquet), row (\d+), column (\w+): (.*)", p)
+             for p in problems]
+    assert all(found)
+    assert sorted(m.group(3, 4) for m in found if m) == [
+        ("confidence", "1.5 is outside [0, 1]"), ("doc_type", "missing (a value is required)")]
+    for match in found:  # the file and row named hold the bad value
+        assert match is not None
+        file, row = folder / match.group(1), int(match.group(2))
+        value = duckdb.sql(f"SELECT {match.group(3)} FROM read_parquet('{file}')"
+                           f" LIMIT 1 OFFSET {row - 1}").fetchall()[0][0]
+        assert value in (1.5, "  ")
+    assert table_fingerprint(con) == before
+
+    result = refresh_source(con, source, skip_invalid=True)
+    assert (result.rows_counted, result.rows_skipped) == (78, 2)
+    assert con.execute("SELECT rows_skipped FROM source_refreshes").fetchall() == [(2,)]
+
+
+def test_columns_are_read_under_the_mapped_names(rows: pa.Table, ingested: Path,
+                                                 tmp_path: Path) -> None:
+    folder = write_parquet_lake(rows, tmp_path / "lake",
+                                rename={"confidence": "score", "extraction_id": "id"})
+    con = fresh_store(tmp_path / "b.duckdb")
+    config = SourceConfig("parquet", str(folder),
+                          columns=(("confidence", "score"), ("extraction_id", "id")))
+    refresh_source(con, open_source(config))
+    assert counts(con) == counts(duckdb.connect(str(ingested), read_only=True))
+    unmapped = open_source(SourceConfig("parquet", str(folder)))
+    with pytest.raises(ValidationError, match=r"missing required column confidence \(read as"):
+        refresh_source(fresh_store(tmp_path / "c.duckdb"), unmapped)
+
+
+def test_an_unreachable_source_is_one_message_and_exit_2(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(SourceError, match=r"source path .*nowhere does not exist"):
+        open_source(SourceConfig("parquet", str(tmp_path / "nowhere")))
+    with pytest.raises(SourceError, match="is not a Delta table"):
+        open_source(SourceConfig("delta", str(tmp_path)))
+    with pytest.raises(SourceError, match=r"Spark Connect \(sc://127.0.0.1:1\) needs|cannot reach"):
+        open_source(SourceConfig("spark", str(tmp_path), spark="sc://127.0.0.1:1"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    with pytest.raises(SourceError, match="local Spark needs Java 17"):
+        open_source(SourceConfig("spark", str(tmp_path), spark="local[1]"))
+    monkeypatch.undo()
+    result = CliRunner().invoke(
+        cli, ["--db", str(tmp_path / "s.duckdb"), "refresh"],
+        env={"FIELDTRUST_SOURCE": "parquet", "FIELDTRUST_SOURCE_PATH": str(tmp_path / "no")},
+    )
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        f"error: source path {tmp_path / 'no'} does not exist"
+    ]
+
+
+def test_the_settings_read_a_source_table(tmp_path: Path) -> None:
+    from fieldtrust.cli.source_cmds import source_config
+    from fieldtrust.settings import load_settings
+
+    path = tmp_path / "fieldtrust.toml"
+    path.write_text('[source]\nkind = "delta"\npath = "lake"\n'
+                    '[source.columns]\nconfidence = "score"\n')
+    config = source_config(load_settings(config_file=path, environ={}))
+    assert config == SourceConfig("delta", "lake", columns=(("confidence", "score"),))
+    with pytest.raises(SourceError, match="'spark ' is not one of"):
+        SourceConfig("spark ", "x")
+
+
+def test_isfinite_has_a_spark_form() -> None:
+    assert to_spark("SELECT isfinite(c + 0) FROM t") == (
+        "SELECT (NOT ISNAN(c + 0) AND ABS(c + 0) < CAST('Infinity' AS DOUBLE)) FROM t"
+    )
+
+
+def test_refresh_shows_progress_lines_off_a_terminal_and_none_with_json(
+    rows: pa.Table, tmp_path: Path
+) -> None:
+    import json
+
+    folder = write_parquet_lake(rows, tmp_path / "lake")
+    env = {"FIELDTRUST_SOURCE": "parquet", "FIELDTRUST_SOURCE_PATH": str(folder)}
+    db = ["--db", str(tmp_path / "s.duckdb")]
+    shown = CliRunner().invoke(cli, [*db, "refresh"], env=env)
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout.strip().endswith("new files (" + shown.stdout.split("(")[-1].strip())
+    lines = shown.stderr.splitlines()
+    assert any(re.fullmatch(r"\[\d+/3 files, [\d.]+ s\] counting: [\d,]+ rows", x) for x in lines)
+    assert lines[-1].startswith("[0/1 files") and "storing counts of 3,000 rows" in lines[-1]
+    write_parquet_lake(lake_rows(10, weeks=1, seed=2, prefix="z", first_week=6), folder)
+    quiet = CliRunner().invoke(cli, [*db, "refresh", "--json"], env=env)
+    assert quiet.stderr == ""
+    assert json.loads(quiet.stdout)["rows_counted"] == 10
+
+
+def test_the_confidence_histogram_of_a_lake_is_read_from_its_rollup(
+    rows: pa.Table, ingested: Path, tmp_path: Path
+) -> None:
+    from fieldtrust.calibration.histogram import confidence_histogram
+    from fieldtrust.store import Scope
+
+    con = fresh_store(tmp_path / "b.duckdb")
+    refresh_source(con, open_source(SourceConfig("parquet", str(
+        write_parquet_lake(rows, tmp_path / "lake")))))
+    reference = duckdb.connect(str(ingested), read_only=True)
+    for scope in (Scope(), Scope(weeks=("2026-W03",))):
+        lake = confidence_histogram(con, "invoice", "total", scope, bins=20)
+        rows_ = confidence_histogram(reference, "invoice", "total", scope, bins=20)
+        assert lake.to_pylist() == rows_.to_pylist()
+        assert sum(lake["count"].to_pylist()) > 100
+
+
+def test_the_audit_planner_of_a_lake_store_counts_the_week_from_its_rollup(
+    rows: pa.Table, ingested: Path, tmp_path: Path
+) -> None:
+    from fieldtrust.sampling.cells import plan_cells
+    from fieldtrust.sampling.design import Design
+
+    con = fresh_store(tmp_path / "b.duckdb")
+    refresh_source(con, open_source(SourceConfig("parquet", str(
+        write_parquet_lake(rows, tmp_path / "lake")))))
+    reference = duckdb.connect(str(ingested), read_only=True)
+    lake = plan_cells(con, "2026-W03", Design())
+    stored = plan_cells(reference, "2026-W03", Design())
+    assert lake.drop(columns="form_versions").equals(stored.drop(columns="form_versions"))
+    assert lake["n_population"].sum() > 900

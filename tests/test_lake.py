@@ -1,0 +1,160 @@
+"""Done when: a store pointed at a lake refreshes, draws, labels, calibrates and approves
+without ingesting a row, with the same sample ids and figures from DuckDB (Parquet and
+Delta) and Spark as from the same rows ingested into the store.
+
+Spark runs for real (a local session shared by the run, :func:`spark_master`); the
+tests naming it are the only Spark tests, kept to one small lake.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pytest
+from fieldtrust.calibration.candidates import automation_candidates
+from fieldtrust.governance.acts import approve
+from fieldtrust.governance.certification import Criteria
+from fieldtrust.labels.verdicts import record_verdict
+from fieldtrust.sampling.draw import draw_sample, sample_items
+from fieldtrust.sampling.queue import priority_queue
+from fieldtrust.sampling.source_draw import draw_from_source
+from fieldtrust.sampling.source_queue import source_queue
+from fieldtrust.store import rollup
+from fieldtrust.store.ingest import ingest_table
+from fieldtrust.store.sources import SourceConfig, open_source, refresh_source
+
+from tests.store.lake import fresh_store, lake_rows, write_delta_lake, write_parquet_lake
+
+WEEKS = ("2026-W02", "2026-W03", "2026-W04", "2026-W05")
+SEED = 20261130
+N_MIN = 30
+TARGET = 0.9
+QUEUE = 25
+
+
+def truth(extraction_id: str, confidence: float) -> bool:
+    """Whether a reviewer finds the extraction right: wrong half the time below 0.75."""
+    digest = hashlib.md5(extraction_id.encode(), usedforsecurity=False).digest()
+    return confidence >= 0.75 or digest[0] % 2 == 0
+
+
+def audit(con: duckdb.DuckDBPyConnection, draw: Any, queue: Any) -> dict[str, Any]:
+    """Draw every week, label every item, assess the strata, approve the first candidate,
+    then ask for the review queue."""
+    sampled = {}
+    for week in WEEKS:
+        result = draw(con, week)
+        items = sample_items(con, result.sample_id).to_pylist()
+        sampled[week] = sorted(item["extraction_id"] for item in items)
+        for item in items:
+            right = truth(item["extraction_id"], item["confidence"])
+            record_verdict(
+                con, actor="alice", extraction_id=item["extraction_id"],
+                verdict="correct" if right else "incorrect",
+                corrected_value=None if right else "0.00",
+                error_type=None if right else "misread_characters",
+            )
+    assessed = automation_candidates(con, n_min=N_MIN, target=TARGET)
+    figures = {(a.doc_type, a.field): (a.candidate, a.reason, a.threshold, a.evidence)
+               for a in assessed}
+    chosen = next(a for a in assessed if a.candidate)
+    decision = approve(con, "mona", chosen.doc_type, chosen.field, "lake audit",
+                       criteria=Criteria(n_min=N_MIN, target=TARGET))
+    return {"sampled": sampled, "figures": figures, "approved": (
+        decision.doc_type, decision.field, decision.action, decision.threshold),
+        "queue": queue(con)}
+
+
+@pytest.fixture(scope="module")
+def rows() -> pa.Table:
+    return lake_rows(6000, weeks=4, seed=3, doc_types=("invoice",), versions=1)
+
+
+@pytest.fixture(scope="module")
+def lake(rows: pa.Table, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("lake")
+    return {"parquet": write_parquet_lake(rows, folder / "parquet"),
+            "delta": write_delta_lake(rows, folder / "delta")}
+
+
+@pytest.fixture(scope="module")
+def ingested(rows: pa.Table, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The reference: the same rows ingested into the embedded store, then audited."""
+    con = fresh_store(tmp_path_factory.mktemp("ingested") / "a.duckdb")
+    ingest_table(con, rows, source="rows")
+    done = audit(con, lambda c, week: draw_sample(c, week, seed=SEED, actor="quinn"),
+                 lambda c: priority_queue(c, limit=QUEUE).to_pylist())
+    con.close()
+    return done
+
+
+def audit_from_lake(config: SourceConfig, path: Path) -> tuple[dict[str, Any], Any]:
+    con = fresh_store(path)
+    source = open_source(config)
+    refreshed = refresh_source(con, source)
+    assert refreshed.rows_counted == 6000
+    done = audit(con, lambda c, week: draw_from_source(c, source, week, seed=SEED,
+                                                        actor="quinn"),
+                 lambda c: source_queue(c, source, limit=QUEUE).to_pylist())
+    stored = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE batch_id LIKE 'source-%') FROM extractions"
+    ).fetchall()[0]
+    assert stored[0] == stored[1] == sum(len(ids) for ids in done["sampled"].values())
+    assert rollup.is_current(con)
+    source.close()
+    con.close()
+    return done, refreshed
+
+
+@pytest.mark.parametrize("kind", ["parquet", "delta"])
+def test_a_lake_read_by_duckdb_audits_as_the_ingested_rows_do(
+    kind: str, lake: dict[str, Path], ingested: dict[str, Any], tmp_path: Path
+) -> None:
+    done, _ = audit_from_lake(SourceConfig(kind, str(lake[kind])), tmp_path / "b.duckdb")
+    assert done["sampled"] == ingested["sampled"]
+    assert sum(len(ids) for ids in done["sampled"].values()) > 4 * N_MIN
+    assert done["figures"] == ingested["figures"]
+    assert done["approved"] == ingested["approved"]
+    assert done["approved"][2] == "approve"
+    assert done["queue"] == ingested["queue"]
+    assert len(done["queue"]) == QUEUE
+
+
+def test_a_lake_read_by_spark_audits_as_the_ingested_rows_do(
+    spark_master: str, lake: dict[str, Path], ingested: dict[str, Any], tmp_path: Path
+) -> None:
+    started = time.monotonic()
+    config = SourceConfig("spark", str(lake["parquet"]), spark=spark_master)
+    done, refreshed = audit_from_lake(config, tmp_path / "s.duckdb")
+    assert refreshed.files_read == 4
+    assert done["sampled"] == ingested["sampled"]
+    assert done["figures"] == ingested["figures"]
+    assert done["approved"] == ingested["approved"]
+    assert done["queue"] == ingested["queue"]
+    assert time.monotonic() - started < 120
+
+
+def test_spark_finds_the_bad_rows_duckdb_finds(spark_master: str, rows: pa.Table,
+                                               tmp_path: Path) -> None:
+    from fieldtrust.store.errors import ValidationError
+
+    bad = rows.slice(0, 40).to_pylist()
+    bad[5]["confidence"] = float("nan")
+    bad[9]["confidence"] = -0.5
+    folder = write_parquet_lake(pa.Table.from_pylist(bad, schema=rows.schema), tmp_path / "l")
+    messages = {}
+    for kind in ("parquet", "spark"):
+        con = fresh_store(tmp_path / f"{kind}.duckdb")
+        with pytest.raises(ValidationError) as caught:
+            refresh_source(con, open_source(SourceConfig(kind, str(folder), spark=spark_master)))
+        messages[kind] = (caught.value.problems, caught.value.total)
+        assert con.execute("SELECT count(*) FROM source_refreshes").fetchall() == [(0,)]
+    assert messages["spark"] == messages["parquet"]
+    assert messages["parquet"][1] == 2
+    assert sorted(p.split(": ", 1)[1] for p in messages["parquet"][0]) == [
+        "-0.5 is outside [0, 1]", "nan is not a number in [0, 1]"]
