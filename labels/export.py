@@ -5,11 +5,13 @@ Every row of ``labels`` is written, superseded ones included, with
 for the one verdict ``effective_labels`` uses) and the extraction's stratum
 (doc_type, field, form_version).
 
-CSV only: a text cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or
-a carriage return is written with a leading single quote (``'=SUM(A1)``), so
-a spreadsheet opening the file shows the text instead of running it as a
-formula (OWASP "CSV injection"). A corrected value ``-12.50`` therefore
-reads ``'-12.50`` in the CSV; Parquet keeps every value exactly.
+CSV only: a text cell that starts with ``=``, ``+``, ``-``, ``@``, a tab, a
+carriage return or a single quote is written with a leading single quote
+(``'=SUM(A1)``), so a spreadsheet opening the file shows the text instead of
+running it as a formula (OWASP "CSV injection",
+:mod:`fieldtrust.store.spreadsheet`). ``labels import`` undoes it: the CSV
+imports as written, ``-12.50`` back as ``-12.50``. Parquet keeps every value
+exactly.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 import duckdb
 from fieldtrust.labels._tx import first_row
 from fieldtrust.labels.errors import LabelError
+from fieldtrust.store.spreadsheet import escape_sql
 from fieldtrust.store.sql import quote_ident, quote_literal
 
 _COLUMNS = (
@@ -45,12 +48,6 @@ LEFT JOIN (SELECT DISTINCT ON (extraction_id) extraction_id, doc_type, field, fo
 ORDER BY l.extraction_id, l.labeled_at, l.label_id
 """
 
-# Escapes text cells a spreadsheet would run as a formula.
-_ESCAPED = (
-    "CASE WHEN regexp_matches({c}, '^[=+\\-@\\t\\r]') THEN '''' || {c} ELSE {c} END AS {c}"
-)
-
-
 def export_labels(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str]) -> int:
     """Write all labels with history to ``path`` (``.csv`` or ``.parquet``); return the row count.
 
@@ -63,7 +60,8 @@ def export_labels(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str]) 
     suffix = target.suffix.lower()
     if suffix == ".csv":
         columns = ", ".join(
-            _ESCAPED.format(c=quote_ident(name)) if text else quote_ident(name)
+            f"{escape_sql(quote_ident(name))} AS {quote_ident(name)}" if text
+            else quote_ident(name)
             for name, text in _COLUMNS
         )
         query = f"SELECT {columns} FROM ({_HISTORY_SQL})"

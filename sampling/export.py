@@ -5,11 +5,10 @@ The file has the item columns, then empty label columns a reviewer fills in
 labels import FILE`` reads it back by extraction_id and sample_id.
 
 Spreadsheet programs run a cell that starts with ``=``, ``+``, ``-`` or ``@``
-as a formula (CSV injection, OWASP). Every text cell that starts so, or with a
-tab or carriage return, gets a leading single quote, which spreadsheets show
-as text. That includes the two key columns, extraction_id and sample_id: ids
-come from ingested files anyone can write, and ``fieldtrust labels import``
-reads an id so escaped back as the id itself (store.label_import).
+as a formula (CSV injection, OWASP). Text cells are escaped the one reversible
+way (:mod:`fieldtrust.store.spreadsheet`), the two key columns, extraction_id
+and sample_id, included: ids come from ingested files anyone can write, and
+``fieldtrust labels import`` reads every cell so escaped back as written.
 """
 
 from __future__ import annotations
@@ -19,6 +18,9 @@ import os
 from pathlib import Path
 
 import pyarrow as pa
+from fieldtrust.store.spreadsheet import escape_cell
+
+__all__ = ["ITEM_COLUMNS", "LABEL_COLUMNS", "escape_cell", "write_items_csv"]
 
 ITEM_COLUMNS = (
     "extraction_id",
@@ -33,16 +35,6 @@ ITEM_COLUMNS = (
     "sample_id",
 )
 LABEL_COLUMNS = ("verdict", "reviewer", "corrected_value", "error_type", "labeled_at")
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def escape_cell(value: object) -> object:
-    """``value`` with a leading ``'`` when it is text a spreadsheet would run as a formula."""
-    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
-        return "'" + value
-    return value
-
-
 def write_items_csv(items: pa.Table, path: str | os.PathLike[str]) -> int:
     """Write ``items`` (:func:`~.draw.sample_items`) to ``path``; return the row count."""
     missing = [c for c in ITEM_COLUMNS if c not in items.column_names]

@@ -19,6 +19,14 @@ class StoreLockedError(StoreError, RuntimeError):
     """Another process holds the DuckDB file and did not let go in time."""
 
 
+class NotAStoreError(StoreError):
+    """The file is a DuckDB database, but not a fieldtrust store; it was left unchanged."""
+
+
+class NoSpaceError(StoreError):
+    """The disk filled up during a write; the transaction was rolled back."""
+
+
 class ValidationError(FieldtrustError, ValueError):
     """Input rows failed validation; nothing was written.
 

@@ -23,11 +23,23 @@ def settings(ctx: click.Context) -> Settings:
 CLI_LOCK_WAIT = 120.0
 
 
-def open_db(ctx: click.Context, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open the store named by ``--db`` / ``FIELDTRUST_DB``; closed when the command ends."""
-    con = store.connect(settings(ctx).db, read_only=read_only, lock_timeout=CLI_LOCK_WAIT)
+def open_db(
+    ctx: click.Context, *, read_only: bool = False, adopt: bool = False
+) -> duckdb.DuckDBPyConnection:
+    """Open the store named by ``--db`` / ``FIELDTRUST_DB``; closed when the command ends.
+
+    While another process holds the store, one line on stderr says so at once.
+    """
+    con = store.connect(
+        settings(ctx).db, read_only=read_only, lock_timeout=CLI_LOCK_WAIT,
+        on_wait=_say_waiting, adopt=adopt,
+    )
     ctx.call_on_close(con.close)
     return con
+
+
+def _say_waiting(message: str) -> None:
+    click.echo(message, err=True)
 
 
 def echo_json(payload: Any) -> None:
