@@ -9,6 +9,7 @@ environment (or Streamlit's ``st.secrets``) only.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import os
 import tomllib
 from collections.abc import Mapping
@@ -40,6 +41,12 @@ class Settings:
     seed: int = _setting(20261130, "Seed of the audit sample's permanent random numbers.")
     model: str = _setting("claude-sonnet-4-6", "Claude model used by `fieldtrust extract`.")
     port: int = _setting(8501, "Port of the dashboard server.")
+    earliest_time: str = _setting(
+        "2000-01-01", "Earliest extraction or label time accepted at ingest (ISO date, UTC)."
+    )
+    future_days: float = _setting(
+        1.0, "How far past now (in days) an extraction time may lie at ingest."
+    )
 
     def __post_init__(self) -> None:
         for name in ("target", "confidence"):
@@ -51,6 +58,17 @@ class Settings:
                 raise ValueError(f"setting {name}: {getattr(self, name)} must be at least 1")
         if not 0 < self.port < 65536:
             raise ValueError(f"setting port: {self.port} is not a TCP port")
+        try:
+            dt.date.fromisoformat(self.earliest_time)
+        except ValueError as exc:
+            raise ValueError(
+                f"setting earliest_time: {self.earliest_time[:40]!r} is not an ISO date"
+                " (like 2000-01-01)"
+            ) from exc
+        if not 0 <= self.future_days <= 3650:
+            raise ValueError(
+                f"setting future_days: {self.future_days} must be between 0 and 3650"
+            )
 
     @classmethod
     def help_lines(cls) -> dict[str, str]:

@@ -115,17 +115,23 @@ def check_columns(
     if missing:
         problems.append(
             f"missing required column{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
-            f" (columns found: {', '.join(names)})"
+            f" (columns found: {_names(names)})"
         )
     known = {*required, *optional, *ignored}
     unknown = [c for c in names if c not in known]
     if unknown:
         problems.append(
-            f"unknown column{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}"
+            f"unknown column{'s' if len(unknown) > 1 else ''} {_names(unknown)}"
             f" (known columns: {', '.join([*required, *optional])})"
         )
     if problems:
         raise ValidationError(source, problems)
+
+
+def _names(names: Sequence[str], limit: int = 10) -> str:
+    """Column names from a file for a message: each cut short, at most ``limit`` of them."""
+    listed = ", ".join(shown(n) for n in names[:limit])
+    return listed + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def raise_problems(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any
 
@@ -10,6 +11,7 @@ import duckdb
 
 from fieldtrust import store
 from fieldtrust.settings import Settings
+from fieldtrust.store.validation import TimeWindow
 
 
 def settings(ctx: click.Context) -> Settings:
@@ -36,6 +38,13 @@ def open_db(
     )
     ctx.call_on_close(con.close)
     return con
+
+
+def time_window(ctx: click.Context) -> TimeWindow:
+    """The accepted input times, from settings ``earliest_time`` and ``future_days``."""
+    resolved = settings(ctx)
+    earliest = dt.datetime.fromisoformat(resolved.earliest_time).replace(tzinfo=None)
+    return TimeWindow(earliest, dt.timedelta(days=resolved.future_days))
 
 
 def _say_waiting(message: str) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 import duckdb
 
-from fieldtrust.cli.common import echo_json, open_db, settings
+from fieldtrust.cli.common import echo_json, open_db, settings, time_window
 from fieldtrust.settings import Settings
 from fieldtrust.store.chain import ChainHead
 from fieldtrust.store.errors import StoreError
@@ -121,7 +121,9 @@ def ingest(ctx: click.Context, files: tuple[str, ...], quiet: bool, as_json: boo
     """
     from fieldtrust.store.ingest import ingest_files
 
-    results = ingest_files(open_db(ctx), files, progress=None if quiet else _progress_line)
+    results = ingest_files(
+        open_db(ctx), files, progress=None if quiet else _progress_line, window=time_window(ctx)
+    )
     if as_json:
         echo_json([dataclasses.asdict(r) for r in results])
         return
@@ -169,7 +171,9 @@ def labels_import(
     """
     from fieldtrust.store.label_import import import_labels
 
-    result = import_labels(open_db(ctx), file, actor=actor, reviewer_default=reviewer)
+    result = import_labels(
+        open_db(ctx), file, actor=actor, reviewer_default=reviewer, window=time_window(ctx)
+    )
     if as_json:
         echo_json(dataclasses.asdict(result))
         return
