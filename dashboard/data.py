@@ -60,6 +60,24 @@ def db_path() -> str:
     return load_settings().db
 
 
+@dataclass(frozen=True)
+class ServeMode:
+    """Who may use a dashboard without sign-in, as ``fieldtrust serve`` started it."""
+
+    demo: bool  # ``-- --demo``: the demo user picker
+    user: str | None  # ``-- --as NAME``: the one local user
+
+
+def serve_mode() -> ServeMode:
+    """The ``--demo`` and ``--as NAME`` arguments after ``--`` (``fieldtrust serve`` adds them)."""
+    argv = sys.argv[1:]
+    user = None
+    for index, arg in enumerate(argv):
+        if arg == "--as" and index + 1 < len(argv):
+            user = argv[index + 1]
+    return ServeMode(demo="--demo" in argv, user=user)
+
+
 #: The read-only connection of the page run in progress on this thread (see run_reads).
 _RUN = threading.local()
 

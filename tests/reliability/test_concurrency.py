@@ -190,7 +190,7 @@ def _serving(db: Path, folder: Path, count: int) -> Iterator[list[tuple[str, Pat
             with log_path.open("wb") as log:
                 process = subprocess.Popen(
                     [sys.executable, "-m", "fieldtrust.cli.main", "--db", str(db), "serve",
-                     "--port", str(port), "--address", "127.0.0.1"],
+                     "--demo", "--port", str(port), "--address", "127.0.0.1"],
                     stdout=log, stderr=subprocess.STDOUT, cwd=folder,
                     env={**os.environ, "PYTHONPATH": str(ROOT)},
                 )
