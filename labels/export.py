@@ -22,6 +22,7 @@ from pathlib import Path
 import duckdb
 from fieldtrust.labels._tx import first_row
 from fieldtrust.labels.errors import LabelError
+from fieldtrust.store.connection import is_no_space, no_space_error
 from fieldtrust.store.spreadsheet import escape_sql
 from fieldtrust.store.sql import quote_ident, quote_literal
 
@@ -54,7 +55,10 @@ def export_labels(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str]) 
     Raises
     ------
     LabelError
-        The extension is neither ``.csv`` nor ``.parquet``.
+        The extension is neither ``.csv`` nor ``.parquet``, or the file cannot
+        be written.
+    NoSpaceError
+        The disk is full.
     """
     target = Path(path)
     suffix = target.suffix.lower()
@@ -72,6 +76,13 @@ def export_labels(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str]) 
     else:
         raise LabelError(f"cannot export labels to {target.name}: use a .csv or .parquet file")
     # COPY cannot bind its file name; quote_literal is the one sanctioned way.
-    con.execute(f"COPY ({query}) TO {quote_literal(str(target))} ({options})")
+    try:
+        con.execute(f"COPY ({query}) TO {quote_literal(str(target))} ({options})")
+    except duckdb.IOException as exc:
+        if is_no_space(exc):
+            raise no_space_error(str(target), exc) from exc
+        raise LabelError(
+            f"cannot write {target}: {str(exc).splitlines()[0][:200]}"
+        ) from exc
     row = first_row(con.execute("SELECT count(*) FROM labels").fetchall())
     return int(row[0]) if row else 0

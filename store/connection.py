@@ -114,6 +114,7 @@ def connect(
             _refuse_foreign(con, target, read_only=read_only, adopt=adopt)
         if not read_only:
             migrate(con)
+        outdated = read_only and target != ":memory:" and bool(pending_migrations(con))
     except BaseException as exc:
         con.close()
         if isinstance(exc, StoreError) or not isinstance(exc, duckdb.Error | OSError):
@@ -121,7 +122,7 @@ def connect(
         if is_no_space(exc):
             raise no_space_error(target, exc) from exc
         raise StoreError(f"cannot open store {target}: {_first_line(exc)}") from exc
-    if read_only and target != ":memory:" and pending_migrations(con):
+    if outdated:
         # A store made by an older fieldtrust: readers expect the newer tables, so
         # upgrade it once with write access (as a writer would) and read on.
         con.close()
@@ -152,10 +153,14 @@ def _open(
             if not _is_lock_error(exc):
                 if is_no_space(exc):
                     raise no_space_error(target, exc) from exc
-                # A truncated or corrupt file, or one that is no database at all.
+                # A truncated or corrupt file, or one that is no database at all
+                # (another database's file asks for an extension, never installed).
+                reason = (
+                    "it is another kind of database file, not DuckDB"
+                    if "Extension" in str(exc) else _first_line(exc)
+                )
                 raise StoreError(
-                    f"cannot open store {target}: {_first_line(exc)}"
-                    " (is it a fieldtrust store, and whole?)"
+                    f"cannot open store {target}: {reason} (is it a fieldtrust store, and whole?)"
                 ) from exc
             waited = time.monotonic() - started
             if waited >= lock_timeout:

@@ -330,6 +330,8 @@ def _csv_header(path: str | os.PathLike[str], source: str) -> list[str]:
             header = next(csv.reader(handle), [])
     except UnicodeDecodeError as exc:
         raise ValidationError(source, ["the file is not UTF-8 text; save it as UTF-8"]) from exc
+    except csv.Error as exc:
+        raise ValidationError(source, [f"the header line cannot be read: {exc}"]) from exc
     names = [h.strip() for h in header]
     if not names:
         raise ValidationError(source, ["no rows: the file is empty"])

@@ -79,6 +79,8 @@ def _print_summary(path: str, seed: int, s: DemoSummary) -> None:
         ]
     )
     for v in s.new_versions:
+        if v.accuracy is None or v.established_accuracy is None:
+            continue  # a small demo may have no rows of it yet
         click.echo(
             f"  new form version {v.doc_type} {v.form_version} (from {v.first_week}):"
             f" true accuracy {v.accuracy:.1%} vs {v.established_accuracy:.1%} on the established"

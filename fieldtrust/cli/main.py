@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 import click
+import duckdb
 
 from fieldtrust import __version__
 from fieldtrust.settings import load_settings
@@ -37,6 +38,12 @@ class FieldtrustGroup(click.Group):
             return super().invoke(ctx)
         except FieldtrustError as exc:
             click.echo(f"error: {capped(str(exc))}", err=True)
+            ctx.exit(2)
+        except duckdb.IOException as exc:
+            # The store file failed under a read (damaged, truncated, or its disk went away).
+            first = (str(exc).splitlines() or [type(exc).__name__])[0]
+            click.echo(f"error: the store could not be read or written: {capped(first)}",
+                       err=True)
             ctx.exit(2)
 
 
