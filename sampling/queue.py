@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import duckdb
 import pyarrow as pa
+from fieldtrust.store.errors import InputError
 from fieldtrust.store.scope import Scope
 
 _OPEN_ITEMS = """
@@ -136,6 +137,9 @@ ORDER BY position
 """
 
 
+#: Most rows one queue call returns (DuckDB's top-N limit is a million).
+MAX_LIMIT = 100_000
+
 def priority_queue(
     con: duckdb.DuckDBPyConnection, scope: Scope = Scope(), *, limit: int = 100
 ) -> pa.Table:
@@ -158,8 +162,8 @@ def priority_queue(
         calibrated_confidence (null without a map), calibration_method,
         reason (why it sits where it does).
     """
-    if limit < 1:
-        raise ValueError(f"limit must be at least 1, got {limit}")
+    if not 1 <= limit <= MAX_LIMIT:
+        raise InputError(f"limit must be between 1 and {MAX_LIMIT:,}, got {limit}")
     where, params = scope.where("e")
     cutoffs = con.sql(_CUTOFFS_SQL.format(where=where), params=[*params, limit]).fetchall()
     columns = [list(values) for values in zip(*cutoffs, strict=True)] or [[], [], [], []]

@@ -36,6 +36,10 @@ def cut(text: str, limit: int = MAX_LINE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+class InputError(FieldtrustError, ValueError):
+    """A library argument is out of its range; the message names it and the range."""
+
+
 class ValidationError(FieldtrustError, ValueError):
     """Input rows failed validation; nothing was written.
 

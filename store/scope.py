@@ -11,6 +11,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 import duckdb
+from fieldtrust.store.errors import InputError
 from fieldtrust.store.sql import fetch_one
 from fieldtrust.store.weeks import iso_week, parse_week, shift_week, week_bounds, week_sql
 
@@ -92,12 +93,16 @@ def latest_week(con: duckdb.DuckDBPyConnection) -> str | None:
     return row[0] if row else None
 
 
+#: Most weeks a report looks back (ten years).
+MAX_WEEKS = 520
+
+
 def last_weeks(
     con: duckdb.DuckDBPyConnection, count: int, *, until: str | None = None
 ) -> tuple[str, ...]:
     """The ``count`` ISO weeks ending at ``until`` (default: the store's latest week)."""
-    if count < 1:
-        raise ValueError(f"weeks must be at least 1, got {count}")
+    if not 1 <= count <= MAX_WEEKS:
+        raise InputError(f"weeks must be between 1 and {MAX_WEEKS}, got {count}")
     end = until or latest_week(con)
     if end is None:
         return ()
