@@ -59,7 +59,9 @@ def _print_values(con: duckdb.DuckDBPyConnection, as_json: bool) -> None:
 
 
 @click.command(
-    "init", epilog="Example: fieldtrust --db audit.duckdb init   (or: init --adopt mine.duckdb)"
+    "init",
+    epilog="Example: fieldtrust --db audit.duckdb init   (your own DuckDB file:"
+           " fieldtrust --db mine.duckdb init --adopt)",
 )
 @click.option(
     "--adopt", is_flag=True,
