@@ -163,7 +163,7 @@ def priority_queue(
         reason (why it sits where it does).
     """
     if not 1 <= limit <= MAX_LIMIT:
-        raise InputError(f"limit must be between 1 and {MAX_LIMIT:,}, got {limit}")
+        raise InputError(f"limit must be at least 1 and at most {MAX_LIMIT:,}, got {limit}")
     where, params = scope.where("e")
     cutoffs = con.sql(_CUTOFFS_SQL.format(where=where), params=[*params, limit]).fetchall()
     columns = [list(values) for values in zip(*cutoffs, strict=True)] or [[], [], [], []]

@@ -102,7 +102,7 @@ def last_weeks(
 ) -> tuple[str, ...]:
     """The ``count`` ISO weeks ending at ``until`` (default: the store's latest week)."""
     if not 1 <= count <= MAX_WEEKS:
-        raise InputError(f"weeks must be between 1 and {MAX_WEEKS}, got {count}")
+        raise InputError(f"weeks must be at least 1 and at most {MAX_WEEKS}, got {count}")
     end = until or latest_week(con)
     if end is None:
         return ()
