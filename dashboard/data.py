@@ -259,8 +259,8 @@ def scope_from(weeks: tuple[str, ...], doc_types: tuple[str, ...],
 def busy_message(exc: StoreLockedError) -> str:
     """What a person reads when another process keeps the store busy."""
     return (
-        "The store is busy: another fieldtrust process (an ingest or a sample draw) is"
-        f" writing to it. Waited {LOCK_WAIT:.0f} s. The page will work again as soon as it"
+        "The store is busy: another process holds it (an ingest or a sample draw, say)."
+        f" Waited {LOCK_WAIT:.0f} s. The page will work again as soon as it"
         f" finishes; reload in a moment. ({exc})"
     )
 
