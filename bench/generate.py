@@ -176,9 +176,10 @@ def write_chunks(folder: Path, rows: int, seed: int) -> None:
 def sort_log(chunks: Path, out: Path, tmp: Path) -> None:
     """One Parquet file of every chunk's rows in time order (DuckDB, bounded memory)."""
     import duckdb
+    from fieldtrust.store.connection import DUCKDB_CONFIG
 
     tmp.mkdir(exist_ok=True)
-    con = duckdb.connect()
+    con = duckdb.connect(config=DUCKDB_CONFIG)
     try:
         con.execute(f"SET memory_limit = '{BUILD_MEMORY_LIMIT}'")
         con.execute("SET temp_directory = ?", [str(tmp)])

@@ -18,6 +18,7 @@ from functools import partial
 from pathlib import Path
 
 import duckdb
+from fieldtrust.store.connection import DUCKDB_CONFIG
 from fieldtrust.store.ingest import ingest_files
 
 from fieldtrust import store
@@ -42,7 +43,7 @@ FROM range(?) t(i)
 
 def make_file(path: Path, rows: int, *, with_ids: bool = True) -> None:
     """Write ``rows`` synthetic extractions to ``path`` (Parquet)."""
-    con = duckdb.connect()
+    con = duckdb.connect(config=DUCKDB_CONFIG)
     query = con.sql(_ROWS_SQL, params=[rows])
     if not with_ids:
         query = query.project("* EXCLUDE (extraction_id)")

@@ -8,9 +8,13 @@ role does not allow (a reviewer's forged "approve" request fails in
 * With an ``[auth]`` section in ``.streamlit/secrets.toml``, ``st.login``
   signs the user in with OpenID Connect; the store's role grants
   (``user_roles``, managed by an admin) map the signed-in e-mail to a role.
-* Without it the dashboard runs in DEMO MODE: a sidebar picker lists the users
-  the store knows with their roles, and anyone can act as anyone. The banner
-  says so, because that is fine for a demo and wrong for production.
+* Without it, ``fieldtrust serve --as NAME`` makes the dashboard act as that
+  one local user (their role read from the store's grants on every run).
+* ``fieldtrust serve --demo`` (this machine only) runs it in DEMO MODE: a
+  sidebar picker lists the users the store knows with their roles, and anyone
+  can act as anyone. The banner says so, because that is fine for a demo and
+  wrong for production.
+* With none of these, nobody gets in: a page says how to configure sign-in.
 """
 
 from __future__ import annotations
@@ -40,9 +44,39 @@ def oidc_configured() -> bool:
 
 def draw_identity(path: str, *, has_store: bool) -> Identity | None:
     """Sign the user in (or let them pick a demo user) in the sidebar; the identity."""
-    identity = _oidc_identity() if oidc_configured() else _demo_identity(has_store)
+    mode = data.serve_mode()
+    if oidc_configured():
+        identity: Identity | None = _oidc_identity()
+    elif mode.user is not None:
+        identity = _local_identity(mode.user, has_store)
+    elif mode.demo:
+        identity = _demo_identity(has_store)
+    else:
+        _no_sign_in()
     st.session_state[state.AUTH_IDENTITY] = identity
     return identity
+
+
+def _no_sign_in() -> None:
+    """No sign-in configured and no local user named: nobody gets in."""
+    st.title("fieldtrust")
+    st.error(
+        "Sign-in is not configured. Add an `[auth]` section to `.streamlit/secrets.toml`"
+        " (docs/dashboard.md), or start the dashboard as one local user with"
+        " `fieldtrust serve --as NAME`, or with demo users on this machine with"
+        " `fieldtrust serve --demo`.",
+        icon=":material/lock:",
+    )
+    st.stop()
+
+
+def _local_identity(user: str, has_store: bool) -> Identity:
+    """The one local user ``fieldtrust serve --as NAME`` named; their role from the store."""
+    role = data.cached("role_of", user) if has_store else None
+    st.sidebar.markdown(f"Acting as **{layout.plain(user)}** (local)  \nrole: **{role or 'none'}**")
+    if role is None:
+        st.sidebar.caption("Ask an admin to grant you a role (`fieldtrust users grant`).")
+    return Identity(user=user, role=role, demo=False)
 
 
 def remember_pick() -> None:

@@ -60,6 +60,24 @@ def db_path() -> str:
     return load_settings().db
 
 
+@dataclass(frozen=True)
+class ServeMode:
+    """Who may use a dashboard without sign-in, as ``fieldtrust serve`` started it."""
+
+    demo: bool  # ``-- --demo``: the demo user picker
+    user: str | None  # ``-- --as NAME``: the one local user
+
+
+def serve_mode() -> ServeMode:
+    """The ``--demo`` and ``--as NAME`` arguments after ``--`` (``fieldtrust serve`` adds them)."""
+    argv = sys.argv[1:]
+    user = None
+    for index, arg in enumerate(argv):
+        if arg == "--as" and index + 1 < len(argv):
+            user = argv[index + 1]
+    return ServeMode(demo="--demo" in argv, user=user)
+
+
 #: The read-only connection of the page run in progress on this thread (see run_reads).
 _RUN = threading.local()
 
@@ -242,8 +260,8 @@ def scope_from(weeks: tuple[str, ...], doc_types: tuple[str, ...],
 def busy_message(exc: StoreLockedError) -> str:
     """What a person reads when another process keeps the store busy."""
     return (
-        "The store is busy: another fieldtrust process (an ingest or a sample draw) is"
-        f" writing to it. Waited {LOCK_WAIT:.0f} s. The page will work again as soon as it"
+        "The store is busy: another process holds it (an ingest or a sample draw, say)."
+        f" Waited {LOCK_WAIT:.0f} s. The page will work again as soon as it"
         f" finishes; reload in a moment. ({exc})"
     )
 

@@ -3,7 +3,9 @@
 CSV files open in spreadsheets, which execute cells starting with ``=``,
 ``+``, ``-``, ``@``, tab or carriage return as formulas (CSV injection, OWASP).
 Extracted values come from documents anyone can write, so text cells that look
-like formulas get a leading single quote. Parquet keeps the exact values.
+like formulas (or start with a quote) get a leading single quote, the one
+reversible escape of :mod:`fieldtrust.store.spreadsheet`. Parquet keeps the
+exact values.
 """
 
 from __future__ import annotations
@@ -16,8 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import streamlit as st
 from fieldtrust.dashboard import state
-
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+from fieldtrust.store.spreadsheet import escape_cell
 
 
 def as_frame(table: pa.Table | pd.DataFrame | list[dict[str, Any]]) -> pd.DataFrame:
@@ -31,9 +32,7 @@ def as_frame(table: pa.Table | pd.DataFrame | list[dict[str, Any]]) -> pd.DataFr
 
 def escape_formula(value: Any) -> Any:
     """Prefix a text cell that a spreadsheet would run as a formula with ``'``."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
+    return escape_cell(value)
 
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:

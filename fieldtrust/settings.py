@@ -9,6 +9,7 @@ environment (or Streamlit's ``st.secrets``) only.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import os
 import tomllib
 from collections.abc import Mapping
@@ -69,6 +70,13 @@ class Settings:
     source_columns: str = _setting(
         "", "Column names of the source, as ours=theirs,... (the TOML table [source.columns])."
     )
+    earliest_time: str = _setting(
+        "2000-01-01", "Earliest extraction or label time accepted at ingest (ISO date, UTC)."
+    )
+    future_days: float = _setting(
+        1.0, "How far past now (in days) an extraction time may lie at ingest."
+    )
+
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -108,6 +116,13 @@ def _problem(name: str, value: Any) -> str | None:
         return f"{value} must be a whole number from 0 to {2**32 - 1}"
     if name == "port" and not 0 < value < 65536:
         return f"{value} is not a TCP port"
+    if name == "earliest_time":
+        try:
+            dt.date.fromisoformat(value)
+        except ValueError:
+            return f"{value[:40]!r} is not an ISO date (like 2000-01-01)"
+    if name == "future_days" and not 0 <= value <= 3650:
+        return f"{value} must be between 0 and 3650"
     return None
 
 

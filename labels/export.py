@@ -5,11 +5,13 @@ Every row of ``labels`` is written, superseded ones included, with
 for the one verdict ``effective_labels`` uses) and the extraction's stratum
 (doc_type, field, form_version).
 
-CSV only: a text cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or
-a carriage return is written with a leading single quote (``'=SUM(A1)``), so
-a spreadsheet opening the file shows the text instead of running it as a
-formula (OWASP "CSV injection"). A corrected value ``-12.50`` therefore
-reads ``'-12.50`` in the CSV; Parquet keeps every value exactly.
+CSV only: a text cell that starts with ``=``, ``+``, ``-``, ``@``, a tab, a
+carriage return or a single quote is written with a leading single quote
+(``'=SUM(A1)``), so a spreadsheet opening the file shows the text instead of
+running it as a formula (OWASP "CSV injection",
+:mod:`fieldtrust.store.spreadsheet`). ``labels import`` undoes it: the CSV
+imports as written, ``-12.50`` back as ``-12.50``. Parquet keeps every value
+exactly.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from pathlib import Path
 
 import duckdb
 from fieldtrust.labels.errors import LabelError
+from fieldtrust.store.connection import is_no_space, no_space_error
 from fieldtrust.store.retry import first_row
+from fieldtrust.store.spreadsheet import escape_sql
 from fieldtrust.store.sql import quote_ident, quote_literal
 
 _COLUMNS = (
@@ -45,25 +49,23 @@ LEFT JOIN (SELECT DISTINCT ON (extraction_id) extraction_id, doc_type, field, fo
 ORDER BY l.extraction_id, l.labeled_at, l.label_id
 """
 
-# Escapes text cells a spreadsheet would run as a formula.
-_ESCAPED = (
-    "CASE WHEN regexp_matches({c}, '^[=+\\-@\\t\\r]') THEN '''' || {c} ELSE {c} END AS {c}"
-)
-
-
 def export_labels(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str]) -> int:
     """Write all labels with history to ``path`` (``.csv`` or ``.parquet``); return the row count.
 
     Raises
     ------
     LabelError
-        The extension is neither ``.csv`` nor ``.parquet``.
+        The extension is neither ``.csv`` nor ``.parquet``, or the file cannot
+        be written.
+    NoSpaceError
+        The disk is full.
     """
     target = Path(path)
     suffix = target.suffix.lower()
     if suffix == ".csv":
         columns = ", ".join(
-            _ESCAPED.format(c=quote_ident(name)) if text else quote_ident(name)
+            f"{escape_sql(quote_ident(name))} AS {quote_ident(name)}" if text
+            else quote_ident(name)
             for name, text in _COLUMNS
         )
         query = f"SELECT {columns} FROM ({_HISTORY_SQL})"
@@ -74,6 +76,13 @@ def export_labels(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str]) 
     else:
         raise LabelError(f"cannot export labels to {target.name}: use a .csv or .parquet file")
     # COPY cannot bind its file name; quote_literal is the one sanctioned way.
-    con.execute(f"COPY ({query}) TO {quote_literal(str(target))} ({options})")
+    try:
+        con.execute(f"COPY ({query}) TO {quote_literal(str(target))} ({options})")
+    except duckdb.IOException as exc:
+        if is_no_space(exc):
+            raise no_space_error(str(target), exc) from exc
+        raise LabelError(
+            f"cannot write {target}: {str(exc).splitlines()[0][:200]}"
+        ) from exc
     row = first_row(con.execute("SELECT count(*) FROM labels").fetchall())
     return int(row[0]) if row else 0

@@ -31,6 +31,7 @@ same id.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,18 +46,22 @@ from fieldtrust.store.connection import utc_now
 from fieldtrust.store.errors import AccessError, ValidationError
 from fieldtrust.store.readers import (
     MAX_PROBLEMS,
+    Snapshot,
     Staged,
     detect_format,
+    drop_snapshot,
     drop_staged,
-    file_sha256,
+    snapshot,
     stage_file,
     temp_name,
 )
 from fieldtrust.store.retry import write_with_retry
 from fieldtrust.store.rollup import record_sampled
+from fieldtrust.store.spreadsheet import unescape_sql
 from fieldtrust.store.sql import quote_ident
 from fieldtrust.store.validation import (
     Rule,
+    TimeWindow,
     check_columns,
     choice_rules,
     choice_sql,
@@ -95,7 +100,17 @@ CONTEXT_COLUMNS = (
     "source_excerpt",
     "cell",
     "inclusion_prob",
+    # written by `labels export`: the label's history, read past so an export imports
+    "label_id",
+    "review_round",
+    "supersedes",
+    "superseded_by",
+    "effective",
+    "import_batch_id",
 )
+#: A label time later than now by more than this is refused: it would outrank
+#: every later correction for good. Allows for clocks a little ahead.
+CLOCK_SKEW = dt.timedelta(minutes=5)
 VERDICTS = ("correct", "incorrect", "unclear")
 STATUSES = ("present", "null", "unclear", "other")
 #: A problem line is cut to this length: a 1 MB value must not make a 1 MB message.
@@ -129,6 +144,7 @@ def import_labels(
     *,
     actor: str,
     reviewer_default: str = "import",
+    window: TimeWindow | None = None,
 ) -> LabelImportResult:
     """Validate a labels file and add its labels to the store in one transaction.
 
@@ -143,6 +159,9 @@ def import_labels(
         ``label_imports.imported_by``.
     reviewer_default
         Reviewer recorded for rows that name none.
+    window
+        Accepted ``labeled_at`` times, from its ``earliest`` (default
+        2000-01-01); never later than now plus :data:`CLOCK_SKEW`.
 
     Returns
     -------
@@ -162,16 +181,18 @@ def import_labels(
     reviewer_default = user_name(reviewer_default, what="default reviewer")
     require(con, actor, "import_labels")
     source, fmt = Path(path).name, detect_format(path)
-    sha = file_sha256(path)
+    copy: Snapshot | None = snapshot(path, fmt)
+    sha = copy.sha256
     ensure_utc(con)
     earlier = _import_for(con, sha)
     if earlier is not None:
+        drop_snapshot(copy)
         batch_id, rows = earlier
         return LabelImportResult(batch_id, source, rows, 0, 0, 0)
     raw: Staged | None = None
     typed: Staged | None = None
     try:
-        raw = stage_file(con, path, fmt, temp_name("ft_labels_raw"))
+        raw = stage_file(con, copy, fmt, temp_name("ft_labels_raw"))
         check_columns(
             source,
             raw.dtypes,
@@ -179,8 +200,10 @@ def import_labels(
             optional=OPTIONAL_COLUMNS,
             ignored=CONTEXT_COLUMNS,
         )
-        typed = _typed(con, raw, reviewer_default, csv=fmt == "csv")
-        raise_problems(con, typed, _rules(raw.dtypes), source=source)
+        if fmt == "csv":
+            _unescape(con, raw)
+        typed = _typed(con, raw, reviewer_default)
+        raise_problems(con, typed, _rules(raw.dtypes, window), source=source)
         _check_verdicts(con, typed, source)
         return write_with_retry(
             con, lambda tx: _store(tx, typed, source, sha, actor), what=f"importing {source}"
@@ -188,6 +211,21 @@ def import_labels(
     finally:
         drop_staged(con, typed)
         drop_staged(con, raw)
+        drop_snapshot(copy)
+
+
+def _unescape(con: duckdb.DuckDBPyConnection, raw: Staged) -> None:
+    """Undo the spreadsheet escape of fieldtrust's CSV exports in every cell.
+
+    (:mod:`fieldtrust.store.spreadsheet`): one leading ``'`` is dropped, so
+    ``'-12.50`` is ``-12.50`` and ``''=X1`` is ``'=X1``. The staged rows are a
+    temp table of this import, not history.
+    """
+    columns = [c for c, dtype in raw.dtypes.items() if dtype == "VARCHAR"]
+    if not columns:
+        return
+    sets = ", ".join(f"{quote_ident(c)} = {unescape_sql(quote_ident(c))}" for c in columns)
+    con.execute(f"UPDATE {raw.relation} SET {sets}")
 
 
 def _import_for(con: duckdb.DuckDBPyConnection, sha: str) -> tuple[str, int] | None:
@@ -203,9 +241,7 @@ def _col(dtypes: dict[str, str], name: str) -> tuple[str | None, str | None]:
     return (name, dtypes[name]) if name in dtypes else (None, None)
 
 
-def _typed(
-    con: duckdb.DuckDBPyConnection, raw: Staged, reviewer_default: str, *, csv: bool
-) -> Staged:
+def _typed(con: duckdb.DuckDBPyConnection, raw: Staged, reviewer_default: str) -> Staged:
     """A temp table of the raw columns next to the typed label (``l_*`` columns).
 
     Label files are small (a sample's worth), so the typed rows are
@@ -216,11 +252,11 @@ def _typed(
     labeled_at = f"coalesce({parsed_at}, CAST($now AS TIMESTAMP))"
     reviewer = f"coalesce({text_sql(*_col(d, 'reviewer'))}, $reviewer)"
     typed_columns = {
-        "l_extraction_id": _key_sql(text_sql("extraction_id", d["extraction_id"]), csv),
+        "l_extraction_id": text_sql("extraction_id", d["extraction_id"]),
         "l_verdict": choice_sql("verdict", d["verdict"], VERDICTS),
         "l_reviewer": reviewer,
         "l_labeled_at": labeled_at,
-        "l_sample_id": _key_sql(text_sql(*_col(d, "sample_id")), csv),
+        "l_sample_id": text_sql(*_col(d, "sample_id")),
         "l_corrected_value": _kept_text(d, "corrected_value"),
         "l_corrected_status": choice_sql(*_col(d, "corrected_status"), STATUSES),
         "l_error_type": text_sql(*_col(d, "error_type")),
@@ -248,20 +284,6 @@ def _typed(
     return Staged(name, False, "l_row", dtypes, raw.rows)
 
 
-def _key_sql(text: str, csv: bool) -> str:
-    """An id as stored: in a CSV, a leading ' before = + - @ tab or CR is dropped.
-
-    That quote is how CSV exports keep a spreadsheet from running a cell as a
-    formula (OWASP "CSV injection"); an id written so reads back as itself.
-    """
-    if not csv:
-        return text
-    return (
-        f"CASE WHEN starts_with({text}, chr(39)) AND substr({text}, 2, 1)"
-        f" IN ('=', '+', '-', '@', chr(9), chr(13)) THEN substr({text}, 2) ELSE {text} END"
-    )
-
-
 def _kept_text(dtypes: dict[str, str], name: str) -> str:
     column, dtype = _col(dtypes, name)
     if column is None:
@@ -269,12 +291,13 @@ def _kept_text(dtypes: dict[str, str], name: str) -> str:
     return f"CASE WHEN {text_sql(column, dtype)} IS NOT NULL THEN {raw_sql(column, dtype)} END"
 
 
-def _rules(dtypes: dict[str, str]) -> list[Rule]:
+def _rules(dtypes: dict[str, str], window: TimeWindow | None) -> list[Rule]:
+    earliest = (window or TimeWindow()).earliest
     return [
         *required_rules(["extraction_id"], dtypes),
         *choice_rules("verdict", VERDICTS, dtypes),
         *choice_rules("corrected_status", STATUSES, dtypes),
-        *timestamp_rules("labeled_at", dtypes),
+        *timestamp_rules("labeled_at", dtypes, TimeWindow(earliest, CLOCK_SKEW)),
         Rule(
             "extraction_id",
             "'{value}' is not in the store; ingest its extraction first, or check the store",

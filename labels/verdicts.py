@@ -296,9 +296,43 @@ def insert_label(
     *,
     supersedes: str | None,
 ) -> Label:
-    """Append one label row and chain it (inside the caller's transaction); checks are the
-    caller's job.
+    """Append one label row in ``reviewer``'s name and chain it (inside the caller's transaction).
+
+    The last gate before the ``labels`` table, so it holds whatever calls it to
+    the rules: ``reviewer`` is a user name holding a role that may label in
+    ``review_round`` (``adjudicate`` for an adjudication), the round is one a
+    person labels in (imports go through ``labels import``), the fields are
+    what :func:`verdict_fields` makes of them, and superseding another
+    reviewer's label needs ``supersede_others``.
+
+    Raises
+    ------
+    PermissionDenied
+        ``reviewer`` may not write this label.
+    LabelError
+        An unknown round or extraction, or fields :func:`verdict_fields` refuses.
     """
+    reviewer = user_name(reviewer, what="reviewer")
+    if review_round not in (*REVIEW_ROUNDS, "adjudication"):
+        raise LabelError(
+            f"review_round {review_round!r} is not one of {', '.join(REVIEW_ROUNDS)},"
+            " adjudication (imported labels go through `fieldtrust labels import`)"
+        )
+    require(con, reviewer, "adjudicate" if review_round == "adjudication" else "label")
+    checked = verdict_fields(
+        fields.get("verdict", ""), fields.get("corrected_value"), fields.get("corrected_status"),
+        fields.get("error_type"), fields.get("error_detail"),
+    )
+    if checked != fields:
+        raise LabelError("label fields must be what verdict_fields returns for them")
+    if supersedes is not None:
+        old = get_label(con, supersedes)
+        if old.reviewer != reviewer and review_round != "adjudication":
+            require(con, reviewer, "supersede_others")
+    if first_row(con.execute(
+        "SELECT 1 FROM extractions WHERE extraction_id = ? LIMIT 1", [extraction_id]
+    ).fetchall()) is None:
+        raise LabelError(f"no extraction {extraction_id!r} in the store; check the id")
     label = Label(
         label_id=str(uuid.uuid4()),
         extraction_id=extraction_id,

@@ -147,7 +147,10 @@ def load_design(path: str | os.PathLike[str]) -> Design:
     file = Path(path)
     if not file.is_file():
         raise DesignError(f"design file {file} does not exist")
-    text = file.read_text(encoding="utf-8")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DesignError(f"design file {file}: cannot be read as UTF-8 text ({exc})") from exc
     if file.suffix.lower() == ".json":
         return Design.from_json(text, source=str(file))
     if file.suffix.lower() != ".toml":

@@ -5,11 +5,10 @@ The file has the item columns, then empty label columns a reviewer fills in
 labels import FILE`` reads it back by extraction_id and sample_id.
 
 Spreadsheet programs run a cell that starts with ``=``, ``+``, ``-`` or ``@``
-as a formula (CSV injection, OWASP). Every text cell that starts so, or with a
-tab or carriage return, gets a leading single quote, which spreadsheets show
-as text. That includes the two key columns, extraction_id and sample_id: ids
-come from ingested files anyone can write, and ``fieldtrust labels import``
-reads an id so escaped back as the id itself (labels.label_import).
+as a formula (CSV injection, OWASP). Text cells are escaped the one reversible
+way (:mod:`fieldtrust.store.spreadsheet`), the two key columns, extraction_id
+and sample_id, included: ids come from ingested files anyone can write, and
+``fieldtrust labels import`` reads every cell so escaped back as written.
 """
 
 from __future__ import annotations
@@ -20,6 +19,9 @@ from pathlib import Path
 
 import pyarrow as pa
 from fieldtrust.sampling.errors import SamplingError
+from fieldtrust.store.spreadsheet import escape_cell
+
+__all__ = ["ITEM_COLUMNS", "LABEL_COLUMNS", "check_writable", "escape_cell", "write_items_csv"]
 
 ITEM_COLUMNS = (
     "extraction_id",
@@ -34,23 +36,44 @@ ITEM_COLUMNS = (
     "sample_id",
 )
 LABEL_COLUMNS = ("verdict", "reviewer", "corrected_value", "error_type", "labeled_at")
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+def check_writable(path: str | os.PathLike[str]) -> None:
+    """Refuse an output path that cannot be written, before anything is drawn.
 
-
-def escape_cell(value: object) -> object:
-    """``value`` with a leading ``'`` when it is text a spreadsheet would run as a formula."""
-    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
-        return "'" + value
-    return value
+    Raises
+    ------
+    SamplingError
+        The folder is missing or not writable, or the path is a folder.
+    """
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if target.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise SamplingError(
+            f"cannot write {target}: no writable folder {folder} (or it names a folder);"
+            " nothing was drawn"
+        )
 
 
 def write_items_csv(items: pa.Table, path: str | os.PathLike[str]) -> int:
-    """Write ``items`` (:func:`~.draw.sample_items`) to ``path``; return the row count."""
+    """Write ``items`` (:func:`~.draw.sample_items`) to ``path``; return the row count.
+
+    Raises
+    ------
+    SamplingError
+        The file cannot be written (a missing folder, no permission, a full disk).
+    """
     missing = [c for c in ITEM_COLUMNS if c not in items.column_names]
     if missing:
         raise SamplingError(f"items lack column {missing[0]!r}; pass sample_items(...) output")
     rows = items.select(list(ITEM_COLUMNS)).to_pylist()
-    with Path(path).open("w", newline="", encoding="utf-8") as handle:
+    try:
+        return _write(rows, Path(path))
+    except OSError as exc:
+        reason = exc.strerror.lower() if exc.strerror else type(exc).__name__
+        raise SamplingError(f"cannot write {path}: {reason}") from exc
+
+
+def _write(rows: list[dict[str, object]], path: Path) -> int:
+    with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow([*ITEM_COLUMNS, *LABEL_COLUMNS])
         for row in rows:

@@ -10,17 +10,34 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
-from fieldtrust.store.errors import StoreError, StoreLockedError
+from fieldtrust.store.errors import (
+    NoSpaceError,
+    NotAStoreError,
+    StoreError,
+    StoreLockedError,
+)
 from fieldtrust.store.migrations import migrate, pending_migrations
 
 #: How long :func:`connect` keeps retrying a locked file, in seconds.
 DEFAULT_LOCK_TIMEOUT = 10.0
+
+#: Every connection is opened with these: DuckDB would otherwise download and
+#: load extensions on its own (it tried to, for a file that was not a database).
+DUCKDB_CONFIG = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
+
+#: ``on_wait(message)`` is called once, at the first refusal, while :func:`connect`
+#: waits for a locked store.
+OnWait = Callable[[str], None]
 
 
 def _is_lock_error(exc: duckdb.Error) -> bool:
@@ -28,11 +45,30 @@ def _is_lock_error(exc: duckdb.Error) -> bool:
     return "Could not set lock" in text or "Conflicting lock" in text
 
 
+def is_no_space(exc: BaseException) -> bool:
+    """Whether ``exc`` (DuckDB's or the OS's) says the disk is full."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return isinstance(exc, duckdb.Error) and (
+        "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc)
+    )
+
+
+def no_space_error(target: str, exc: BaseException) -> NoSpaceError:
+    """The one message for a full disk: what to do, and that nothing was written."""
+    return NoSpaceError(
+        f"no space left on the device holding {target}: nothing was written;"
+        " free some space and run the command again"
+    )
+
+
 def connect(
     path: str | os.PathLike[str],
     *,
     read_only: bool = False,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    on_wait: OnWait | None = None,
+    adopt: bool = False,
 ) -> duckdb.DuckDBPyConnection:
     """Open the store at ``path``, creating and migrating it when writable.
 
@@ -45,11 +81,21 @@ def connect(
         older fieldtrust is first upgraded (migrated) with write access once.
     lock_timeout
         Seconds to keep retrying while another process holds the file.
+    on_wait
+        Told once, as soon as the file is found locked, what is being waited for.
+    adopt
+        Turn a DuckDB file that holds other tables (not a fieldtrust store) into
+        a store. Without it such a file is refused and left as it is.
 
     Raises
     ------
     StoreLockedError
         The file stayed locked for ``lock_timeout`` seconds.
+    NotAStoreError
+        The file is a DuckDB database but not a fieldtrust store (and not
+        ``adopt``), or is empty and opened read-only; it was not changed.
+    NoSpaceError
+        The disk is full (making or upgrading the store).
     StoreError
         The file is missing (read-only), or is not a DuckDB database.
     """
@@ -58,35 +104,31 @@ def connect(
         raise StoreError(
             f"no store at {target}: run `fieldtrust demo` or `fieldtrust ingest` first"
         )
-    deadline = time.monotonic() + lock_timeout
-    pause = 0.05
-    while True:
-        try:
-            con = duckdb.connect(target, read_only=read_only)
-            break
-        except duckdb.IOException as exc:
-            if not _is_lock_error(exc):
-                raise StoreError(f"cannot open store {target}: {exc}") from exc
-            if time.monotonic() >= deadline:
-                raise StoreLockedError(
-                    f"the store {target} is busy (another fieldtrust process is writing to it);"
-                    " try again in a moment"
-                ) from exc
-            time.sleep(pause)
-            pause = min(pause * 2, 1.0)
-    _configure(con)
-    # DuckDB draws a progress bar on the process's stdout for any query slower than
-    # two seconds, which would corrupt `--json` output and the CLI's tables.
-    con.execute("SET enable_progress_bar = false")
-    if not read_only:
-        migrate(con)
-    elif target != ":memory:" and pending_migrations(con):
+    con = _open(target, read_only=read_only, lock_timeout=lock_timeout, on_wait=on_wait)
+    try:
+        _configure(con)
+        # DuckDB draws a progress bar on the process's stdout for any query slower than
+        # two seconds, which would corrupt `--json` output and the CLI's tables.
+        con.execute("SET enable_progress_bar = false")
+        if target != ":memory:":
+            _refuse_foreign(con, target, read_only=read_only, adopt=adopt)
+        if not read_only:
+            migrate(con)
+        outdated = read_only and target != ":memory:" and bool(pending_migrations(con))
+    except BaseException as exc:
+        con.close()
+        if isinstance(exc, StoreError) or not isinstance(exc, duckdb.Error | OSError):
+            raise
+        if is_no_space(exc):
+            raise no_space_error(target, exc) from exc
+        raise StoreError(f"cannot open store {target}: {_first_line(exc)}") from exc
+    if outdated:
         # A store made by an older fieldtrust: readers expect the newer tables, so
         # upgrade it once with write access (as a writer would) and read on.
         con.close()
         try:
-            connect(target, lock_timeout=lock_timeout).close()
-        except StoreLockedError:
+            connect(target, lock_timeout=lock_timeout, on_wait=on_wait).close()
+        except (StoreLockedError, NoSpaceError):
             raise
         except (StoreError, duckdb.Error) as exc:
             raise StoreError(
@@ -95,6 +137,78 @@ def connect(
             ) from exc
         return connect(target, read_only=True, lock_timeout=lock_timeout)
     return con
+
+
+def _open(
+    target: str, *, read_only: bool, lock_timeout: float, on_wait: OnWait | None
+) -> duckdb.DuckDBPyConnection:
+    """``duckdb.connect``, retrying a locked file until ``lock_timeout``."""
+    started = time.monotonic()
+    pause = 0.05
+    told = False
+    while True:
+        try:
+            return duckdb.connect(target, read_only=read_only, config=DUCKDB_CONFIG)
+        except duckdb.Error as exc:
+            if not _is_lock_error(exc):
+                if is_no_space(exc):
+                    raise no_space_error(target, exc) from exc
+                # A truncated or corrupt file, or one that is no database at all
+                # (another database's file asks for an extension, never installed).
+                reason = (
+                    "it is another kind of database file, not DuckDB"
+                    if "Extension" in str(exc) else _first_line(exc)
+                )
+                raise StoreError(
+                    f"cannot open store {target}: {reason} (is it a fieldtrust store, and whole?)"
+                ) from exc
+            waited = time.monotonic() - started
+            if waited >= lock_timeout:
+                raise StoreLockedError(
+                    f"the store {target} was still locked by another process after"
+                    f" {waited:.0f} s; try again when it is free"
+                ) from exc
+            if on_wait is not None and not told:
+                told = True
+                on_wait(
+                    f"waiting for the store {target}: another process holds its lock"
+                    f" (giving up after {lock_timeout:.0f} s)"
+                )
+            time.sleep(min(pause, max(lock_timeout - waited, 0.0)))
+            pause = min(pause * 2, 1.0)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else type(exc).__name__
+    return line if len(line) <= 300 else line[:297] + "..."
+
+
+def _refuse_foreign(
+    con: duckdb.DuckDBPyConnection, target: str, *, read_only: bool, adopt: bool
+) -> None:
+    """Refuse a DuckDB file that is not a fieldtrust store, before anything writes to it.
+
+    A store has ``schema_migrations``. A file without it that holds nothing is
+    a new store when opened for writing; one that holds other tables is the
+    user's own database, only made a store with ``adopt`` (``fieldtrust init --adopt``).
+    """
+    counts = con.execute(
+        "SELECT count(*) FILTER (WHERE table_name = 'schema_migrations' AND schema_name = 'main'),"
+        " count(*) FROM duckdb_tables() WHERE database_name = current_database()"
+    ).fetchall()[0]
+    views = con.execute(
+        "SELECT count(*) FROM duckdb_views() WHERE database_name = current_database()"
+        " AND NOT internal"
+    ).fetchall()[0][0]
+    is_store, objects = bool(counts[0]), int(counts[1]) + int(views)
+    if is_store or (objects == 0 and not read_only) or adopt:
+        return
+    held = f"it holds {objects} other tables and views" if objects else "it is empty"
+    raise NotAStoreError(
+        f"{target}: not a fieldtrust store (run `fieldtrust init` to make it one);"
+        f" {held}, left unchanged"
+    )
 
 
 def _configure(con: duckdb.DuckDBPyConnection) -> None:
@@ -127,14 +241,40 @@ def open_store(
 
 @contextlib.contextmanager
 def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Run the block in one transaction: all of it lands, or none of it."""
+    """Run the block in one transaction: all of it lands, or none of it.
+
+    Raises
+    ------
+    NoSpaceError
+        The disk filled up; the transaction was rolled back.
+    """
     con.execute("BEGIN TRANSACTION")
     try:
         yield con
-    except BaseException:
+    except BaseException as exc:
         con.execute("ROLLBACK")
+        if is_no_space(exc):
+            raise no_space_error(_db_file(con), exc) from exc
         raise
-    con.execute("COMMIT")
+    try:
+        con.execute("COMMIT")
+    except duckdb.Error as exc:
+        if is_no_space(exc):
+            with contextlib.suppress(duckdb.Error):
+                con.execute("ROLLBACK")
+            raise no_space_error(_db_file(con), exc) from exc
+        raise
+
+
+def _db_file(con: duckdb.DuckDBPyConnection) -> str:
+    """The file behind ``con``, for messages."""
+    try:
+        rows = con.execute(
+            "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+        ).fetchall()
+    except duckdb.Error:
+        return "the store"
+    return str(rows[0][0]) if rows and rows[0][0] else "the store"
 
 
 def utc_now() -> dt.datetime:

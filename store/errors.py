@@ -28,17 +28,38 @@ class StoreLockedError(StoreError, RuntimeError):
     """Another process holds the DuckDB file and did not let go in time."""
 
 
+class NotAStoreError(StoreError):
+    """The file is a DuckDB database, but not a fieldtrust store; it was left unchanged."""
+
+
+class NoSpaceError(StoreError):
+    """The disk filled up during a write; the transaction was rolled back."""
+
+
+#: Longest problem line (and source name) a message holds; longer ones are cut.
+MAX_LINE_CHARS = 300
+
+
+def cut(text: str, limit: int = MAX_LINE_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, marked with "..."."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class ValidationError(FieldtrustError, ValueError):
     """Input rows failed validation; nothing was written.
 
     ``problems`` holds one line per problem (``row 17, column confidence: 1.2 is
-    outside [0, 1]``), at most ``shown`` of them; ``total`` counts them all.
+    outside [0, 1]``), at most ``shown`` of them, each at most
+    :data:`MAX_LINE_CHARS` long; ``total`` counts them all.
     """
 
     def __init__(self, source: str, problems: list[str], total: int | None = None) -> None:
+        total = len(problems) if total is None else total
+        source = cut(source)
+        problems = [cut(" ".join(p.splitlines())) for p in problems[:20]]
         self.source = source
         self.problems = problems
-        self.total = len(problems) if total is None else total
+        self.total = total
         shown = "\n".join(f"  {p}" for p in problems)
         more = self.total - len(problems)
         tail = f"\n  ... and {more} more" if more > 0 else ""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +33,14 @@ from fieldtrust.store.documents import (
     location_rules,
     location_select,
 )
-from fieldtrust.store.errors import ValidationError
 from fieldtrust.store.readers import (
+    Snapshot,
     Staged,
     arrow_sha256,
     detect_format,
+    drop_snapshot,
     drop_staged,
-    file_sha256,
+    snapshot,
     stage_arrow,
     stage_file,
     temp_name,
@@ -48,6 +49,7 @@ from fieldtrust.store.rollup import append_batch
 from fieldtrust.store.sql import quote_ident
 from fieldtrust.store.validation import (
     Rule,
+    TimeWindow,
     Unique,
     boolean_rules,
     boolean_sql,
@@ -55,6 +57,7 @@ from fieldtrust.store.validation import (
     choice_rules,
     choice_sql,
     ensure_utc,
+    key_rules,
     missing_sql,
     number_sql,
     raise_problems,
@@ -135,7 +138,7 @@ class _Input:
     fmt: str
     sha256: str
     staged: Staged | None  # None: this content was ingested before
-    path: str | None = None  # set for files read twice (Parquet), to re-check the hash
+    copy: Snapshot | None = None  # the private copy the rows are read from
 
 
 def ingest_files(
@@ -143,6 +146,7 @@ def ingest_files(
     paths: Sequence[str | os.PathLike[str]],
     *,
     progress: Progress | None = None,
+    window: TimeWindow | None = None,
 ) -> list[IngestResult]:
     """Validate every file, then add all of them to the store in one transaction.
 
@@ -155,6 +159,8 @@ def ingest_files(
         or one array of objects).
     progress
         Called as ``progress(stage, done, total)`` as each step starts.
+    window
+        Accepted extraction times; default from 2000-01-01 to a day from now.
 
     Returns
     -------
@@ -176,15 +182,17 @@ def ingest_files(
         for index, path in enumerate(paths):
             source, fmt = Path(path).name, detect_format(path)
             report(f"reading {source}", 3 * index, total)
-            sha = file_sha256(path)
-            if _batch_for(con, sha) is not None:
+            copy = snapshot(path, fmt)
+            if _batch_for(con, copy.sha256) is not None:
+                drop_snapshot(copy)
                 report(f"skipping {source}: ingested before", 3 * index + 1, total)
-                inputs.append(_Input(source, fmt, sha, None))
+                inputs.append(_Input(source, fmt, copy.sha256, None))
                 continue
-            staged = stage_file(con, path, fmt, temp_name("ft_ingest"))
-            inputs.append(_Input(source, fmt, sha, staged, str(path) if staged.is_view else None))
+            inputs.append(_Input(source, fmt, copy.sha256, None, copy))  # dropped below
+            staged = stage_file(con, copy, fmt, temp_name("ft_ingest"))
+            inputs[-1] = replace(inputs[-1], staged=staged)
             report(f"validating {source}", 3 * index + 1, total)
-            validate_extractions(con, staged, source=source)
+            validate_extractions(con, staged, source=source, window=window)
         results = []
         with transaction(con):
             for index, item in enumerate(inputs):
@@ -195,6 +203,7 @@ def ingest_files(
     finally:
         for item in inputs:
             drop_staged(con, item.staged)
+            drop_snapshot(item.copy)
 
 
 def ingest_table(
@@ -204,6 +213,7 @@ def ingest_table(
     source: str,
     fmt: str = "arrow",
     source_sha256: str | None = None,
+    window: TimeWindow | None = None,
 ) -> IngestResult:
     """Validate in-memory rows and add them, as :func:`ingest_files` does for a file.
 
@@ -236,7 +246,7 @@ def ingest_table(
     staged = None
     try:
         staged = stage_arrow(con, table, temp_name("ft_ingest"), source)
-        validate_extractions(con, staged, source=source)
+        validate_extractions(con, staged, source=source, window=window)
         with transaction(con):
             return _store(con, _Input(source, fmt, sha, staged))
     finally:
@@ -250,26 +260,41 @@ def _silent(stage: str, done: int, total: int) -> None:
 # --- validation ---------------------------------------------------------------------
 
 
-def validate_extractions(con: duckdb.DuckDBPyConnection, staged: Staged, *, source: str) -> None:
+#: Columns that name things (ids and strata): held to :func:`key_rules`.
+KEY_COLUMNS = ("extraction_id", "doc_id", "doc_type", "field", "form_version", "model")
+
+
+def validate_extractions(
+    con: duckdb.DuckDBPyConnection,
+    staged: Staged,
+    *,
+    source: str,
+    window: TimeWindow | None = None,
+) -> None:
     """Raise :class:`ValidationError` unless every staged row can be stored.
 
     Rules (docs/ingest.md): required columns present and nothing unknown;
     required values not blank; confidence a finite number in [0, 1];
-    extracted_at an ISO 8601 timestamp; value_status one of
+    extracted_at an ISO 8601 timestamp inside ``window`` (default
+    :class:`~fieldtrust.store.validation.TimeWindow`); keys plain text of at
+    most 256 characters; value_status one of
     :data:`VALUE_STATUSES` and consistent with value; conflict a boolean;
     extraction_id (given or derived) unique within the input.
     """
     dtypes = staged.dtypes
     check_columns(source, dtypes, required=REQUIRED_COLUMNS, optional=OPTIONAL_COLUMNS)
-    raise_problems(con, staged, extraction_rules(dtypes), [_unique_id(dtypes)], source=source)
+    raise_problems(
+        con, staged, extraction_rules(dtypes, window), [_unique_id(dtypes)], source=source
+    )
 
 
-def extraction_rules(dtypes: dict[str, str]) -> list[Rule]:
+def extraction_rules(dtypes: dict[str, str], window: TimeWindow | None = None) -> list[Rule]:
     """The row rules of :func:`validate_extractions` (a lake source checks the same)."""
     return [
         *required_rules(REQUIRED_COLUMNS, dtypes),
         *_confidence_rules(dtypes["confidence"]),
-        *timestamp_rules("extracted_at", dtypes),
+        *timestamp_rules("extracted_at", dtypes, window),
+        *key_rules(KEY_COLUMNS, dtypes),
         *choice_rules("value_status", VALUE_STATUSES, dtypes),
         *_status_value_rules(dtypes),
         *boolean_rules("conflict", dtypes),
@@ -451,9 +476,4 @@ def _store(con: duckdb.DuckDBPyConnection, item: _Input) -> IngestResult:
         "INSERT INTO ingest_batches VALUES (?, ?, ?, ?, ?, ?, ?)",
         [batch_id, item.source, item.sha256, item.fmt, staged.rows, added, utc_now()],
     )
-    if item.path is not None and file_sha256(item.path) != item.sha256:
-        # Read twice (validated, then inserted): it must be the same bytes both times.
-        raise ValidationError(
-            item.source, ["the file changed while it was being ingested; run the ingest again"]
-        )
     return IngestResult(batch_id, item.source, item.fmt, staged.rows, added, staged.rows - added)

@@ -8,6 +8,12 @@ keeps its own types and is not copied at all: a temp view over the file is
 read once to validate and once to insert, which costs less than copying it.
 Arrow tables are copied (they are small: demo and extractor batches).
 
+A file is read once, by fieldtrust: its bytes are copied to a private
+temporary file while they are hashed (:func:`snapshot`), and DuckDB reads
+that copy. So the hash is the hash of the rows stored, even when the file is
+rewritten meanwhile or is a pipe, and a file name is never a DuckDB glob
+pattern (``wk[1].csv`` is that file, not ``wk1.csv``).
+
 Every cell holds one value: a JSON array or object, or a Parquet or Arrow
 list, struct or map column, is refused here with its rows. Cast to text,
 ``["invoice"]`` would pass every rule and be stored as a doc_type.
@@ -19,16 +25,19 @@ header of a CSV is not a row).
 from __future__ import annotations
 
 import csv
+import errno
 import hashlib
+import json
 import os
 import re
+import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-from fieldtrust.store.errors import ValidationError
+from fieldtrust.store.errors import NoSpaceError, ValidationError
 from fieldtrust.store.sql import quote_ident, quote_literal
 
 #: File formats by extension. ``.json`` is read as JSON Lines, or as one
@@ -59,6 +68,103 @@ _NESTED_TYPES = {
 
 _CHUNK = 1 << 20
 
+#: Longest line of a CSV file, in bytes (DuckDB's CSV reader's limit).
+MAX_CSV_LINE_BYTES = 2 * 1024 * 1024
+#: Longest line (one object) of a JSON Lines file, in bytes (DuckDB's JSON limit).
+MAX_JSON_LINE_BYTES = 16 * 1024 * 1024
+_LINE_LIMITS = {"csv": MAX_CSV_LINE_BYTES, "jsonl": MAX_JSON_LINE_BYTES}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A private copy of an input file, and the SHA-256 of the bytes copied."""
+
+    path: str
+    sha256: str
+    source: str
+
+
+def snapshot(path: str | os.PathLike[str], fmt: str) -> Snapshot:
+    """Copy ``path`` to a private temporary file, hashing the bytes as they are read.
+
+    The name is opened as written (no pattern). CSV and JSON Lines lines are
+    held to their reader's limit here, where the line can be named.
+
+    Raises
+    ------
+    ValidationError
+        The file cannot be read (missing, a folder, no permission), or has a
+        line longer than the format allows; nothing was written.
+    NoSpaceError
+        The temporary copy does not fit on its disk.
+    """
+    source = Path(path).name
+    limit = _LINE_LIMITS.get(fmt)
+    digest = hashlib.sha256()
+    handle, copy = tempfile.mkstemp(prefix="fieldtrust-input-", suffix=Path(path).suffix)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            try:
+                src = open(path, "rb")  # noqa: SIM115 - closed below, errors told apart
+            except OSError as exc:
+                raise ValidationError(source, [f"cannot read the file: {_os_reason(exc)}"]) \
+                    from exc
+            with src:
+                line, run = 1, 0  # the current line's number, and its bytes so far
+                while True:
+                    try:
+                        chunk = src.read(_CHUNK)
+                    except OSError as exc:
+                        raise ValidationError(
+                            source, [f"cannot read the file: {_os_reason(exc)}"]
+                        ) from exc
+                    if not chunk:
+                        break
+                    digest.update(chunk)
+                    out.write(chunk)
+                    if limit is not None:
+                        line, run = _check_lines(source, chunk, line, run, limit)
+    except OSError as exc:
+        os.unlink(copy)
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise NoSpaceError(
+                f"no space left on the device holding {tempfile.gettempdir()} for a copy of"
+                f" {source}: nothing was written; free some space and run the command again"
+            ) from exc
+        raise
+    except BaseException:
+        os.unlink(copy)
+        raise
+    return Snapshot(copy, digest.hexdigest(), source)
+
+
+def drop_snapshot(snap: Snapshot | None) -> None:
+    """Remove a snapshot's private copy (if any)."""
+    if snap is not None:
+        Path(snap.path).unlink(missing_ok=True)
+
+
+def _check_lines(source: str, chunk: bytes, line: int, run: int, limit: int) -> tuple[int, int]:
+    """Track line numbers and the open line's length over one chunk; refuse a long line.
+
+    A chunk is shorter than ``limit``, so only a line running across chunks can
+    be too long: lines inside one chunk need no look.
+    """
+    first = chunk.find(b"\n")
+    end = len(chunk) if first < 0 else first
+    if run + end > limit:
+        raise ValidationError(source, [
+            f"line {line} is longer than {limit // (1024 * 1024)} MB, the longest line this"
+            " format may have (docs/ingest.md); split the value, or store it in a Parquet file"
+        ])
+    if first < 0:
+        return line, run + len(chunk)
+    return line + chunk.count(b"\n"), len(chunk) - chunk.rfind(b"\n") - 1
+
+
+def _os_reason(exc: OSError) -> str:
+    return exc.strerror.lower() if exc.strerror else type(exc).__name__
+
 
 @dataclass(frozen=True)
 class Staged:
@@ -86,15 +192,6 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     return FORMATS[suffix]
 
 
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """Hex SHA-256 of the file's bytes: the identity of a file for re-ingest checks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def arrow_sha256(table: pa.Table) -> str:
     """Hex SHA-256 of an Arrow table's IPC stream: the identity of in-memory rows."""
     sink = pa.BufferOutputStream()
@@ -103,10 +200,25 @@ def arrow_sha256(table: pa.Table) -> str:
     return hashlib.sha256(memoryview(sink.getvalue())).hexdigest()
 
 
+#: Characters a message never prints as they are: control characters, and the
+#: zero-width and direction-changing ones, which would hide or reorder text.
+INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+                       "\u2066-\u2069\ufeff]")
+
+
+def visible(text: str) -> str:
+    """``text`` with every :data:`INVISIBLE` character written as ``<U+XXXX>``."""
+    return INVISIBLE.sub(lambda m: f"<U+{ord(m.group()):04X}>", text)
+
+
 def shown(value: object) -> str:
-    """``value`` as text for a message, cut to :data:`SHOWN_CHARS` characters."""
+    """``value`` as text for a message, cut to :data:`SHOWN_CHARS` characters.
+
+    Invisible characters are named (``<U+200B>``), not printed.
+    """
     text = "" if value is None else str(value)
-    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
+    cut = text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
+    return visible(cut)
 
 
 def temp_name(prefix: str) -> str:
@@ -126,9 +238,9 @@ def _drop_table(con: duckdb.DuckDBPyConnection, name: str) -> None:
 
 
 def stage_file(
-    con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], fmt: str, name: str
+    con: duckdb.DuckDBPyConnection, snap: Snapshot, fmt: str, name: str
 ) -> Staged:
-    """Make the rows of ``path`` queryable as temp relation ``name``.
+    """Make the rows of the file copied to ``snap`` queryable as temp relation ``name``.
 
     Raises
     ------
@@ -137,7 +249,7 @@ def stage_file(
         with its line number), has duplicate or empty column names, or holds
         no rows.
     """
-    source = Path(path).name
+    source, path = snap.source, snap.path
     try:
         if fmt == "parquet":
             # A view cannot bind parameters: the path goes in as a quoted literal.
@@ -149,11 +261,16 @@ def stage_file(
         if fmt == "csv":
             _stage_csv(con, path, name, source)
         else:
-            _stage_json(con, path, name, "newline_delimited" if fmt == "jsonl" else "auto")
+            _stage_json(con, path, name, "newline_delimited" if fmt == "jsonl" else "auto", source)
     except duckdb.Error as exc:
         _drop_table(con, name)
         con.execute(f"DROP VIEW IF EXISTS temp.{quote_ident(name)}")
-        raise ValidationError(source, [f"cannot read as {fmt}: {_reader_message(exc)}"]) from exc
+        if fmt == "jsonl":
+            bad = _first_bad_json_line(path)
+            if bad is not None:
+                raise ValidationError(source, [bad]) from exc
+        message = _reader_message(exc).replace(path, source)
+        raise ValidationError(source, [f"cannot read as {fmt}: {message}"]) from exc
     return _staged(con, name, source, is_view=False, row_sql="rowid + 1")
 
 
@@ -170,6 +287,24 @@ def stage_arrow(con: duckdb.DuckDBPyConnection, table: pa.Table, name: str, sour
     finally:
         con.unregister(view)
     return _staged(con, name, source, is_view=False, row_sql="rowid + 1")
+
+
+def _first_bad_json_line(path: str) -> str | None:
+    """The first line of a JSON Lines file that is not JSON, named by its real number.
+
+    DuckDB's own line number for a malformed object can be off by one.
+    """
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                json.loads(raw)
+            except ValueError as exc:
+                reason = str(exc).split(":")[0]
+                text = shown(raw.decode("utf-8", "replace").rstrip())
+                return f"line {number} is not valid JSON ({reason}): '{text}'"
+    return None
 
 
 def _stage_csv(
@@ -195,6 +330,8 @@ def _csv_header(path: str | os.PathLike[str], source: str) -> list[str]:
             header = next(csv.reader(handle), [])
     except UnicodeDecodeError as exc:
         raise ValidationError(source, ["the file is not UTF-8 text; save it as UTF-8"]) from exc
+    except csv.Error as exc:
+        raise ValidationError(source, [f"the header line cannot be read: {exc}"]) from exc
     names = [h.strip() for h in header]
     if not names:
         raise ValidationError(source, ["no rows: the file is empty"])
@@ -232,7 +369,8 @@ def _refuse_other_separators(source: str, names: list[str]) -> None:
 
 
 def _stage_json(
-    con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], name: str, layout: str
+    con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], name: str, layout: str,
+    source: str,
 ) -> None:
     # Each object is kept whole first, then every key becomes a text column:
     # a value's JSON text ('0.5', 'true', 'high') is what validation reports.
@@ -250,7 +388,7 @@ def _stage_json(
         ).fetchall()
         if bad:
             raise ValidationError(
-                Path(path).name,
+                source,
                 [f"row {row}: a JSON {kind.lower()}, not an object" for row, kind, _ in bad],
                 bad[0][2],
             )
@@ -261,7 +399,7 @@ def _stage_json(
         keys = list(dict.fromkeys(k for (ks,) in key_lists for k in ks))
         if not keys:
             raise ValidationError(
-                Path(path).name, ["no rows: the file holds no data rows (or only empty objects)"]
+                source, ["no rows: the file holds no data rows (or only empty objects)"]
             )
         # Paths are bound as parameters: no key from the file enters the SQL text.
         paths = [_json_key_path(k) for k in keys]
@@ -273,7 +411,7 @@ def _stage_json(
         problems, total = _nested_json(con, raw, name, keys, paths)
         if total:
             _drop_table(con, name)
-            raise ValidationError(Path(path).name, problems, total)
+            raise ValidationError(source, problems, total)
     finally:
         _drop_table(con, raw)
 

@@ -15,8 +15,9 @@ is parsed; typed Parquet or Arrow columns are used as they are.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import duckdb
 from fieldtrust.store.errors import ValidationError
@@ -31,6 +32,39 @@ _NAIVE_FORMATS = (
 
 #: Inputs above this many rows are first scanned for "any problem at all?".
 QUICK_CHECK_ROWS = 20_000
+
+#: Longest key (an id, doc_type, field, form version, model), in characters.
+MAX_KEY_CHARS = 256
+
+#: Characters a key may not hold (RE2): control characters, zero-width
+#: characters and direction overrides, which make lookalike keys
+#: (``invoice\u200b`` is not ``invoice``) and hide text in what is printed.
+_INVISIBLE_RE = (
+    r"[\x00-\x1f\x7f-\x{9f}\x{200b}-\x{200f}\x{202a}-\x{202e}\x{2060}-\x{2064}"
+    r"\x{2066}-\x{2069}\x{feff}]"
+)
+
+
+def _default_earliest() -> dt.datetime:
+    return dt.datetime(2000, 1, 1)
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """The timestamps an input may hold: from ``earliest`` to now plus ``ahead``.
+
+    A year-9999 or year-1 time is a typo or a placeholder, and breaks the week
+    arithmetic of every report, so it is refused at the door (settings
+    ``earliest_time`` and ``future_days``).
+    """
+
+    earliest: dt.datetime = field(default_factory=_default_earliest)
+    ahead: dt.timedelta = dt.timedelta(days=1)
+
+    def bounds(self) -> tuple[dt.datetime, dt.datetime]:
+        """``(earliest, latest)`` as naive UTC, ``latest`` counted from now."""
+        now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        return self.earliest, now + self.ahead
 
 
 @dataclass(frozen=True)
@@ -81,17 +115,23 @@ def check_columns(
     if missing:
         problems.append(
             f"missing required column{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
-            f" (columns found: {', '.join(names)})"
+            f" (columns found: {_names(names)})"
         )
     known = {*required, *optional, *ignored}
     unknown = [c for c in names if c not in known]
     if unknown:
         problems.append(
-            f"unknown column{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}"
+            f"unknown column{'s' if len(unknown) > 1 else ''} {_names(unknown)}"
             f" (known columns: {', '.join([*required, *optional])})"
         )
     if problems:
         raise ValidationError(source, problems)
+
+
+def _names(names: Sequence[str], limit: int = 10) -> str:
+    """Column names from a file for a message: each cut short, at most ``limit`` of them."""
+    listed = ", ".join(shown(n) for n in names[:limit])
+    return listed + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def raise_problems(
@@ -207,9 +247,18 @@ def missing_sql(column: str, dtype: str | None) -> str:
 
 
 def number_sql(column: str, dtype: str | None) -> str:
-    """The column as DOUBLE, NULL when it does not parse ("high", "0,5")."""
+    """The column as DOUBLE, NULL when it does not parse ("high", "0,5").
+
+    A single-precision (FLOAT) column goes through its shortest decimal text:
+    0.9 as a float32 is 0.8999999761581421 as a double, which a 0.9 threshold
+    would put below itself.
+    """
     q = quote_ident(column)
-    return q if dtype == "DOUBLE" else f"TRY_CAST({q} AS DOUBLE)"
+    if dtype == "DOUBLE":
+        return q
+    if dtype == "FLOAT":
+        return f"CAST(CAST({q} AS VARCHAR) AS DOUBLE)"
+    return f"TRY_CAST({q} AS DOUBLE)"
 
 
 def timestamp_sql(column: str, dtype: str | None) -> str:
@@ -289,19 +338,91 @@ def required_rules(columns: Sequence[str], dtypes: dict[str, str]) -> list[Rule]
     return [Rule(c, "missing (a value is required)", missing_sql(c, dtypes[c])) for c in columns]
 
 
-def timestamp_rules(column: str, dtypes: dict[str, str]) -> list[Rule]:
-    """A value that is there but does not parse as an ISO 8601 timestamp."""
+def timestamp_rules(
+    column: str, dtypes: dict[str, str], window: TimeWindow | None = None
+) -> list[Rule]:
+    """A value that is there but does not parse as an ISO 8601 timestamp, or lies
+    outside ``window`` (default :class:`TimeWindow`).
+    """
     dtype = dtypes.get(column)
-    if dtype is None or dtype.startswith("TIMESTAMP") or dtype == "DATE":
+    if dtype is None:
         return []
+    earliest, latest = (window or TimeWindow()).bounds()
+    parsed = timestamp_sql(column, dtype)
+    # Bounds are datetimes of this package, never input: safe to write into the SQL.
+    lo, hi = (f"TIMESTAMP '{t.isoformat(sep=' ')}'" for t in (earliest, latest))
+    rules = [
+        Rule(
+            column,
+            f"'{{value}}' is outside the accepted times, {earliest:%Y-%m-%d} to"
+            f" {latest:%Y-%m-%d %H:%M} UTC (settings earliest_time, future_days)",
+            f"{parsed} < {lo} OR {parsed} > {hi}",
+            raw_sql(column, dtype),
+        )
+    ]
+    if dtype.startswith("TIMESTAMP") or dtype == "DATE":
+        return rules
     return [
         Rule(
             column,
             "'{value}' is not an ISO 8601 timestamp (like 2026-01-05T10:00:00Z)",
-            f"NOT {missing_sql(column, dtype)} AND {timestamp_sql(column, dtype)} IS NULL",
+            f"NOT {missing_sql(column, dtype)} AND {parsed} IS NULL",
+            raw_sql(column, dtype),
+        ),
+        *rules,
+        *_zone_gap_rules(column, dtype),
+    ]
+
+
+def _zone_gap_rules(column: str, dtype: str) -> list[Rule]:
+    """A local time with a zone name that the zone skips (a DST gap) does not exist.
+
+    DuckDB would move it silently (``02:30 Europe/Paris`` on the spring change
+    becomes 03:30). Only text ending in a zone name can say such a time; the
+    time read back in that zone must show the same wall clock.
+    """
+    text = text_sql(column, dtype)
+    zone = f"regexp_extract({text}, ' ([A-Za-z_]+(/[A-Za-z0-9_+-]+)+)$', 1)"
+    wall = f"try_strptime(left({text}, 19), ['%Y-%m-%dT%H:%M:%S', '%Y-%m-%d %H:%M:%S'])"
+    shown_back = f"timezone({zone}, timezone('UTC', {timestamp_sql(column, dtype)}))"
+    return [
+        Rule(
+            column,
+            "'{value}' does not exist: the clocks of that zone skip that hour (a daylight"
+            " saving change); give the time with its UTC offset",
+            f"regexp_matches({text}, ' [A-Za-z_]+/[A-Za-z]') AND {wall} IS NOT NULL"
+            f" AND date_trunc('second', {shown_back}) <> {wall}",
             raw_sql(column, dtype),
         )
     ]
+
+
+def key_rules(columns: Sequence[str], dtypes: dict[str, str]) -> list[Rule]:
+    """Keys hold plain text: no invisible characters (named by code point), and a length limit."""
+    rules = []
+    for column in columns:
+        dtype = dtypes.get(column)
+        if dtype is None:
+            continue
+        text = text_sql(column, dtype)
+        rules += [
+            Rule(
+                column,
+                "'{extra}' holds the invisible character {value} (a control, zero-width or"
+                " direction character); keys must be plain text",
+                f"regexp_matches({text}, '{_INVISIBLE_RE}')",
+                f"printf('U+%04X', unicode(regexp_extract({text}, '{_INVISIBLE_RE}')))",
+                raw_sql(column, dtype),
+            ),
+            Rule(
+                column,
+                f"'{{extra}}' is {{value}} characters long; keys may have at most {MAX_KEY_CHARS}",
+                f"length({text}) > {MAX_KEY_CHARS}",
+                f"length({text})",
+                raw_sql(column, dtype),
+            ),
+        ]
+    return rules
 
 
 def choice_rules(column: str, allowed: Sequence[str], dtypes: dict[str, str]) -> list[Rule]:

@@ -20,7 +20,7 @@ def parse_week(label: str) -> tuple[int, int]:
     """``'2026-W48'`` -> ``(2026, 48)``; a clear ``ValueError`` otherwise."""
     match = _WEEK.match(label.strip())
     if not match:
-        raise InputError(f"week {label!r} is not an ISO week like 2026-W48")
+        raise InputError(f"week {label[:40]!r} is not an ISO week like 2026-W48")
     year, week = int(match.group(1)), int(match.group(2))
     try:
         dt.date.fromisocalendar(year, week, 1)
@@ -39,7 +39,10 @@ def week_bounds(label: str) -> tuple[dt.datetime, dt.datetime]:
 def shift_week(label: str, weeks: int) -> str:
     """The week ``weeks`` after (or before, if negative) ``label``."""
     start, _ = week_bounds(label)
-    return iso_week(start + dt.timedelta(weeks=weeks))
+    try:
+        return iso_week(start + dt.timedelta(weeks=weeks))
+    except OverflowError as exc:
+        raise InputError(f"{weeks} weeks from {label} is outside the calendar") from exc
 
 
 #: SQL expression giving the ISO week label of a TIMESTAMP column; keep it in

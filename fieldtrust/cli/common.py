@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any
 
@@ -10,6 +11,7 @@ import duckdb
 
 from fieldtrust import store
 from fieldtrust.settings import Settings
+from fieldtrust.store.validation import TimeWindow
 
 
 def settings(ctx: click.Context, **flags: object) -> Settings:
@@ -30,11 +32,30 @@ def settings(ctx: click.Context, **flags: object) -> Settings:
 CLI_LOCK_WAIT = 120.0
 
 
-def open_db(ctx: click.Context, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open the store named by ``--db`` / ``FIELDTRUST_DB``; closed when the command ends."""
-    con = store.connect(settings(ctx).db, read_only=read_only, lock_timeout=CLI_LOCK_WAIT)
+def open_db(
+    ctx: click.Context, *, read_only: bool = False, adopt: bool = False
+) -> duckdb.DuckDBPyConnection:
+    """Open the store named by ``--db`` / ``FIELDTRUST_DB``; closed when the command ends.
+
+    While another process holds the store, one line on stderr says so at once.
+    """
+    con = store.connect(
+        settings(ctx).db, read_only=read_only, lock_timeout=CLI_LOCK_WAIT,
+        on_wait=_say_waiting, adopt=adopt,
+    )
     ctx.call_on_close(con.close)
     return con
+
+
+def time_window(ctx: click.Context) -> TimeWindow:
+    """The accepted input times, from settings ``earliest_time`` and ``future_days``."""
+    resolved = settings(ctx)
+    earliest = dt.datetime.fromisoformat(resolved.earliest_time).replace(tzinfo=None)
+    return TimeWindow(earliest, dt.timedelta(days=resolved.future_days))
+
+
+def _say_waiting(message: str) -> None:
+    click.echo(message, err=True)
 
 
 def echo_json(payload: Any) -> None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from fieldtrust.cli.common import echo_table, settings
+from fieldtrust.cli.common import CLI_LOCK_WAIT, echo_table, settings
 
 if TYPE_CHECKING:
     from fieldtrust.demo import DemoSummary
@@ -29,7 +29,11 @@ if TYPE_CHECKING:
     show_default=True,
     help="Number of extractions.",
 )
-@click.option("--force", is_flag=True, help="Delete the store file first and rebuild it.")
+@click.option(
+    "--force", is_flag=True,
+    help="Empty a demo store first and rebuild it (refused for a store holding more than the"
+         " demo).",
+)
 @click.option(
     "--no-labels",
     is_flag=True,
@@ -40,13 +44,17 @@ def demo(ctx: click.Context, seed: int, rows: int, force: bool, no_labels: bool)
     """Build a demo store: 8 weeks of extractions with a hidden truth.
 
     The same seed and rows always give the same store. Refuses to touch a
-    store that already holds extractions unless --force. See docs/demo.md for
-    what is planted in it.
+    store that already holds extractions unless --force, which only rebuilds
+    a demo store (never one holding your files or imported labels). See
+    docs/demo.md for what is planted in it.
     """
     from fieldtrust.demo import build_demo_store
 
     path = settings(ctx).db
-    summary = build_demo_store(path, seed=seed, rows=rows, force=force, labelled=not no_labels)
+    summary = build_demo_store(
+        path, seed=seed, rows=rows, force=force, labelled=not no_labels,
+        lock_timeout=CLI_LOCK_WAIT,
+    )
     _print_summary(path, seed, summary)
 
 
@@ -71,6 +79,8 @@ def _print_summary(path: str, seed: int, s: DemoSummary) -> None:
         ]
     )
     for v in s.new_versions:
+        if v.accuracy is None:
+            continue  # a small demo may have no rows of it yet
         versus = (
             "no established versions in the same weeks"
             if v.established_accuracy is None

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 import click
+import duckdb
 
 from fieldtrust import __version__
 from fieldtrust.settings import load_settings
@@ -37,8 +38,25 @@ class FieldtrustGroup(click.Group):
         try:
             return super().invoke(ctx)
         except FieldtrustError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {capped(str(exc))}", err=True)
             ctx.exit(2)
+        except duckdb.IOException as exc:
+            # The store file failed under a read (damaged, truncated, or its disk went away).
+            first = (str(exc).splitlines() or [type(exc).__name__])[0]
+            click.echo(f"error: the store could not be read or written: {capped(first)}",
+                       err=True)
+            ctx.exit(2)
+
+
+#: Longest error message the CLI prints; the rest is cut (a message quotes input).
+MAX_MESSAGE_CHARS = 8_000
+
+
+def capped(message: str) -> str:
+    """``message`` cut to :data:`MAX_MESSAGE_CHARS`, lines cut to 500 characters."""
+    lines = [line if len(line) <= 500 else line[:497] + "..." for line in message.splitlines()]
+    text = "\n".join(lines)
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 3] + "..."
 
 
 @click.group(

@@ -140,7 +140,12 @@ def policy_export(ctx: click.Context, out: str | None) -> None:
     if out is None:
         click.echo(text, nl=False)
         return
-    Path(out).write_text(text, encoding="utf-8")
+    try:
+        Path(out).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise click.BadParameter(
+            f"cannot write {out}: {exc.strerror or exc}", param_hint="--out"
+        ) from exc
     click.echo(f"wrote {out}")
 
 

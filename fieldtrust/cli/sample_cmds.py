@@ -82,7 +82,7 @@ def sample(
 ) -> None:
     """Draw the week's audit sample (or return it if drawn already) and show its cells."""
     from fieldtrust.sampling.draw import draw_sample, sample_items
-    from fieldtrust.sampling.export import write_items_csv
+    from fieldtrust.sampling.export import check_writable, write_items_csv
     from fieldtrust.sampling.planner import preview_design
 
     design = _design(design_file)
@@ -93,6 +93,8 @@ def sample(
         return
     if actor is None:
         raise click.UsageError("drawing needs --as NAME, a user with the qa_lead role")
+    if out:
+        check_writable(out)
     from fieldtrust.cli.source_cmds import open_configured_source
 
     con = open_db(ctx)

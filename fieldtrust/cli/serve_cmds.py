@@ -29,10 +29,25 @@ DEFAULT_ADDRESS = "127.0.0.1"
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
-def streamlit_command(db: str, port: int, *, address: str = DEFAULT_ADDRESS) -> list[str]:
-    """The ``streamlit run`` command line that serves the dashboard on ``db``."""
+#: Runs Streamlit without its outside lookups (found by name: the CLI sits below the dashboard).
+LAUNCHER = "fieldtrust.dashboard.serve_main"
+
+
+def streamlit_command(
+    db: str,
+    port: int,
+    *,
+    address: str = DEFAULT_ADDRESS,
+    demo: bool = False,
+    user: str | None = None,
+) -> list[str]:
+    """The ``streamlit run`` command line that serves the dashboard on ``db``.
+
+    ``demo`` gives the demo user picker; ``user`` is the one local user the
+    dashboard acts as. Without either (and without ``[auth]``) it lets nobody in.
+    """
     command = [
-        sys.executable, "-m", "streamlit", "run", str(app_path()),
+        sys.executable, "-m", LAUNCHER, "run", str(app_path()),
         "--server.headless", "true",
         "--server.port", str(port),
         "--server.address", address,
@@ -40,7 +55,10 @@ def streamlit_command(db: str, port: int, *, address: str = DEFAULT_ADDRESS) -> 
         # A served dashboard does not reload itself when source files change.
         "--server.fileWatcherType", "none",
     ]
-    return [*command, "--", "--db", db]
+    mode = ["--demo"] if demo else []
+    if user is not None:
+        mode += ["--as", user]
+    return [*command, "--", "--db", db, *mode]
 
 
 def _ensure_store(db: str, *, demo: bool, default_db: bool) -> bool:
@@ -62,6 +80,25 @@ def _ensure_store(db: str, *, demo: bool, default_db: bool) -> bool:
     return True
 
 
+def _granted(db: str, user: str) -> str:
+    """``user``, checked against the store's grants; a usage error when they hold no role."""
+    from fieldtrust.store import connect
+    from fieldtrust.store.access import current_role, user_name
+
+    name = user_name(user, what="--as")
+    con = connect(db, read_only=True)
+    try:
+        role = current_role(con, name)
+    finally:
+        con.close()
+    if role is None:
+        raise click.UsageError(
+            f"--as {name}: {name} holds no role in {db}; an admin grants one"
+            f" (`fieldtrust users grant {name} ROLE --as ADMIN`)"
+        )
+    return name
+
+
 def register(group: click.Group) -> None:
     """Add ``serve`` to ``group``."""
 
@@ -79,14 +116,30 @@ def register(group: click.Group) -> None:
         help="Address to listen on. 0.0.0.0 shares the dashboard on your network: configure"
              " sign-in first (docs/dashboard.md).",
     )
+    @click.option(
+        "--as", "user", metavar="NAME", default=None,
+        help="Without sign-in: the one local user the dashboard acts as (their role is read"
+             " from the store's grants).",
+    )
     @click.pass_context
-    def serve(ctx: click.Context, port: int | None, demo: bool, address: str) -> None:
+    def serve(
+        ctx: click.Context, port: int | None, demo: bool, address: str, user: str | None
+    ) -> None:
         """Start the dashboard (Streamlit) on the store; stops with Ctrl+C.
 
         It listens on this machine only (127.0.0.1) unless --address says otherwise.
+        Without [auth] in .streamlit/secrets.toml, say who you are (--as NAME)
+        or ask for the demo user picker (--demo, this machine only).
         """
         resolved = settings(ctx, port=port)
         db = str(Path(resolved.db).resolve())
+        if demo and address not in _LOOPBACK:
+            raise click.UsageError(
+                f"--demo lets anyone act as any user, so it listens on this machine only, not"
+                f" {address}; configure sign-in to share the dashboard (docs/dashboard.md)"
+            )
+        if demo and user is not None:
+            raise click.UsageError("--demo and --as exclude each other: pick one")
         built = _ensure_store(db, demo=demo, default_db=resolved.db == Settings().db)
         if demo or built:
             from fieldtrust.demo.users import ensure_demo_ready
@@ -94,16 +147,19 @@ def register(group: click.Group) -> None:
             # Only a demo store (one with simulated truth) gets demo users and maps.
             for added in ensure_demo_ready(db):
                 click.echo(f"demo: added {added}", err=True)
+        if user is not None:
+            user = _granted(db, user)
         port = resolved.port
-        command = streamlit_command(db, port, address=address)
+        picker = (demo or built) and address in _LOOPBACK
+        command = streamlit_command(db, port, address=address, demo=picker, user=user)
         # 0.0.0.0 and :: mean every interface, this machine's own included.
         host = "localhost" if address in {*_LOOPBACK, "0.0.0.0", "::"} else address
         click.echo(f"serving {db} on http://{host}:{port}", err=True)
         if address not in _LOOPBACK:
             click.echo(
                 f"note: listening on {address}: anyone who can reach this machine can open the"
-                " dashboard. Without [auth] in .streamlit/secrets.toml it runs in demo mode,"
-                " where anyone can act as any user (docs/dashboard.md).",
+                " dashboard. Without [auth] in .streamlit/secrets.toml it lets nobody in, or"
+                " everyone in as the --as user (docs/dashboard.md).",
                 err=True,
             )
         sys.stdout.flush()

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 import duckdb
 
-from fieldtrust.cli.common import echo_json, open_db, settings
+from fieldtrust.cli.common import echo_json, open_db, settings, time_window
 from fieldtrust.settings import Settings
 from fieldtrust.store.chain import ChainHead
 from fieldtrust.store.errors import StoreError
@@ -54,6 +54,40 @@ def _print_values(con: duckdb.DuckDBPyConnection, as_json: bool) -> None:
         click.echo(f"{doc_type}: form versions {', '.join(versions)}")
 
 
+@click.command(
+    "init",
+    epilog="Example: fieldtrust --db audit.duckdb init   (your own DuckDB file:"
+           " fieldtrust --db mine.duckdb init --adopt)",
+)
+@click.option(
+    "--adopt", is_flag=True,
+    help="Make a DuckDB file that already holds other tables a store (its tables are kept).",
+)
+@click.pass_context
+def init(ctx: click.Context, adopt: bool) -> None:
+    """Make a new store, or bring an existing store up to this version.
+
+    A DuckDB file that is not a store (it holds your own tables) is refused
+    and left as it is, unless --adopt: the store's tables are then added next
+    to yours.
+    """
+    from fieldtrust.store.errors import NotAStoreError
+    from fieldtrust.store.migrations import MIGRATIONS
+
+    path = settings(ctx).db
+    existed = Path(path).exists()
+    try:
+        con = open_db(ctx, adopt=adopt)
+    except NotAStoreError as exc:
+        raise StoreError(
+            f"{path} is a DuckDB file that is not a fieldtrust store: it was left unchanged;"
+            " pass --adopt to add the store's tables next to what it holds"
+        ) from exc
+    applied = con.execute("SELECT count(*) FROM schema_migrations").fetchall()[0][0]
+    verb = "upgraded" if existed else "created"
+    click.echo(f"{verb} store {path} ({applied} of {len(MIGRATIONS)} migrations applied)")
+
+
 @click.command("settings", epilog="Example: FIELDTRUST_TARGET=0.98 fieldtrust settings")
 @click.pass_context
 def show_settings(ctx: click.Context) -> None:
@@ -87,7 +121,7 @@ def ingest(ctx: click.Context, files: tuple[str, ...], quiet: bool, as_json: boo
     from fieldtrust.store.ingest import ingest_files
 
     progress = None if quiet or as_json else stage_progress("steps", plain=_progress_line)
-    results = ingest_files(open_db(ctx), files, progress=progress)
+    results = ingest_files(open_db(ctx), files, progress=progress, window=time_window(ctx))
     if as_json:
         echo_json([r.to_dict() for r in results])
         return
@@ -135,7 +169,9 @@ def labels_import(
     """
     from fieldtrust.labels.label_import import import_labels
 
-    result = import_labels(open_db(ctx), file, actor=actor, reviewer_default=reviewer)
+    result = import_labels(
+        open_db(ctx), file, actor=actor, reviewer_default=reviewer, window=time_window(ctx)
+    )
     if as_json:
         echo_json(result.to_dict())
         return
@@ -200,6 +236,7 @@ def _expected_head(head: str | None, policy_file: str | None) -> ChainHead | Non
 
 
 def register(group: click.Group) -> None:
+    group.add_command(init)
     group.add_command(info)
     group.add_command(verify)
     group.add_command(show_settings)

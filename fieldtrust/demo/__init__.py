@@ -2,6 +2,7 @@
 
 from fieldtrust.demo.build import (
     DemoStoreNotEmptyError,
+    NotADemoStoreError,
     build_demo,
     build_demo_store,
     ensure_demo_store,
@@ -13,6 +14,7 @@ __all__ = [
     "DemoData",
     "DemoStoreNotEmptyError",
     "DemoSummary",
+    "NotADemoStoreError",
     "StratumTruth",
     "VersionTruth",
     "build_demo",

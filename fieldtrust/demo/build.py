@@ -20,12 +20,19 @@ from fieldtrust.demo.generator import check_size, generate_demo
 from fieldtrust.demo.layout import with_locations
 from fieldtrust.demo.reviewers import simulate_reviews
 from fieldtrust.demo.summary import DemoSummary, truth_summary
+from fieldtrust.store.connection import DEFAULT_LOCK_TIMEOUT
 from fieldtrust.store.errors import FieldtrustError
 from fieldtrust.store.ingest import ingest_table
+from fieldtrust.store.migrations import migrate
+from fieldtrust.store.sql import quote_ident
 
 
 class DemoStoreNotEmptyError(FieldtrustError, FileExistsError):
     """The target store already holds extractions; the demo only fills an empty one."""
+
+
+class NotADemoStoreError(FieldtrustError, PermissionError):
+    """``--force`` was asked to rebuild a store that holds more than the demo."""
 
 
 @dataclass(frozen=True)
@@ -109,24 +116,75 @@ def build_demo_store(
     rows: int = 300_000,
     force: bool = False,
     labelled: bool = True,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> DemoSummary:
-    """Build the demo store file at ``path``; with ``force``, delete what is there first.
+    """Build the demo store file at ``path``; with ``force``, empty a demo store there first.
+
+    The file is opened read-write first, which takes DuckDB's lock on it (a
+    store another process has open is waited for, then refused), and is
+    emptied in place: it is never deleted from under a process holding it.
+    Only a demo store is emptied (:func:`demo_store_problems`).
 
     Raises
     ------
     DemoStoreNotEmptyError
         ``path`` holds extractions and ``force`` is not set.
+    NotADemoStoreError
+        ``force`` is set and ``path`` holds more than a demo: nothing was changed.
     """
-    check_size(seed, rows)  # before --force deletes anything
-    target = Path(path)
-    if force:
-        for stale in (target, target.with_name(target.name + ".wal")):
-            stale.unlink(missing_ok=True)
-    con = store.connect(target)
+    check_size(seed, rows)  # before --force empties anything
+    con = store.connect(Path(path), lock_timeout=lock_timeout)
     try:
+        if force:
+            problems = demo_store_problems(con)
+            if problems:
+                raise NotADemoStoreError(
+                    f"{path} is not a demo store ({'; '.join(problems)}): --force only rebuilds"
+                    " a demo store, and left this one unchanged; pick another --db"
+                )
+            _empty(con)
         return build_demo(con, seed=seed, rows=rows, labelled=labelled)
     finally:
         con.close()
+
+
+def demo_store_problems(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """What makes the store more than a demo store; empty when it is one (or holds nothing).
+
+    A demo store's every extraction came from the demo (its batches are
+    ``demo`` batches) and has its hidden truth.
+    """
+    row = con.execute(
+        "SELECT (SELECT count(*) FROM extractions e WHERE NOT EXISTS"
+        "   (SELECT 1 FROM demo_truth t WHERE t.extraction_id = e.extraction_id)),"
+        " (SELECT count(*) FROM ingest_batches WHERE format <> 'demo'),"
+        " (SELECT count(*) FROM label_imports)"
+    ).fetchall()[0]
+    problems = []
+    if row[0]:
+        problems.append(f"{row[0]:,} extractions without demo truth")
+    if row[1]:
+        problems.append(f"{row[1]:,} ingested files")
+    if row[2]:
+        problems.append(f"{row[2]:,} imported label files")
+    return problems
+
+
+def _empty(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop everything in the store and migrate it again: a new, empty store in the same file."""
+    objects = con.execute(
+        "SELECT 'VIEW', view_name FROM duckdb_views() WHERE database_name = current_database()"
+        " AND schema_name = 'main' AND NOT internal"
+        " UNION ALL SELECT 'TABLE', table_name FROM duckdb_tables()"
+        " WHERE database_name = current_database() AND schema_name = 'main'"
+        " UNION ALL SELECT 'SEQUENCE', sequence_name FROM duckdb_sequences()"
+        " WHERE database_name = current_database() AND schema_name = 'main'"
+    ).fetchall()
+    with store.transaction(con):
+        for kind, name in objects:
+            con.execute(f"DROP {kind} IF EXISTS {quote_ident(name)} CASCADE")
+    con.execute("CHECKPOINT")
+    migrate(con)
 
 
 def ensure_demo_store(path: str | os.PathLike[str], seed: int = 7, rows: int = 300_000) -> Path:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -101,3 +102,13 @@ def use_db(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], None]:
         monkeypatch.setenv("FIELDTRUST_DB", str(path))
 
     return point
+
+
+@pytest.fixture(autouse=True)
+def demo_dashboard(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dashboards run in-process here are demo dashboards (``fieldtrust serve --demo``).
+
+    Without ``--demo`` (or ``--as NAME``, or ``[auth]``) the dashboard lets nobody in;
+    a test of that replaces ``sys.argv`` itself.
+    """
+    monkeypatch.setattr(sys, "argv", [sys.argv[0], "--demo"])

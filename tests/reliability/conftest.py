@@ -6,6 +6,7 @@ copied for each test that writes to it.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -45,3 +46,11 @@ def pcon(populated: Path) -> Iterator[duckdb.DuckDBPyConnection]:
     connection.close()
 
 
+@pytest.fixture(autouse=True)
+def demo_dashboard(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dashboards run in-process here are demo dashboards (``fieldtrust serve --demo``).
+
+    Without ``--demo`` (or ``--as NAME``, or ``[auth]``) the dashboard lets nobody in;
+    a test of that replaces ``sys.argv`` itself.
+    """
+    monkeypatch.setattr(sys, "argv", [sys.argv[0], "--demo"])

@@ -41,7 +41,10 @@ from fieldtrust.store.access import bootstrap_admin, grant_role
 from fieldtrust.store.errors import AccessError
 from fieldtrust.store.ingest import ingest_table
 from fieldtrust.store.labelled import labelled_items
+from fieldtrust.store.readers import INVISIBLE
 from fieldtrust.store.scope import Scope
+from fieldtrust.store.spreadsheet import escape_cell, unescape_cell
+from fieldtrust.store.validation import TimeWindow
 from rel_store import (
     ADMIN,
     MANAGER,
@@ -138,14 +141,24 @@ def test_hostile_text_in_every_labels_field_is_stored_verbatim(
 # --- hostile values inside ingested files, and hostile file names ------------------------------
 
 
+def _as_key(text: str) -> str:
+    """``text`` as a key may hold it: keys refuse invisible characters (test_hostile_faults)."""
+    return INVISIBLE.sub("?", text)
+
+
+def _hostile_ids() -> set[str]:
+    return {f"{_as_key(t)}#{i}" for i, t in enumerate(t for t in HOSTILE for _ in (0, 1))}
+
+
 def _hostile_rows() -> pa.Table:
-    """Rows whose every text column is hostile; ids stay unique."""
+    """Rows whose every text column is hostile (keys without invisible characters); ids unique."""
     rows = extraction_rows(len(HOSTILE) * 2, seed=3, prefix="h").to_pylist()
     for index, row in enumerate(rows):
         text = HOSTILE[index // 2]
+        key = _as_key(text)
         row.update(
-            extraction_id=f"{text}#{index}", doc_id=text, doc_type=text, form_version=text,
-            field=text if index % 2 else "total", value=text, model=text,
+            extraction_id=f"{key}#{index}", doc_id=key, doc_type=key, form_version=key,
+            field=key if index % 2 else "total", value=text, model=key,
             extracted_at=WEEK_START.isoformat() + "Z", confidence=str(row["confidence"]),
         )
     return pa.Table.from_pylist(rows)
@@ -264,13 +277,13 @@ def test_doc_type_and_field_with_the_cell_separator_stay_separate_cells(
 
 def test_a_nul_byte_in_a_csv_value_is_kept_verbatim(db_path: Path, tmp_path: Path) -> None:
     path = tmp_path / "nul.csv"
-    path.write_bytes(b"doc_id,doc_type,field,confidence,extracted_at\n"
-                     b"d1,inv\x00oice,total,0.5,2026-11-24T10:00:00Z\n")
+    path.write_bytes(b"doc_id,doc_type,field,value,confidence,extracted_at\n"
+                     b"d1,invoice,total,12\x0050,0.5,2026-11-24T10:00:00Z\n")
     result = CliRunner().invoke(cli, ["--db", str(db_path), "ingest", str(path)])
     assert result.exit_code == 0, result.stderr
     con = store.connect(db_path)
     try:
-        assert con.execute("SELECT doc_type FROM extractions").fetchall() == [("inv\x00oice",)]
+        assert con.execute("SELECT value FROM extractions").fetchall() == [("12\x0050",)]
     finally:
         con.close()
 
@@ -328,13 +341,12 @@ def test_labels_export_csv_defuses_formulas_and_parquet_keeps_values(
     _assert_no_live_formula(out_csv)
     exact = pq.read_table(out_parquet).to_pylist()
     assert {r["corrected_value"] for r in exact} >= set(written)
-    # CSV: formula-looking text gains one leading quote; everything else is as stored.
+    # CSV: formula-looking (or quote-led) text gains one leading quote; the rest is as stored.
     shown = {r["corrected_value"] for r in _cells(out_csv)}
     for text in written:
         if "\x00" in text:
             continue  # DuckDB's CSV writer keeps the byte; csv.reader cannot compare it
-        expected = "'" + text if text.startswith(FORMULA_START) else text
-        assert expected in shown, text
+        assert escape_cell(text) in shown, text
 
 
 def test_sample_csv_defuses_formulas_in_every_column(
@@ -348,10 +360,6 @@ def test_sample_csv_defuses_formulas_in_every_column(
     _assert_no_live_formula(out)
 
 
-def _unescaped(cell: str) -> str:
-    return cell[1:] if cell.startswith("'") and cell[1:2] in FORMULA_START else cell
-
-
 def test_sample_csv_defuses_formula_looking_ids_and_they_import_back(
     pcon: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
@@ -363,9 +371,9 @@ def test_sample_csv_defuses_formula_looking_ids_and_they_import_back(
     _assert_no_live_formula(out)
     # A reviewer fills the verdict column of the hostile rows and imports the file back.
     rows = _cells(out)
-    hostile_ids = {f"{text}#{i}" for i, text in enumerate(t for t in HOSTILE for _ in (0, 1))}
+    hostile_ids = _hostile_ids()
     filled = [dict(r, verdict="correct", reviewer="offline") for r in rows
-              if _unescaped(r["extraction_id"]) in hostile_ids]
+              if unescape_cell(r["extraction_id"]) in hostile_ids]
     assert len(filled) == len(hostile_ids)
     back = tmp_path / "filled.csv"
     with back.open("w", newline="", encoding="utf-8") as handle:
@@ -424,7 +432,9 @@ def test_the_review_page_shows_hostile_extractions_as_written(
     for row in rows:
         row.update(doc_id=text, doc_type=text, form_version=text, field=text, value=text)
     rows[1]["field"] = "total"
-    ingest_table(pcon, pa.Table.from_pylist(rows), source="markdown")
+    # Week 49 may still be ahead of the clock: widen the accepted times for it.
+    ingest_table(pcon, pa.Table.from_pylist(rows), source="markdown",
+                 window=TimeWindow(ahead=dt.timedelta(days=3650)))
     draw_sample(pcon, "2026-W49", Design(base_rate=1.0, minimum=2), seed=1, actor=QA_LEAD)
     pcon.close()
     monkeypatch.setenv("FIELDTRUST_DB", str(populated))

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 from fieldtrust.store.errors import ValidationError
 from fieldtrust.store.ingest import ingest_files, ingest_table
-from fieldtrust.store.readers import stage_file, temp_name
+from fieldtrust.store.readers import snapshot, stage_file, temp_name
 
 from tests.conftest import table_fingerprint
 from tests.store.test_ingest import GOOD, write_jsonl
@@ -257,7 +257,7 @@ def test_staging_refuses_nested_values_for_any_caller(
     path.write_text('{"extraction_id": "x1", "verdict": ["correct", "incorrect"]}\n',
                     encoding="utf-8")
     with pytest.raises(ValidationError) as caught:
-        stage_file(con, path, "jsonl", temp_name("t"))
+        stage_file(con, snapshot(path, "jsonl"), "jsonl", temp_name("t"))
     assert caught.value.problems == [
         "row 1, column verdict: '[\"correct\",\"incorrect\"]' is a JSON array, not a single"
         " value; write one string or number"

@@ -137,7 +137,7 @@ EXTRACTION_CASES: tuple[Case, ...] = (
     Case("broken.jsonl",
          b'{"doc_id":"d1","doc_type":"invoice","field":"total","confidence":0.5,'
          b'"extracted_at":"2026-11-24T10:00:00Z"}\n{"doc_id":"d2", oops\n',
-         "reject", ("cannot read as jsonl", "Malformed JSON")),
+         "reject", ("line 2 is not valid JSON",)),
     Case("not_objects.jsonl", b'[1, 2]\n"text"\n', "reject", ("row 1: a JSON array, not an object",
                                                           "row 2: a JSON varchar")),
     Case("json_types.jsonl",
