@@ -216,8 +216,8 @@ def stratum_report(
         data.design, data.labels, target=target, confidence=confidence, n_min=n_min
     )
     return StratumReport(
-        table=stratum_table(data, level=confidence, n_bins=n_bins, strategy=strategy),
-        bins=stratum_bins(data, n_bins=n_bins, strategy=strategy, level=confidence),
+        table=stratum_table(data, confidence=confidence, n_bins=n_bins, strategy=strategy),
+        bins=stratum_bins(data, n_bins=n_bins, strategy=strategy, confidence=confidence),
         thresholds=thresholds,
         assessment=assess(
             data, thresholds, target=target, confidence=confidence, n_min=n_min,

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 
 import duckdb
 import numpy as np
+from fieldtrust.calibration import survey
 from fieldtrust.labels.decisions import current_policy
 from fieldtrust.labels.errors import DecisionError
 from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.scope import Scope
 from fieldtrust.store.weeks import iso_week
-from scipy.stats import beta
 
 
 @dataclass(frozen=True)
@@ -120,14 +120,11 @@ def weighted_upper_bound(correct: np.ndarray, weight: np.ndarray, confidence: fl
     n = len(correct)
     if n == 0:
         raise DecisionError("no labels: the bound needs at least one")
-    p = float(np.sum(weight * correct) / np.sum(weight))
-    z = weight * (correct - p) / np.sum(weight)
-    variance = float(n / (n - 1) * np.sum(z**2)) if n > 1 else 0.0
-    n_eff = min(p * (1 - p) / variance, n) if variance > 0 else float(n)
-    successes = p * n_eff
-    if successes >= n_eff:
-        return 1.0
-    return float(beta.ppf(confidence, successes + 1, n_eff - successes))
+    p = survey.hajek(correct, weight)
+    one_cell = np.zeros(n, dtype=np.int64)
+    variance = survey.linearised_variance(correct, weight, one_cell, np.zeros(n),
+                                          confidence=confidence)
+    return float(survey.korn_graubard_bound(p, variance, n, confidence=confidence, side="upper"))
 
 
 def _weekly_checks(
