@@ -35,6 +35,7 @@ EXPECTED = {
     "import_labels": {"qa_lead", "admin"},
     "decide": {"manager", "admin"},
     "grant_roles": {"admin"},
+    "set_policy": {"admin"},
 }
 
 ROLE_OR_NONE = [*ROLES, "none"]
