@@ -124,6 +124,12 @@ def _trend_section(scope: object, settings: object) -> None:
 
 def _alerts_section(week: str, settings: object) -> None:
     alerts = data.cached("weekly_alerts", week, settings.target, settings.confidence)  # type: ignore[attr-defined]
+    level = 1 - settings.confidence  # type: ignore[attr-defined]
+    st.caption(
+        f"Alerts hold the false discovery rate at {level:.0%} across every stratum and kind of"
+        f" the week (Benjamini-Hochberg): when nothing changed, a false alert shows in at most"
+        f" {level:.0%} of weeks; of the alerts shown, at most {level:.0%} are false on average."
+    )
     if not alerts:
         st.success(f"No alerts for {week}.")
         return

@@ -194,6 +194,7 @@ def report(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
                 "trend": _records(result.trend),
                 "overall": _records(result.overall),
                 "alerts": [dataclasses.asdict(a) for a in result.alerts],
+                "alert_note": result.alert_note,
             }
         )
         return
@@ -207,6 +208,8 @@ def report(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
         click.echo(f"no alerts for {result.weeks[-1]}")
     for alert in result.alerts:
         click.echo(f"ALERT [{alert.kind}] {alert.message}")
+    if result.alert_note:
+        click.echo(result.alert_note)
 
 
 def _trend_grid(trend: pd.DataFrame, overall: pd.DataFrame) -> pd.DataFrame:
