@@ -209,3 +209,155 @@ def count_tests(
                                                 "form_version"), weeks=(week,))
     new = int((versions["version_status"] == "new").sum()) if not versions.empty else 0
     return len(now) + len(both) + new
+
+
+def below_target_p_value(estimate: float, n_eff: float, target: float) -> float:
+    """Exact binomial p-value of "accuracy >= target" at the effective size.
+
+    ``P(X <= x)`` for ``X ~ Binomial(n_eff, target)``, ``x = estimate * n_eff``,
+    through the beta form ``I_{1 - target}(n - x, x + 1)`` so fractional
+    effective counts work; it is below ``alpha`` exactly when the one-sided
+    Clopper-Pearson upper bound is below the target.
+    """
+    x = estimate * n_eff
+    if not np.isfinite(x) or n_eff <= 0:
+        return float("nan")
+    if x >= n_eff:
+        return 1.0
+    return float(stats.beta.cdf(1 - target, n_eff - x, x + 1))
+
+
+def lower_rate_p_value(p1: float, n1: float, p0: float, n0: float) -> float:
+    """One-sided p-value that accuracy ``p1`` is below ``p0``: Fisher's exact test.
+
+    The 2x2 table holds, per side, ``round((1 - p) n)`` errors and the rest
+    correct, ``n`` being an effective sample size; the alternative is a larger
+    share of errors on side 1 (Fisher 1935; conditional on the margins, so
+    valid however rare the errors).
+    """
+    # Callers pass effective sizes capped at the label counts: with a nearly
+    # complete census the finite-population correction drives n_eff towards
+    # infinity, and an exact test on such a table neither ends nor means more.
+    if min(n1, n0) <= 0 or not (np.isfinite(p1) and np.isfinite(p0)):
+        return float("nan")
+    size1, size0 = round(n1), round(n0)
+    wrong1, wrong0 = round((1 - p1) * size1), round((1 - p0) * size0)
+    table = [[wrong1, size1 - wrong1], [wrong0, size0 - wrong0]]
+    return float(stats.fisher_exact(table, alternative="greater").pvalue)
+
+
+def _latest_sampled_week(con: duckdb.DuckDBPyConnection) -> str | None:
+    rows = con.sql("SELECT max(week) FROM audit_samples").fetchall()
+    return rows[0][0] if rows else None
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _below_target(now: pd.DataFrame, week: str, target: float, alpha: float) -> list[Alert]:
+    alerts = []
+    for row in now.itertuples(index=False):
+        p_value = below_target_p_value(row.estimate, row.n_eff, target)
+        if p_value <= alpha:
+            alerts.append(
+                Alert(
+                    "below_target",
+                    row.doc_type,
+                    row.field,
+                    None,
+                    week,
+                    row.estimate,
+                    (row.lower, row.upper),
+                    target,
+                    p_value,
+                    int(row.n),
+                    f"{row.doc_type}/{row.field}: accuracy {_pct(row.estimate)} "
+                    f"[{_pct(row.lower)}, {_pct(row.upper)}] in {week} is below the "
+                    f"{_pct(target)} target (p = {p_value:.3g}, {row.n} labels)",
+                )
+            )
+    return alerts
+
+
+def _drops(
+    now: pd.DataFrame, before: pd.DataFrame, week: str, previous: tuple[str, ...], alpha: float
+) -> list[Alert]:
+    if now.empty or before.empty:
+        return []
+    both = now.merge(before, on=["doc_type", "field"], suffixes=("", "_before"))
+    span = f"{previous[0]}..{previous[-1]}" if len(previous) > 1 else previous[0]
+    alerts = []
+    for row in both.itertuples(index=False):
+        p_value = lower_rate_p_value(
+            row.estimate, min(row.n_eff, row.n), row.estimate_before,
+            min(row.n_eff_before, row.n_before),
+        )
+        if p_value <= alpha:
+            alerts.append(
+                Alert(
+                    "drop",
+                    row.doc_type,
+                    row.field,
+                    None,
+                    week,
+                    row.estimate,
+                    (row.lower, row.upper),
+                    row.estimate_before,
+                    p_value,
+                    int(row.n),
+                    f"{row.doc_type}/{row.field}: accuracy fell from {_pct(row.estimate_before)} "
+                    f"in {span} to {_pct(row.estimate)} [{_pct(row.lower)}, {_pct(row.upper)}] "
+                    f"in {week} (p = {p_value:.3g})",
+                )
+            )
+    return alerts
+
+
+def _new_versions(
+    con: duckdb.DuckDBPyConnection, labels: pa.Table, week: str, confidence: float,
+    alpha: float,
+) -> list[Alert]:
+    versions = estimate_labels(
+        con,
+        labels,
+        by=("doc_type", "field", "version_status", "form_version"),
+        confidence=confidence,
+        weeks=(week,),
+    )
+    status = estimate_labels(
+        con,
+        labels,
+        by=("doc_type", "field", "version_status"),
+        confidence=confidence,
+        weeks=(week,),
+    )
+    new = versions[versions["version_status"] == "new"]
+    established = status[status["version_status"] == "established"]
+    if new.empty or established.empty:
+        return []
+    both = new.merge(established, on=["doc_type", "field"], suffixes=("", "_old"))
+    alerts = []
+    for row in both.itertuples(index=False):
+        p_value = lower_rate_p_value(
+            row.estimate, min(row.n_eff, row.n), row.estimate_old, min(row.n_eff_old, row.n_old)
+        )
+        if p_value <= alpha:
+            alerts.append(
+                Alert(
+                    "new_version",
+                    row.doc_type,
+                    row.field,
+                    row.form_version,
+                    week,
+                    row.estimate,
+                    (row.lower, row.upper),
+                    row.estimate_old,
+                    p_value,
+                    int(row.n),
+                    f"{row.doc_type}/{row.field}: new form version {row.form_version} has accuracy "
+                    f"{_pct(row.estimate)} [{_pct(row.lower)}, {_pct(row.upper)}] in {week}, below "
+                    f"{_pct(row.estimate_old)} on established versions (p = {p_value:.3g})",
+                )
+            )
+    return alerts
