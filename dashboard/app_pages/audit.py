@@ -103,6 +103,8 @@ def _progress_section(week: str) -> None:
     grouped = views.progress_by_stratum(cells)
     st.plotly_chart(charts.labelling_progress(grouped), key="audit.progress_chart")
     with st.expander("Progress per cell"):
+        st.caption("n_usable: each cell's labelled prefix in PRN order, the labels estimates"
+                   " use now; labels past an unlabelled item wait until it is labelled.")
         downloads.show_table("cell_progress", cells)
 
 

@@ -274,10 +274,14 @@ def progress(ctx: click.Context, sample_id: str | None, as_json: bool) -> None:
     missing = [r["cell"] for r in rows if r["n_labelled"] == 0]
     if as_json:
         echo_json({"sample_id": shown, "labelled": labelled, "items": drawn,
+                   "usable": sum(r["n_usable"] for r in rows),
                    "cells_without_labels": missing, "cells": rows})
         return
-    echo_table(rows, ["cell", "n_population", "n_sample", "n_labelled", "inclusion_prob"])
-    click.echo(f"{shown}: {labelled} of {drawn} items labelled;"
+    usable = sum(r["n_usable"] for r in rows)
+    echo_table(rows, ["cell", "n_population", "n_sample", "n_labelled", "n_usable",
+                      "inclusion_prob"])
+    click.echo(f"{shown}: {labelled} of {drawn} items labelled, {usable} usable (each cell's"
+               f" labelled prefix in PRN order; labels past a gap wait until it is filled);"
                f" {len(missing)} of {len(rows)} cells without a label yet")
 
 
