@@ -28,7 +28,7 @@ import numpy as np
 from fieldtrust.calibration import survey
 from fieldtrust.labels.decisions import current_policy
 from fieldtrust.labels.errors import DecisionError
-from fieldtrust.store.labelled import labelled_items
+from fieldtrust.store.labelled import design_based_items
 from fieldtrust.store.scope import Scope
 from fieldtrust.store.weeks import iso_week
 
@@ -136,7 +136,7 @@ def _weekly_checks(
     target: float,
     confidence: float,
 ) -> list[WeekCheck]:
-    items = labelled_items(con, Scope(doc_types=(doc_type,), fields=(field,)))
+    items = design_based_items(con, Scope(doc_types=(doc_type,), fields=(field,)))
     week = np.asarray(items.column("week").to_pylist(), dtype=object)
     keep = (np.asarray(items.column("confidence").to_numpy()) >= threshold) & (week > approval_week)
     correct = np.asarray(items.column("correct").to_numpy(), dtype=float)[keep]

@@ -2,8 +2,10 @@
 
 The probability sample of a week is its *current* (newest) sample version.
 The estimates use the labels on its items: they read every label through
-:func:`fieldtrust.store.labelled.labelled_items` and keep those whose extraction is in the
-current sample of its week, where it has a cell and a known ``N_h``. Labels
+:func:`fieldtrust.store.labelled.labelled_items` and keep those in the
+labelled PRN prefix of their cell in the current sample of the week
+(provenance ``audit``, ``from_audit``), where it has a cell and a known ``N_h``;
+``m_h`` is then the prefix's labels, a simple random sample of the cell. Labels
 from the review queue or from one-off imports are chosen by other rules
 (lowest confidence first, say); mixing them in would bias the figures
 (STATS.md section 2), so they count elsewhere (calibration) but not here.
@@ -71,7 +73,9 @@ def audit_labels(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> pa.T
     cell's weights) and marks the ones in scope.
     """
     cell_scope = Scope(weeks=scope.weeks, doc_types=scope.doc_types, fields=scope.fields)
-    labels = labelled_items(con, cell_scope)
+    everything = labelled_items(con, cell_scope)
+    # Only each cell's labelled PRN prefix is a random sample of it (STATS.md 10).
+    labels = everything.filter(everything.column("from_audit"))
     versions = list(scope.form_versions)
     con.register(_VIEW, labels)
     try:

@@ -158,7 +158,7 @@ def review_store(con: duckdb.DuckDBPyConnection, builder: Builder) -> duckdb.Duc
 
 
 HISTORY_TABLES = ("labels", "decisions", "evidence_snapshots", "user_roles", "assignments",
-                  "skips")
+                  "skips", "policy_settings", "label_import_designs")
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import pytest
 from fieldtrust.labels.agreement import adjudicate
 from fieldtrust.labels.decisions import decide
 from fieldtrust.labels.errors import LabelError, PermissionDenied
+from fieldtrust.labels.policy_settings import set_policy_settings
 from fieldtrust.labels.roles import (
     ACTIONS,
     PERMISSIONS,
@@ -81,6 +82,7 @@ def _attempt(con: duckdb.DuckDBPyConnection, action: str, user: str) -> Callable
         "grant_roles": lambda: grant_role(con, user, "newcomer", "reviewer"),
         "draw_sample": lambda: require(con, user, "draw_sample"),
         "import_labels": lambda: import_labels(con, _labels_file(), actor=user),
+        "set_policy": lambda: set_policy_settings(con, user, n_min=200),
     }
     return calls[action]
 
