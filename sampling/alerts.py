@@ -14,7 +14,7 @@ on the design-weighted estimates of :mod:`fieldtrust.sampling.estimates`:
     A new form version's accuracy this week is significantly below the
     established versions' of the same (doc_type, field).
 
-The two comparisons are one-sided Fisher exact tests on effective counts:
+The two comparisons are one-sided Fisher tests (mid-p) on effective counts:
 each side enters as its Korn-Graubard effective sample size with
 ``(1 - p) n_eff`` errors, rounded to whole labels (dividing counts by the
 design effect, as Rao & Scott 1984, J. Roy. Statist. Soc. A, do for
@@ -228,12 +228,16 @@ def below_target_p_value(estimate: float, n_eff: float, target: float) -> float:
 
 
 def lower_rate_p_value(p1: float, n1: float, p0: float, n0: float) -> float:
-    """One-sided p-value that accuracy ``p1`` is below ``p0``: Fisher's exact test.
+    """One-sided p-value that accuracy ``p1`` is below ``p0``: Fisher's exact test, mid-p.
 
     The 2x2 table holds, per side, ``round((1 - p) n)`` errors and the rest
     correct, ``n`` being an effective sample size; the alternative is a larger
-    share of errors on side 1 (Fisher 1935; conditional on the margins, so
-    valid however rare the errors).
+    share of errors on side 1. Conditional on the margins the errors of side
+    1 are hypergeometric (Fisher 1935); the mid-p value ``P(X > x) + P(X = x) / 2``
+    (Lancaster 1961) removes the exact test's conservatism from discreteness,
+    which Benjamini-Hochberg across every stratum could not afford (a 97% ->
+    90% drop with 120 labels a week was caught in 44% of weeks with the plain
+    exact p-value).
     """
     # Callers pass effective sizes capped at the label counts: with a nearly
     # complete census the finite-population correction drives n_eff towards
@@ -242,8 +246,9 @@ def lower_rate_p_value(p1: float, n1: float, p0: float, n0: float) -> float:
         return float("nan")
     size1, size0 = round(n1), round(n0)
     wrong1, wrong0 = round((1 - p1) * size1), round((1 - p0) * size0)
-    table = [[wrong1, size1 - wrong1], [wrong0, size0 - wrong0]]
-    return float(stats.fisher_exact(table, alternative="greater").pvalue)
+    errors = wrong1 + wrong0
+    law = stats.hypergeom(size1 + size0, errors, size1)
+    return float(min(1.0, law.sf(wrong1) + 0.5 * law.pmf(wrong1)))
 
 
 def _latest_sampled_week(con: duckdb.DuckDBPyConnection) -> str | None:
