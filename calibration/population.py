@@ -54,17 +54,10 @@ SELECT DISTINCT doc_type, field FROM {table} WHERE {where} ORDER BY doc_type, fi
 """
 
 _CELLS_SQL = """
-WITH newest AS (
-    SELECT sample_id, week FROM (
-        SELECT sample_id, week,
-               row_number() OVER (PARTITION BY week ORDER BY version DESC) AS rank_
-        FROM audit_samples
-    ) WHERE rank_ = 1
-)
-SELECT n.week, c.cell, c.doc_type, c.field, c.band, c.n_population
-FROM audit_cells c JOIN newest n USING (sample_id)
-WHERE n.week IN (SELECT unnest(?::VARCHAR[]))
-ORDER BY n.week, c.doc_type, c.field, c.band, c.cell
+SELECT s.week, c.sample_id, c.cell, c.doc_type, c.field, c.band, c.n_population
+FROM audit_cells c JOIN audit_samples s USING (sample_id)
+WHERE s.week IN (SELECT unnest(?::VARCHAR[]))
+ORDER BY s.week, c.doc_type, c.field, c.band, c.cell
 """
 
 _BAND = re.compile(r"^\s*\[\s*([0-9.eE+-]+)\s*,\s*([0-9.eE+-]+)\s*([\]\)])\s*$")
@@ -426,11 +419,15 @@ def _hists(codes: IntArray, names: list[str], k: IntArray, n: IntArray) -> dict[
 def _cells_by_stratum(
     con: duckdb.DuckDBPyConnection, weeks: list[str], prefix_prob: dict[tuple[str, str], float]
 ) -> dict[tuple[str, str], tuple[AuditCell, ...]]:
-    """Cells of the newest sample of each week that hold a labelled prefix, by stratum."""
+    """Cells of each week's current sample that hold a labelled prefix, by stratum.
+
+    ``prefix_prob`` maps (sample_id, cell) of the design-based audit labels to
+    their probability; only those cells are kept.
+    """
     out: dict[tuple[str, str], list[AuditCell]] = {}
     rows = con.sql(_CELLS_SQL, params=[weeks]).fetchall()
-    for week, cell, doc_type, field_name, band, n_pop in rows:
-        pi = prefix_prob.get((str(week), str(cell)))
+    for week, sample_id, cell, doc_type, field_name, band, n_pop in rows:
+        pi = prefix_prob.get((str(sample_id), str(cell)))
         if pi is None or int(n_pop) <= 0:
             continue  # no design-based label yet: the cell's extractions stay unaccounted
         out.setdefault((doc_type, field_name), []).append(
@@ -466,7 +463,7 @@ def load_strata(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> list[
     audit_rows = items.filter(items.column("from_audit"))
     prefix_prob = {
         (str(w), str(c)): float(p) for w, c, p in zip(
-            audit_rows.column("week").to_pylist(), audit_rows.column("cell").to_pylist(),
+            audit_rows.column("sample_id").to_pylist(), audit_rows.column("cell").to_pylist(),
             audit_rows.column("inclusion_prob").to_pylist(), strict=True)
     }
     cells = _cells_by_stratum(con, sorted(week_names), prefix_prob)

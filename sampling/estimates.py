@@ -46,19 +46,14 @@ ESTIMATE_COLUMNS = [
 
 _VIEW = "_fieldtrust_scoped_labels"
 
+# Labels carry the sample they count in (the week's current sample,
+# store.labelled): the newest version holding a verdict.
 _AUDIT_LABELS_SQL = f"""
-WITH current_samples AS (
-    SELECT sample_id, week FROM (
-        SELECT sample_id, week, row_number() OVER (PARTITION BY week ORDER BY version DESC) AS rank_
-        FROM audit_samples
-    ) WHERE rank_ = 1
-)
 SELECT l.extraction_id, l.week, i.sample_id, i.cell, l.doc_type, l.field, l.form_version,
        c.band, c.version_status, c.n_population, l.correct::INTEGER AS correct,
        (len(?::VARCHAR[]) = 0 OR list_contains(?::VARCHAR[], l.form_version)) AS in_scope
 FROM {_VIEW} l
-JOIN current_samples s ON s.week = l.week
-JOIN audit_items i ON i.sample_id = s.sample_id AND i.extraction_id = l.extraction_id
+JOIN audit_items i ON i.sample_id = l.sample_id AND i.extraction_id = l.extraction_id
 JOIN audit_cells c ON c.sample_id = i.sample_id AND c.cell = i.cell
 """
 

@@ -8,9 +8,12 @@ way. Each labelled extraction has a *provenance*, how its item was chosen:
   each cell in PRN order, so the cell's design-based sample is its labelled
   *prefix*: its items in PRN order up to the first one without an effective
   verdict (an ``unclear`` verdict counts as one; a skip is a gap). A
-  labelled item inside the prefix of its cell in the newest sample of its
-  week has inclusion probability ``prefix_h / N_h``; one beyond a gap (or in
-  an older sample version only) waits, ``design_based`` false.
+  labelled item inside the prefix of its cell in the week's current sample
+  (per stratum, the sample version whose labelled prefixes hold the most
+  labels, the newest on ties: a redraw nobody has labelled yet does not hide the
+  labelled one; label counts, never verdicts, decide) has inclusion probability
+  ``prefix_h / N_h``; one beyond a gap (or in another sample version only)
+  waits, ``design_based`` false.
 * ``random_import``: imported from a file declared a simple random sample
   (``fieldtrust labels import FILE --random-sample``); within each
   (doc_type, field) and ISO week the file's items cover, ``pi = n / N``.
@@ -50,31 +53,38 @@ labelled AS (
     FROM live l JOIN facts e USING (extraction_id)
     WHERE {where}
 ),
-current_samples AS (
-    SELECT sample_id, week FROM (
-        SELECT sample_id, week,
-               row_number() OVER (PARTITION BY week ORDER BY version DESC) AS rank_
-        FROM audit_samples
-    ) WHERE rank_ = 1
-),
-items AS (  -- items of the current samples, in PRN order per cell
-    SELECT i.sample_id, s.week AS sample_week, i.cell, i.extraction_id,
+items AS (  -- every sample's items, in PRN order per cell
+    SELECT i.sample_id, i.cell, i.extraction_id,
            row_number() OVER (PARTITION BY i.sample_id, i.cell
                               ORDER BY i.prn, i.extraction_id) AS turn,
            v.extraction_id IS NOT NULL AS done
-    FROM audit_items i JOIN current_samples s USING (sample_id)
-    LEFT JOIN verdicts v USING (extraction_id)
+    FROM audit_items i LEFT JOIN verdicts v USING (extraction_id)
 ),
 prefix AS (
-    SELECT sample_id, cell,
-           coalesce(min(turn) FILTER (WHERE NOT done) - 1, count(*)) AS prefix_n
-    FROM items GROUP BY sample_id, cell
+    SELECT p.sample_id, p.cell, c.doc_type, c.field, p.prefix_n
+    FROM (SELECT sample_id, cell,
+                 coalesce(min(turn) FILTER (WHERE NOT done) - 1, count(*)) AS prefix_n
+          FROM items GROUP BY sample_id, cell) p
+    JOIN audit_cells c USING (sample_id, cell)
+),
+current_samples AS (  -- per week and stratum: the version whose prefixes hold most labels
+    SELECT sample_id, doc_type, field FROM (
+        SELECT p.sample_id, p.doc_type, p.field, row_number() OVER (
+                   PARTITION BY s.week, p.doc_type, p.field
+                   ORDER BY p.usable DESC, s.version DESC
+               ) AS rank_
+        FROM (SELECT sample_id, doc_type, field, sum(prefix_n) AS usable
+              FROM prefix GROUP BY ALL) p
+        JOIN audit_samples s USING (sample_id)
+    ) WHERE rank_ = 1
 ),
 audit AS (
     SELECT it.extraction_id, it.sample_id, it.cell, it.turn <= p.prefix_n AS in_prefix,
            p.prefix_n::DOUBLE / c.n_population AS prefix_prob
     FROM items it JOIN prefix p USING (sample_id, cell)
     JOIN audit_cells c USING (sample_id, cell)
+    SEMI JOIN current_samples k
+        ON k.sample_id = p.sample_id AND k.doc_type = p.doc_type AND k.field = p.field
     SEMI JOIN labelled USING (extraction_id)
 ),
 in_any_sample AS (
