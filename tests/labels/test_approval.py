@@ -33,12 +33,15 @@ def certified_store(con: duckdb.DuckDBPyConnection, builder: Any) -> duckdb.Duck
                                     "extracted_at": start + dt.timedelta(hours=2)})
                 wrong = field == "tax" and i % 3 == 0
                 labels.append({"extraction_id": extraction_id, "reviewer": "alice",
-                               "review_round": "import",
+                               "review_round": "import", "import_batch_id": "random-batch",
                                "verdict": "incorrect" if wrong else "correct",
                                "corrected_status": "null" if wrong else None,
                                "error_type": "total_copied_into_tax" if wrong else None})
     builder.extractions(extractions)
     builder.labels(labels)
+    # A file declared a simple random sample (labels import --random-sample).
+    con.execute("INSERT INTO label_import_designs VALUES ('random-batch', 'random_sample',"
+                " 'carol', now()::TIMESTAMP)")
     return con
 
 
