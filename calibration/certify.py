@@ -51,17 +51,18 @@ class Certification:
 
     @property
     def candidate(self) -> bool:
-        return self.assessment.candidate
+        return bool(self.assessment.candidate)
 
     @property
     def threshold(self) -> float | None:
         """The certified threshold; an approval's threshold must be at or above it."""
-        return self.assessment.threshold
+        threshold = self.assessment.threshold
+        return None if threshold is None else float(threshold)
 
     @property
     def form_versions(self) -> tuple[str, ...]:
         """Form versions the candidacy covers; production sends any other version to a human."""
-        return self.assessment.covered_versions
+        return tuple(str(v) for v in self.assessment.covered_versions)
 
     @property
     def evidence_sha256(self) -> str:
