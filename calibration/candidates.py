@@ -6,10 +6,16 @@ A stratum is a candidate when (STATS.md sections 6 and 7)
 2. a threshold is certified (else ``accuracy_below_target`` when no
    candidate threshold even estimates the target, ``too_few_labels``
    otherwise);
-3. no week among the last K with labels is significantly below the target
-   above it (else ``unstable_week``);
-4. every form version with extractions above it has enough labels of its own
-   there (else ``new_form_version_without_evidence``).
+3. each of the last K weeks of the window has enough design-based labels
+   above it (else ``no_week_evidence``) and is not significantly below the
+   target there (else ``unstable_week``);
+4. at least one form version certifies on its own labels above it (else
+   ``new_form_version_without_evidence``). The candidacy covers only the
+   versions that do (``covered_versions``); every other version goes to a human.
+
+When the window holds weeks without an audit whose extractions alone exceed
+the error allowance, nothing can certify until they are audited or leave the
+window (``unaudited_weeks``, ``labels_needed`` None).
 
 The evidence of a candidate is a plain, JSON-ready dict: what a manager's
 approval freezes.
@@ -22,6 +28,7 @@ from dataclasses import field as dataclass_field
 from typing import Any
 
 import duckdb
+from fieldtrust.calibration.design import unlabelled_mass
 from fieldtrust.calibration.population import StratumData, empty_stratum, load_strata, strata_names
 from fieldtrust.calibration.stability import VersionCheck, WeekCheck, version_checks, week_checks
 from fieldtrust.calibration.thresholds import ThresholdPoint, ThresholdResult, select_thresholds
@@ -35,9 +42,14 @@ REASONS: dict[str, str] = {
         "accuracy is below the target at every threshold with labels; more labels will not help"
     ),
     "too_few_labels": "too few labels above the best threshold to certify the target",
+    "unaudited_weeks": (
+        "weeks of the window without an audit hold too many extractions: nothing can certify"
+        " until they are audited or leave the window"
+    ),
+    "no_week_evidence": "a recent week has too few audit labels above the threshold to test",
     "unstable_week": "a recent week is significantly below the target above the threshold",
     "new_form_version_without_evidence": (
-        "a form version above the threshold has too few labels of its own"
+        "no form version above the threshold certifies on its own labels"
     ),
 }
 
@@ -68,8 +80,28 @@ class CandidateAssessment:
     audit_weeks: tuple[str, ...] = ()  # weeks of the audit samples behind the labels
 
     @property
+    def covered_versions(self) -> tuple[str, ...]:
+        """The form versions the candidacy covers (certified on their own labels)."""
+        if not self.candidate:
+            return ()
+        return tuple(v.form_version for v in self.form_versions if v.covered)
+
+    @property
+    def excluded_versions(self) -> tuple[str, ...]:
+        """Material versions above the threshold that did not certify: sent to a human."""
+        return tuple(v.form_version for v in self.form_versions if v.material and not v.covered)
+
+    @property
     def reason_text(self) -> str | None:
-        return REASONS[self.reason] if self.reason else None
+        if self.reason is None:
+            return None
+        if self.reason in ("no_week_evidence", "unstable_week"):
+            failing = [w.reason for w in self.weeks_checked if not w.passes]
+            return REASONS[self.reason] + (f" ({'; '.join(failing)})" if failing else "")
+        if self.reason == "unaudited_weeks":
+            uncovered = self.evidence.get("uncovered_weeks") or []
+            return REASONS[self.reason] + (f" ({', '.join(uncovered)})" if uncovered else "")
+        return REASONS[self.reason]
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: a candidate's evidence, or why a stratum is not one."""
@@ -90,28 +122,44 @@ def assess(
     n_min: int,
     stability_weeks: int,
     scope: Scope = Scope(),
+    version_share: float = 0.05,
+    min_week_labels: int = 50,
+    prior_error: float | None = 0.03,
 ) -> CandidateAssessment:
     """Decide candidacy of one stratum from its certified threshold and its checks."""
     reasons: list[str] = []
     certified = thresholds.certified
     weeks: list[WeekCheck] = []
     versions: list[VersionCheck] = []
+    labels_needed = thresholds.labels_needed
     if data.n_population == 0:
         reasons.append("no_coverage")
     elif certified is None:
-        reasons.append("too_few_labels" if thresholds.point else "accuracy_below_target")
+        if _unaudited_share(data) >= 1.0 - target:
+            reasons.append("unaudited_weeks")
+            labels_needed = None
+        else:
+            reasons.append("too_few_labels" if thresholds.point else "accuracy_below_target")
     elif certified.coverage <= 0:
         reasons.append("no_coverage")
     if certified is not None:
         weeks = week_checks(
-            data, certified.threshold, target=target, confidence=confidence, weeks=stability_weeks
+            data, certified.threshold, target=target, confidence=confidence,
+            weeks=stability_weeks, min_week_labels=min_week_labels,
+            window=scope.weeks or None,
         )
-        versions = version_checks(data, certified.threshold, n_min=n_min)
-        if not weeks or any(w.below_target for w in weeks):
+        versions = version_checks(data, certified.threshold, target=target,
+                                  confidence=confidence, version_share=version_share)
+        if not weeks or any(not w.enough_evidence for w in weeks):
+            reasons.append("no_week_evidence")
+        if any(w.below_target for w in weeks):
             reasons.append("unstable_week")
-        if any(not v.enough_labels for v in versions):
+        if not any(v.covered for v in versions):
             reasons.append("new_form_version_without_evidence")
-    evidence = _evidence(data, thresholds, weeks, versions, target, confidence, n_min, scope)
+    settings = {"target": target, "confidence": confidence, "n_min": n_min,
+                "stability_weeks": stability_weeks, "version_share": version_share,
+                "min_week_labels": min_week_labels, "prior_error": prior_error}
+    evidence = _evidence(data, thresholds, weeks, versions, settings, scope, not reasons)
     return CandidateAssessment(
         doc_type=data.doc_type,
         field=data.field,
@@ -119,8 +167,8 @@ def assess(
         reason=reasons[0] if reasons else None,
         reasons=tuple(reasons),
         threshold=certified.threshold if certified else None,
-        labels_needed=thresholds.labels_needed,
-        labels_needed_threshold=thresholds.labels_needed_threshold,
+        labels_needed=labels_needed,
+        labels_needed_threshold=thresholds.labels_needed_threshold if labels_needed else None,
         weeks_checked=tuple(weeks),
         form_versions=tuple(versions),
         evidence=evidence,
@@ -132,23 +180,28 @@ def assess(
     )
 
 
+def _unaudited_share(data: StratumData) -> float:
+    """Share of the stratum's extractions no design cell accounts for (at the lowest threshold)."""
+    if data.n_population == 0:
+        return 0.0
+    return unlabelled_mass(data.design, 0) / data.n_population
+
+
 def _evidence(
     data: StratumData,
     thresholds: ThresholdResult,
     weeks: list[WeekCheck],
     versions: list[VersionCheck],
-    target: float,
-    confidence: float,
-    n_min: int,
+    settings: dict[str, Any],
     scope: Scope,
+    candidate: bool,
 ) -> dict[str, Any]:
     certified = thresholds.certified
+    coverage = data.coverage
     return {
         "doc_type": data.doc_type,
         "field": data.field,
-        "target": target,
-        "confidence": confidence,
-        "n_min": n_min,
+        **settings,
         "method": METHOD,
         "threshold": certified.threshold if certified else None,
         "coverage": certified.coverage if certified else None,
@@ -158,10 +211,18 @@ def _evidence(
         "bound_exact_clopper_pearson": certified.exact if certified else None,
         "n_population": data.n_population,
         "n_labeled": data.n_labeled,
+        "labels_by_provenance": dict(data.labels_by_provenance),
         "weeks": sorted(data.week_hist),  # the certification window (weeks with extractions)
+        "covered_weeks": list(coverage.covered_weeks),
+        "uncovered_weeks": list(coverage.uncovered_weeks),
+        "n_population_covered": coverage.n_population_covered,
+        "coverage_text": coverage.text(),
         "audit_weeks": sorted({c.week for c in data.cells}),
         "weeks_checked": [w.as_dict() for w in weeks],
-        "form_versions": [v.as_dict() for v in versions],
+        "form_versions_checked": [v.as_dict() for v in versions],
+        "form_versions": [v.form_version for v in versions if v.covered] if candidate else [],
+        "excluded_form_versions": [v.form_version for v in versions
+                                   if v.material and not v.covered],
         "code_version": code_version(),
         "scope": {
             "weeks": list(scope.weeks),
@@ -180,6 +241,9 @@ def automation_candidates(
     confidence: float = 0.95,
     n_min: int = 100,
     stability_weeks: int = 4,
+    version_share: float = 0.05,
+    min_week_labels: int = 50,
+    prior_error: float | None = 0.03,
 ) -> list[CandidateAssessment]:
     """Assess every stratum of the store; candidates first, then by (doc_type, field).
 
@@ -208,12 +272,14 @@ def automation_candidates(
     for name in sorted(names):
         data = loaded.get(name) or empty_stratum(*name)
         thresholds = select_thresholds(
-            data.design, data.labels, target=target, confidence=confidence, n_min=n_min
+            data.design, data.labels, target=target, confidence=confidence, n_min=n_min,
+            prior_error=prior_error,
         )
         assessments.append(
             assess(
                 data, thresholds, target=target, confidence=confidence, n_min=n_min,
-                stability_weeks=stability_weeks, scope=scope,
+                stability_weeks=stability_weeks, scope=scope, version_share=version_share,
+                min_week_labels=min_week_labels, prior_error=prior_error,
             )
         )
     return sorted(assessments, key=lambda a: (not a.candidate, a.doc_type, a.field))

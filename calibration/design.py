@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+from fieldtrust.calibration import survey
 from fieldtrust.calibration.errors import CalibrationInputError
 from fieldtrust.calibration.intervals import error_lower_bound, error_upper_bound
-from scipy.special import betaincinv
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -258,12 +258,20 @@ def _korn_graubard_upper(
     weight: npt.ArrayLike, weight_squared: npt.ArrayLike, weighted_errors: npt.ArrayLike,
     delta: float,
 ) -> FloatArray:
-    """Korn-Graubard upper bound from a label set's weight sums; 1 where it holds no weight."""
+    """Korn-Graubard upper bound from a label set's weight sums; 1 where it holds no weight.
+
+    The variance is Kish's, ``p (1 - p) / n_kish`` with ``n_kish = (sum w)^2 /
+    sum w^2``, so the effective size is Kish's (never above the label count).
+    """
     sw, sw2, swe = (np.asarray(x, dtype=float) for x in (weight, weight_squared, weighted_errors))
     with np.errstate(invalid="ignore", divide="ignore"):
         p_err = np.minimum(swe / sw, 1.0)
-        n_eff = sw**2 / sw2
-        bound = betaincinv(n_eff * p_err + 1.0, n_eff * (1.0 - p_err), 1.0 - delta)
+        n_kish = sw**2 / sw2
+        variance = p_err * (1.0 - p_err) / n_kish
+    bound = survey.korn_graubard_bound(
+        np.nan_to_num(p_err), np.nan_to_num(variance), np.nan_to_num(n_kish),
+        confidence=1.0 - delta, side="upper",
+    )
     out: FloatArray = np.where((sw <= 0) | ~(p_err < 1.0), 1.0, bound)
     return out
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from fieldtrust.calibration import survey
 from fieldtrust.calibration.errors import CalibrationInputError
 from scipy.special import bdtr, betaincinv, ndtri
 
@@ -169,30 +170,17 @@ def korn_graubard_interval(
     *,
     confidence: float = 0.95,
 ) -> tuple[Any, Any]:
-    """Approximate interval for a design-weighted proportion.
+    """Approximate interval for a design-weighted proportion (Korn-Graubard).
 
-    Clopper-Pearson at the effective sample size
-    ``n_eff = p(1 - p) / var(p)`` with ``p * n_eff`` successes, as R's
-    ``survey::svyciprop(method = "beta")``. ``n_eff`` is capped at the number
-    of labels (Korn & Graubard's truncation), so equal weights give exactly the
-    Clopper-Pearson interval of the unweighted counts; a zero variance (all
-    labels agree, or a census) uses the label count. Approximate: the design's
-    variance is itself estimated.
+    :func:`fieldtrust.calibration.survey.korn_graubard_interval`, the one
+    implementation every report uses: Clopper-Pearson at
+    ``n_eff = p(1 - p) / var(p)``, ``n_eff`` capped at the number of labels.
 
     References
     ----------
-    Korn & Graubard (1998), Survey Methodology 24:193. Lumley, survey package,
-    ``svyciprop``. STATS.md section 3.
+    Korn & Graubard (1998), Survey Methodology 24:193. STATS.md section 3.
     """
-    p = np.asarray(estimate, dtype=float)
-    var = np.asarray(variance, dtype=float)
-    n = np.asarray(labels, dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        n_eff = np.where(var > 0, p * (1 - p) / var, n)
-    n_eff = np.minimum(np.where(np.isfinite(n_eff), n_eff, n), n)
-    k = np.clip(p * n_eff, 0.0, n_eff)
-    low, high = clopper_pearson_interval(k, n_eff, confidence=confidence)
-    return low, high
+    return survey.korn_graubard_interval(estimate, variance, labels, confidence=_level(confidence))
 
 
 def _certifies(errors: ArrayLike, trials: ArrayLike, max_error: float, delta: float) -> Any:

@@ -6,22 +6,25 @@ hundred thousand rows at most for ten million extractions. Labels and their
 weights come from :func:`fieldtrust.store.labelled.labelled_items` only.
 
 How a stratum's population is split for the certified bound
-(:mod:`fieldtrust.calibration.design`):
+(:mod:`fieldtrust.calibration.design`), STATS.md sections 2, 6 and 10:
 
-* a week counts as *audited* for a stratum when its newest audit sample has
-  cells for the stratum and at least one audit label of the stratum exists in
-  that week. Its population is split into one block per confidence band of
-  the sample (when the bands sit on the 0.005 grid and do not overlap;
-  otherwise the whole week is one block). Cells sharing a band and an
-  inclusion probability are merged (equal probabilities: still one
-  simple random sample per merged cell for the bound's purpose); their
-  population at drawing time is the cap. An audit label joins the cell of
-  its week, band and inclusion probability; a label matching none (drawn in
-  an older sample version) is left out of the bound, never moved.
-* all other weeks form one block; labels imported without a design in those
-  weeks are a simple random sample of it (STATS.md section 2). Imported
-  labels in audited weeks are left out of the bound (the week's audit design
-  already describes that population) but still count in point estimates.
+* only design-based labels enter (audit labels in their cell's labelled PRN
+  prefix, with ``pi = prefix_h / N_h``, and labels of files declared a random
+  sample); non-random labels are counted (``labels_by_provenance``) and kept
+  apart for recalibration only.
+* a week is *covered* for a stratum when it holds design-based labels of it.
+  An audited week (one with usable audit cells) is split into one block per
+  confidence band of its sample (when the bands sit on the 0.005 grid and do
+  not overlap; otherwise the whole week is one block), each holding the
+  sample's cells that have a labelled prefix, with their population at
+  drawing time as the cap. A cell without one is no cell: its extractions
+  count as errors in the bound. A week covered only by a declared random
+  sample is one block with one cell. Random-import labels in an audited week
+  are left out of the bound (the audit describes that population) but count
+  in point estimates.
+* every uncovered week of the window is one more block without cells: its
+  extractions count as errors in the bound, and point estimates say they do
+  not cover it.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 from fieldtrust.calibration.design import GRID, N_GRID, Design, Labels, grid_index
-from fieldtrust.store.labelled import labelled_items
+from fieldtrust.store.labelled import PROVENANCES, labelled_items
 from fieldtrust.store.rollup import is_current, population_counts
 from fieldtrust.store.scope import Scope
 
@@ -51,17 +54,10 @@ SELECT DISTINCT doc_type, field FROM {table} WHERE {where} ORDER BY doc_type, fi
 """
 
 _CELLS_SQL = """
-WITH newest AS (
-    SELECT sample_id, week FROM (
-        SELECT sample_id, week,
-               row_number() OVER (PARTITION BY week ORDER BY version DESC) AS rank_
-        FROM audit_samples
-    ) WHERE rank_ = 1
-)
-SELECT n.week, c.doc_type, c.field, c.band, c.inclusion_prob, c.n_population
-FROM audit_cells c JOIN newest n USING (sample_id)
-WHERE n.week IN (SELECT unnest(?::VARCHAR[]))
-ORDER BY n.week, c.doc_type, c.field, c.band, c.inclusion_prob
+SELECT s.week, c.sample_id, c.cell, c.doc_type, c.field, c.band, c.n_population
+FROM audit_cells c JOIN audit_samples s USING (sample_id)
+WHERE s.week IN (SELECT unnest(?::VARCHAR[]))
+ORDER BY s.week, c.doc_type, c.field, c.band, c.cell
 """
 
 _BAND = re.compile(r"^\s*\[\s*([0-9.eE+-]+)\s*,\s*([0-9.eE+-]+)\s*([\]\)])\s*$")
@@ -69,9 +65,10 @@ _BAND = re.compile(r"^\s*\[\s*([0-9.eE+-]+)\s*,\s*([0-9.eE+-]+)\s*([\]\)])\s*$")
 
 @dataclass(frozen=True)
 class AuditCell:
-    """One merged cell of an audited week: band, inclusion probability, population then."""
+    """One cell of an audited week with a labelled prefix: ``pi = prefix / N_h``."""
 
     week: str
+    cell: str
     band: str
     inclusion_prob: float
     n_population: int
@@ -96,10 +93,18 @@ class StratumData:
     week: npt.NDArray[np.object_]
     form_version: npt.NDArray[np.object_]
     u: FloatArray  # permanent uniform number per label, for thinning
+    cell: npt.NDArray[np.object_] = dataclass_field(
+        default_factory=lambda: np.zeros(0, dtype=object))  # audit cell id, '' for imports
+    week_version_hist: dict[tuple[str, str], IntArray] = dataclass_field(default_factory=dict)
+    labels_by_provenance: dict[str, int] = dataclass_field(default_factory=dict)
+    other_confidence: FloatArray = dataclass_field(default_factory=lambda: np.zeros(0))
+    other_correct: FloatArray = dataclass_field(default_factory=lambda: np.zeros(0))
     design: Design = dataclass_field(init=False, repr=False)
     labels: Labels = dataclass_field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.cell.size != self.correct.size:
+            object.__setattr__(self, "cell", np.full(self.correct.size, "", dtype=object))
         design, labels = build_design(self, tuple(self.week_hist))
         object.__setattr__(self, "design", design)
         object.__setattr__(self, "labels", labels)
@@ -119,6 +124,11 @@ class StratumData:
     @property
     def population_hist(self) -> IntArray:
         return self.design.population_hist
+
+    @functools.cached_property
+    def coverage(self) -> Coverage:
+        """Which weeks of the window the design-based labels cover, and how many extractions."""
+        return coverage_of(self)
 
 
 def empty_stratum(doc_type: str, field_name: str) -> StratumData:
@@ -215,35 +225,28 @@ def _week_blocks(cells: Sequence[AuditCell]) -> list[tuple[str, tuple[int, int]]
 def _audited_week(
     week_cells: Sequence[AuditCell],
     week_hist: IntArray,
-    label_k: IntArray,
-    label_pi: FloatArray,
+    label_cell_id: npt.NDArray[np.object_],
     label_index: IntArray,
+    label_k: IntArray,
     parts: _Parts,
     label_cell: IntArray,
 ) -> None:
-    """Blocks (one per band) and merged cells of one audited week; assigns its labels."""
+    """Blocks (one per band) and cells of one audited week; assigns its audit labels."""
     blocks = _week_blocks(week_cells)
     spans = blocks if blocks else [("*", (0, N_GRID))]
-    # Population per band and probability, summed once (cells of both form-version
-    # statuses can share them).
-    caps: dict[str, dict[float, int]] = {}
-    for c in week_cells:
-        band_caps = caps.setdefault("*" if blocks is None else c.band, {})
-        band_caps[c.inclusion_prob] = band_caps.get(c.inclusion_prob, 0) + c.n_population
-    k = label_k[label_index]
     covered = np.zeros(N_GRID, dtype=bool)
+    ids = label_cell_id[label_index]
     for band, (lo, hi) in spans:
         hist = np.zeros(N_GRID, dtype=np.int64)
         hist[lo:hi] = week_hist[lo:hi]
         block = parts.add_block(hist)
         covered[lo:hi] = True
-        in_band = label_index[(k >= lo) & (k < hi)]
-        pis = label_pi[in_band]
-        for pi, cap in sorted(caps.get(band, {}).items()):
-            cell = parts.add_cell(block, pi, float(cap))
-            # np.isclose(rtol=1e-9, atol=0) written out: called per week, band and
-            # probability of every stratum, its generality cost more than the test.
-            label_cell[in_band[np.abs(pis - pi) <= 1e-9 * abs(pi)]] = cell
+        for c in week_cells:
+            if blocks is not None and c.band != band:
+                continue
+            cell = parts.add_cell(block, c.inclusion_prob, float(c.n_population))
+            label_cell[label_index[ids == c.cell]] = cell
+    del label_k
     if not covered.all():
         # Confidences no band of the sample covers: population without a design.
         parts.add_block(np.where(covered, 0, week_hist))
@@ -277,6 +280,18 @@ class _Parts:
         )
 
 
+def _split_weeks(data: StratumData, weeks: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """Weeks (of ``weeks``) with usable audit cells, and weeks covered by a random import only."""
+    audited_weeks = {c.week for c in data.cells}
+    audited = [w for w in weeks if w in audited_weeks]
+    rows = data.label_rows_by_week
+    random = [
+        w for w in weeks if w not in audited_weeks and w in rows
+        and bool(np.any(~data.from_audit[rows[w]]))
+    ]
+    return audited, random
+
+
 def build_design(data: StratumData, weeks: tuple[str, ...]) -> tuple[Design, Labels]:
     """Blocks, cells and label-to-cell assignment of one stratum restricted to ``weeks``."""
     label_k = grid_index(data.confidence)
@@ -284,26 +299,27 @@ def build_design(data: StratumData, weeks: tuple[str, ...]) -> tuple[Design, Lab
     none = np.zeros(0, dtype=np.int64)
     by_week = {w: data.label_rows_by_week.get(w, none) for w in weeks}
     keep = np.sort(np.concatenate([np.zeros(0, dtype=np.int64), *by_week.values()]))
-    audit_labels = {w: idx[data.from_audit[idx]] for w, idx in by_week.items()}
     cells_by_week: dict[str, list[AuditCell]] = {}
     for cell in data.cells:
         cells_by_week.setdefault(cell.week, []).append(cell)
 
     parts = _Parts()
-    audited = [w for w in weeks if w in cells_by_week and audit_labels[w].size]
+    audited, random = _split_weeks(data, weeks)
     for week in audited:
-        _audited_week(
-            cells_by_week[week], data.week_hist[week], label_k, data.inclusion_prob,
-            audit_labels[week], parts, label_cell,
-        )
-    others = [w for w in weeks if w not in audited and w in data.week_hist]
-    if others:
-        hist = np.sum([data.week_hist[w] for w in others], axis=0)
+        audit_rows = by_week[week][data.from_audit[by_week[week]]]
+        _audited_week(cells_by_week[week], data.week_hist.get(week, np.zeros(N_GRID, np.int64)),
+                      data.cell, audit_rows, label_k, parts, label_cell)
+    for week in random:
+        hist = data.week_hist.get(week)
+        if hist is None:
+            continue
         block = parts.add_block(hist)
-        imported = np.concatenate([by_week[w][~data.from_audit[by_week[w]]] for w in others])
-        total = int(hist.sum())
-        if imported.size and total:
-            label_cell[imported] = parts.add_cell(block, min(1.0, imported.size / total), total)
+        imported = by_week[week][~data.from_audit[by_week[week]]]
+        pi = float(np.min(data.inclusion_prob[imported]))
+        label_cell[imported] = parts.add_cell(block, min(1.0, pi), float(hist.sum()))
+    others = [w for w in weeks if w not in audited and w not in random and w in data.week_hist]
+    if others:
+        parts.add_block(np.sum([data.week_hist[w] for w in others], axis=0))
 
     labels = Labels(
         k=label_k[keep],
@@ -313,6 +329,44 @@ def build_design(data: StratumData, weeks: tuple[str, ...]) -> tuple[Design, Lab
         u=data.u[keep],
     )
     return parts.design(), labels
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """What the design-based labels of a stratum speak for (STATS.md section 2).
+
+    ``covered_weeks`` hold an audit with a labelled prefix or a declared random
+    sample; ``uncovered_weeks`` are the other weeks of the window with
+    extractions. ``n_population_covered`` counts the extractions of the cells
+    (and random-sample weeks) the labels represent.
+    """
+
+    covered_weeks: tuple[str, ...]
+    uncovered_weeks: tuple[str, ...]
+    n_population: int
+    n_population_covered: int
+
+    def text(self) -> str:
+        """"covers W48: 4,000 of 32,000 extractions" (or "covers no week ...")."""
+        if not self.covered_weeks:
+            return f"covers no week: 0 of {self.n_population:,} extractions have an audit"
+        weeks = ", ".join(w.split("-", 1)[-1] for w in self.covered_weeks)
+        return f"covers {weeks}: {self.n_population_covered:,} of {self.n_population:,} extractions"
+
+
+def coverage_of(data: StratumData) -> Coverage:
+    """The :class:`Coverage` of one stratum over its window (the weeks with extractions)."""
+    weeks = tuple(sorted(data.week_hist))
+    audited, random = _split_weeks(data, weeks)
+    covered = sorted(set(audited) | set(random))
+    n_covered = sum(c.n_population for c in data.cells if c.week in audited)
+    n_covered += sum(int(data.week_hist[w].sum()) for w in random)
+    return Coverage(
+        covered_weeks=tuple(covered),
+        uncovered_weeks=tuple(w for w in weeks if w not in covered),
+        n_population=data.n_population,
+        n_population_covered=min(int(n_covered), data.n_population),
+    )
 
 
 def strata_names(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> list[tuple[str, str]]:
@@ -363,19 +417,22 @@ def _hists(codes: IntArray, names: list[str], k: IntArray, n: IntArray) -> dict[
 
 
 def _cells_by_stratum(
-    con: duckdb.DuckDBPyConnection, weeks: list[str]
+    con: duckdb.DuckDBPyConnection, weeks: list[str], prefix_prob: dict[tuple[str, str], float]
 ) -> dict[tuple[str, str], tuple[AuditCell, ...]]:
-    """Audit cells of the newest sample of each week, merged by (week, band, probability)."""
-    merged: dict[tuple[str, str], dict[tuple[str, str, float], int]] = {}
+    """Cells of each week's current sample that hold a labelled prefix, by stratum.
+
+    ``prefix_prob`` maps (sample_id, cell) of the design-based audit labels to
+    their probability; only those cells are kept.
+    """
+    out: dict[tuple[str, str], list[AuditCell]] = {}
     rows = con.sql(_CELLS_SQL, params=[weeks]).fetchall()
-    for week, doc_type, field_name, band, pi, n_pop in rows:
-        cells = merged.setdefault((doc_type, field_name), {})
-        key = (str(week), str(band), float(pi))
-        cells[key] = cells.get(key, 0) + int(n_pop)
-    return {
-        stratum: tuple(AuditCell(w, b, p, n) for (w, b, p), n in sorted(cells.items()))
-        for stratum, cells in merged.items()
-    }
+    for week, sample_id, cell, doc_type, field_name, band, n_pop in rows:
+        pi = prefix_prob.get((str(sample_id), str(cell)))
+        if pi is None or int(n_pop) <= 0:
+            continue  # no design-based label yet: the cell's extractions stay unaccounted
+        out.setdefault((doc_type, field_name), []).append(
+            AuditCell(str(week), str(cell), str(band), float(pi), int(n_pop)))
+    return {stratum: tuple(cells) for stratum, cells in out.items()}
 
 
 def load_strata(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> list[StratumData]:
@@ -398,17 +455,22 @@ def load_strata(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> list[
         population.column("field").take(pa.array(starts)).to_pylist(),
         strict=True,
     ))
-    cells = _cells_by_stratum(con, sorted(week_names))
+    everything = labelled_items(con, scope)
+    design_based = np.asarray(everything.column("design_based").to_numpy(zero_copy_only=False),
+                              dtype=bool)
+    items = everything.filter(pa.array(design_based))
+    others = everything.filter(pa.array(~design_based))
+    audit_rows = items.filter(items.column("from_audit"))
+    prefix_prob = {
+        (str(w), str(c)): float(p) for w, c, p in zip(
+            audit_rows.column("sample_id").to_pylist(), audit_rows.column("cell").to_pylist(),
+            audit_rows.column("inclusion_prob").to_pylist(), strict=True)
+    }
+    cells = _cells_by_stratum(con, sorted(week_names), prefix_prob)
 
-    items = labelled_items(con, scope)
-    label_key = pc.binary_join_element_wise(items.column("doc_type"), items.column("field"), "\x1f")
-    key_code, key_names = _codes(label_key)
     index_of = {f"{d}\x1f{f}": i for i, (d, f) in enumerate(names)}
-    label_stratum = np.array([index_of.get(name, -1) for name in key_names], dtype=np.int64)[
-        key_code
-    ] if items.num_rows else np.zeros(0, dtype=np.int64)
-    order = np.argsort(label_stratum, kind="stable")
-    bounds = np.searchsorted(label_stratum[order], np.arange(len(names) + 1))
+    order, bounds = _by_stratum(items, index_of, len(names))
+    other_order, other_bounds = _by_stratum(others, index_of, len(names))
     label_week_code, label_weeks = _codes(items.column("week"))
     label_version_code, label_versions = _codes(items.column("form_version"))
     columns = {
@@ -422,13 +484,25 @@ def load_strata(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> list[
         "form_version": np.asarray(label_versions, dtype=object)[label_version_code]
         if items.num_rows else np.zeros(0, dtype=object),
         "u": permanent_uniform(items.column("extraction_id")),
+        "cell": np.asarray(pc.fill_null(items.column("cell"), "").to_pylist(), dtype=object)
+        if items.num_rows else np.zeros(0, dtype=object),
     }
+    other_confidence = others.column("confidence").to_numpy().astype(float)
+    other_correct = others.column("correct").to_numpy().astype(float)
+    provenance = np.asarray(everything.column("provenance").to_pylist(), dtype=object)
+    all_order, all_bounds = _by_stratum(everything, index_of, len(names))
+    combined = week_code * max(len(version_names), 1) + version_code
 
     strata = []
     for s, (doc_type, field_name) in enumerate(names):
         rows = slice(starts[s], ends[s])
         mine = order[bounds[s] : bounds[s + 1]]
+        theirs = other_order[other_bounds[s] : other_bounds[s + 1]]
+        kinds = provenance[all_order[all_bounds[s] : all_bounds[s + 1]]]
         total = int(n[rows].sum())
+        pairs = _hists(combined[rows], [
+            f"{w}\x1f{v}" for w in week_names for v in version_names
+        ], k[rows], n[rows]) if version_names else {}
         strata.append(
             StratumData(
                 doc_type=str(doc_type),
@@ -438,7 +512,27 @@ def load_strata(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> list[
                 week_hist=_hists(week_code[rows], week_names, k[rows], n[rows]),
                 version_hist=_hists(version_code[rows], version_names, k[rows], n[rows]),
                 cells=cells.get((str(doc_type), str(field_name)), ()),
+                week_version_hist={tuple(key.split("\x1f", 1)): h  # type: ignore[misc]
+                                   for key, h in pairs.items()},
+                labels_by_provenance={p: int(np.sum(kinds == p)) for p in PROVENANCES},
+                other_confidence=other_confidence[theirs],
+                other_correct=other_correct[theirs],
                 **{name: values[mine] for name, values in columns.items()},
             )
         )
     return strata
+
+
+def _by_stratum(
+    items: pa.Table, index_of: dict[str, int], n_strata: int
+) -> tuple[IntArray, IntArray]:
+    """Label positions sorted by stratum, and where each stratum's run starts."""
+    if items.num_rows == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(n_strata + 1, dtype=np.int64)
+    label_key = pc.binary_join_element_wise(items.column("doc_type"), items.column("field"), "\x1f")
+    key_code, key_names = _codes(label_key)
+    label_stratum = np.array([index_of.get(name, -1) for name in key_names],
+                             dtype=np.int64)[key_code]
+    order = np.argsort(label_stratum, kind="stable")
+    bounds = np.searchsorted(label_stratum[order], np.arange(n_strata + 1))
+    return order.astype(np.int64), bounds.astype(np.int64)

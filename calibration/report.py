@@ -17,7 +17,13 @@ import pandas as pd
 from fieldtrust.calibration.candidates import CandidateAssessment, assess
 from fieldtrust.calibration.errors import CalibrationInputError
 from fieldtrust.calibration.intervals import korn_graubard_interval
-from fieldtrust.calibration.population import StratumData, empty_stratum, load_strata, strata_names
+from fieldtrust.calibration.population import (
+    Coverage,
+    StratumData,
+    empty_stratum,
+    load_strata,
+    strata_names,
+)
 from fieldtrust.calibration.table import StratumTable, stratum_bins, stratum_table
 from fieldtrust.calibration.thresholds import ThresholdResult, select_thresholds
 from fieldtrust.store.scope import Scope
@@ -38,6 +44,8 @@ class StratumReport:
     bins: pd.DataFrame
     thresholds: ThresholdResult
     assessment: CandidateAssessment
+    coverage: Coverage | None = None
+    labels_by_provenance: dict[str, int] | None = None
 
     @property
     def doc_type(self) -> str:
@@ -55,7 +63,12 @@ class StratumReport:
             "doc_type": t.doc_type,
             "field": t.field,
             "n_population": t.n_population,
-            "n_labeled": t.n_labeled,
+            "n_labeled": t.n_labeled,  # design-based labels only
+            "labels_by_provenance": dict(self.labels_by_provenance or {}),
+            "covered_weeks": list(self.coverage.covered_weeks) if self.coverage else [],
+            "uncovered_weeks": list(self.coverage.uncovered_weeks) if self.coverage else [],
+            "n_population_covered": self.coverage.n_population_covered if self.coverage else 0,
+            "covers": self.coverage.text() if self.coverage else None,
             "accuracy": _num(t.accuracy),
             "accuracy_low": _num(t.accuracy_low),
             "accuracy_high": _num(t.accuracy_high),
@@ -72,9 +85,11 @@ class StratumReport:
             "certified_accuracy_low": _num(cert.accuracy_low) if cert else None,
             "coverage": cert.coverage if cert else None,
             "labels_above": cert.labels_above if cert else None,
-            "labels_needed": th.labels_needed,
-            "labels_needed_threshold": th.labels_needed_threshold,
+            "labels_needed": a.labels_needed,
+            "labels_needed_threshold": a.labels_needed_threshold,
             "candidate": a.candidate,
+            "form_versions": list(a.covered_versions),
+            "excluded_form_versions": list(a.excluded_versions),
             "reason": a.reason,
             "reason_text": a.reason_text,
             "reasons": list(a.reasons),
@@ -210,19 +225,26 @@ def stratum_report(
     n_min: int,
     stability_weeks: int,
     scope: Scope = Scope(),
+    version_share: float = 0.05,
+    min_week_labels: int = 50,
+    prior_error: float | None = 0.03,
 ) -> StratumReport:
     """Table, bins, thresholds and candidacy of one stratum."""
     thresholds = select_thresholds(
-        data.design, data.labels, target=target, confidence=confidence, n_min=n_min
+        data.design, data.labels, target=target, confidence=confidence, n_min=n_min,
+        prior_error=prior_error,
     )
     return StratumReport(
-        table=stratum_table(data, level=confidence, n_bins=n_bins, strategy=strategy),
-        bins=stratum_bins(data, n_bins=n_bins, strategy=strategy, level=confidence),
+        table=stratum_table(data, confidence=confidence, n_bins=n_bins, strategy=strategy),
+        bins=stratum_bins(data, n_bins=n_bins, strategy=strategy, confidence=confidence),
         thresholds=thresholds,
         assessment=assess(
             data, thresholds, target=target, confidence=confidence, n_min=n_min,
-            stability_weeks=stability_weeks, scope=scope,
+            stability_weeks=stability_weeks, scope=scope, version_share=version_share,
+            min_week_labels=min_week_labels, prior_error=prior_error,
         ),
+        coverage=data.coverage,
+        labels_by_provenance=dict(data.labels_by_provenance),
     )
 
 
@@ -236,6 +258,9 @@ def calibration_report(
     strategy: str = "quantile",
     n_min: int = 100,
     stability_weeks: int = 4,
+    version_share: float = 0.05,
+    min_week_labels: int = 50,
+    prior_error: float | None = 0.03,
 ) -> CalibrationReport:
     """Calibration tables, thresholds and automation candidacy for every stratum.
 
@@ -254,7 +279,9 @@ def calibration_report(
     n_min
         Labels needed above a candidate threshold before it is tested.
     stability_weeks
-        Recent weeks with labels in which a candidate must hold the target.
+        The last weeks of the window in which a candidate must hold the target.
+    version_share, min_week_labels, prior_error
+        As :class:`fieldtrust.store.policy_settings.PolicySettings`.
 
     Returns
     -------
@@ -280,6 +307,8 @@ def calibration_report(
             loaded.get(name) or empty_stratum(*name),
             target=target, confidence=confidence, n_bins=n_bins, strategy=strategy,
             n_min=n_min, stability_weeks=stability_weeks, scope=scope,
+            version_share=version_share, min_week_labels=min_week_labels,
+            prior_error=prior_error,
         )
         for name in names
     ]

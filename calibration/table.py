@@ -13,8 +13,8 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+from fieldtrust.calibration import survey
 from fieldtrust.calibration.bins import reliability_bins
-from fieldtrust.calibration.intervals import korn_graubard_interval
 from fieldtrust.calibration.metrics import calibration_metrics
 from fieldtrust.calibration.population import StratumData, load_strata
 from fieldtrust.store.scope import Scope
@@ -57,7 +57,7 @@ def weighted_accuracy(
     cell: npt.ArrayLike,
     *,
     inclusion_prob: npt.ArrayLike | None = None,
-    level: float = 0.95,
+    confidence: float = 0.95,
 ) -> WeightedAccuracy:
     """Hajek accuracy ``sum(w y) / sum(w)`` with its stratified linearised variance.
 
@@ -71,7 +71,7 @@ def weighted_accuracy(
     inclusion_prob
         Per label, for the finite-population correction ``1 - f_h`` (``f_h`` =
         the cell's inclusion probability); ``None`` uses ``1 / weight``.
-    level
+    confidence
         Two-sided level of the Korn-Graubard interval.
 
     Notes
@@ -80,7 +80,8 @@ def weighted_accuracy(
     ``sum_h (1 - f_h) n_h / (n_h - 1) sum_{i in h} (z_i - mean_h z)^2``;
     with equal weights inside cells it is STATS.md's
     ``sum_h W_h^2 (1 - f_h) acc_h (1 - acc_h) / (n_h - 1)``. Cells with one
-    label add nothing (their variance cannot be estimated).
+    label get variance 1/4, cells whose labels agree the floor of
+    :func:`fieldtrust.calibration.survey.zero_variance_floor`.
 
     References
     ----------
@@ -92,19 +93,9 @@ def weighted_accuracy(
     if y.size == 0:
         return WeightedAccuracy(np.nan, np.nan, np.nan, np.nan, 0)
     pi = 1.0 / w if inclusion_prob is None else np.asarray(inclusion_prob, dtype=float)
-    total = w.sum()
-    acc = float(np.sum(w * y) / total)
-    z = w * (y - acc) / total
-    _, codes = np.unique(np.asarray(cell), return_inverse=True)
-    codes = codes.ravel()
-    n_h = np.bincount(codes).astype(float)
-    mean_h = np.bincount(codes, weights=z) / n_h
-    ss_h = np.bincount(codes, weights=(z - mean_h[codes]) ** 2)
-    f_h = np.bincount(codes, weights=pi) / n_h
-    with np.errstate(invalid="ignore", divide="ignore"):
-        per_cell = np.where(n_h > 1, (1 - np.minimum(f_h, 1.0)) * n_h / (n_h - 1) * ss_h, 0.0)
-    variance = float(per_cell.sum())
-    low, high = korn_graubard_interval(acc, variance, y.size, confidence=level)
+    acc = survey.hajek(y, w)
+    variance = survey.linearised_variance(y, w, cell, pi, confidence=confidence)
+    low, high = survey.korn_graubard_interval(acc, variance, y.size, confidence=confidence)
     return WeightedAccuracy(acc, variance, float(low), float(high), int(y.size))
 
 
@@ -117,12 +108,12 @@ def label_cells(data: StratumData) -> npt.NDArray[np.int64]:
 
 
 def stratum_table(
-    data: StratumData, *, level: float = 0.95, n_bins: int = 10, strategy: str = "quantile"
+    data: StratumData, *, confidence: float = 0.95, n_bins: int = 10, strategy: str = "quantile"
 ) -> StratumTable:
     """The calibration-table row of one stratum."""
     accuracy = weighted_accuracy(
         data.correct, data.weight, label_cells(data),
-        inclusion_prob=data.inclusion_prob, level=level,
+        inclusion_prob=data.inclusion_prob, confidence=confidence,
     )
     if data.n_labeled:
         metrics = calibration_metrics(
@@ -153,12 +144,12 @@ def stratum_bins(
     n_bins: int = 10,
     strategy: str = "quantile",
     interval: str = "wilson",
-    level: float = 0.95,
+    confidence: float = 0.95,
 ) -> pd.DataFrame:
     """Design-weighted reliability bins of one stratum's labels."""
     return reliability_bins(
         data.confidence, data.correct, weight=data.weight,
-        n_bins=n_bins, strategy=strategy, interval=interval, level=level,
+        n_bins=n_bins, strategy=strategy, interval=interval, level=confidence,
     )
 
 
@@ -166,7 +157,7 @@ def calibration_table(
     con: duckdb.DuckDBPyConnection,
     scope: Scope = Scope(),
     *,
-    level: float = 0.95,
+    confidence: float = 0.95,
     n_bins: int = 10,
     strategy: str = "quantile",
 ) -> pd.DataFrame:
@@ -176,7 +167,7 @@ def calibration_table(
     by form version, pass a ``Scope`` with ``form_versions``.
     """
     rows = [
-        vars(stratum_table(s, level=level, n_bins=n_bins, strategy=strategy))
+        vars(stratum_table(s, confidence=confidence, n_bins=n_bins, strategy=strategy))
         for s in load_strata(con, scope)
     ]
     return pd.DataFrame(rows, columns=list(StratumTable.__dataclass_fields__))

@@ -13,6 +13,7 @@ reaches the target: an estimate with no guarantee, shown beside it.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import duckdb
@@ -27,6 +28,7 @@ from fieldtrust.calibration.design import (
     Labels,
     error_bound,
     error_bounds,
+    kept_counts,
     kept_labels,
 )
 from fieldtrust.calibration.errors import CalibrationInputError
@@ -34,6 +36,7 @@ from fieldtrust.calibration.intervals import labels_needed, labels_needed_at_rat
 from fieldtrust.calibration.population import load_strata
 from fieldtrust.store.scope import Scope
 from scipy.special import ndtri
+from scipy.stats import binom
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -75,6 +78,43 @@ class _Sums:
     labels: npt.NDArray[np.int64]
     weight: FloatArray
     weight_correct: FloatArray
+
+
+#: Chance the first candidate tested certifies, if errors occur at the prior rate.
+START_POWER = 0.9
+
+
+def walk_start(
+    n_min: int, prior_error: float | None, *, target: float = 0.95, confidence: float = 0.95
+) -> int:
+    """Labels the bound must use before a candidate is tested (STATS.md section 6, step 2).
+
+    ``max(n_min, n)`` with ``n`` the fewest labels whose test certifies
+    ``target`` with probability :data:`START_POWER` when errors occur at
+    ``prior_error``: the walk's one failure is not spent where a certificate
+    is out of reach. Depends on settings only, never on a verdict, so the
+    procedure stays valid (Learn-then-Test allows any such rule).
+    """
+    if prior_error is None or prior_error <= 0:
+        return n_min
+    return max(n_min, _powered_count(prior_error, 1.0 - target, 1.0 - confidence))
+
+
+@functools.lru_cache(maxsize=64)
+def _powered_count(prior_error: float, max_error: float, delta: float) -> int:
+    if prior_error >= max_error:
+        return MAX_START
+    n = np.arange(1, MAX_START + 1)
+    # Most errors that still certify at each n: P(Binomial(n, max_error) <= k) <= delta.
+    k = binom.ppf(delta, n, max_error).astype(np.int64)
+    k = np.where(binom.cdf(k, n, max_error) <= delta, k, k - 1)
+    power = np.where(k >= 0, binom.cdf(k, n, prior_error), 0.0)
+    hits = np.flatnonzero(power >= START_POWER)
+    return int(n[hits[0]]) if hits.size else MAX_START
+
+
+#: The largest walk start searched (labels).
+MAX_START = 20_000
 
 
 def candidate_grid(population_hist: npt.ArrayLike) -> npt.NDArray[np.int64]:
@@ -135,6 +175,7 @@ def select_thresholds(
     target: float = 0.95,
     confidence: float = 0.95,
     n_min: int = 100,
+    prior_error: float | None = None,
 ) -> ThresholdResult:
     """Point and certified thresholds of one stratum.
 
@@ -149,6 +190,14 @@ def select_thresholds(
         the target on average above it.
     n_min
         Candidates with fewer labels above them are skipped, not tested.
+    prior_error
+        Where the walk starts: candidates are skipped until the bound uses at
+        least :func:`walk_start` labels, the count that certifies the target
+        if errors occur at this assumed rate (at least ``n_min``). A rule on
+        label counts only, so validity is kept (Learn-then-Test); it spends
+        the walk's one failure where a certificate is possible. ``None`` (the
+        default of this pure function) starts at ``n_min``; the reports pass
+        the policy's ``prior_error`` (0.03).
 
     References
     ----------
@@ -160,12 +209,17 @@ def select_thresholds(
     max_error = 1.0 - target
     sums = _sums(design, labels)
     grid = candidate_grid(design.population_hist)
+    # Counts only: no later than a third of the labels the bound keeps at the
+    # lowest candidate, so a small stratum is still tested, and never before n_min.
+    kept_at_bottom = int(kept_counts(design, labels, grid[-1:])[0][0]) if grid.size else 0
+    start = max(n_min, min(walk_start(n_min, prior_error, target=target, confidence=confidence),
+                           kept_at_bottom // 3))
 
     # Too few labels above a candidate to test it yet (a count, not an outcome):
     # skipped, not failed; the same counting the labels the bound can use.
-    enough = grid[sums.labels[grid] >= n_min]
+    enough = grid[sums.labels[grid] >= start]
     bounds = error_bounds(design, labels, enough, delta=delta)
-    walked = np.flatnonzero(bounds.kept_labels >= n_min)  # the fixed sequence, high to low
+    walked = np.flatnonzero(bounds.kept_labels >= start)  # the fixed sequence, high to low
     with np.errstate(invalid="ignore", divide="ignore"):
         accuracy = sums.weight_correct[enough[walked]] / sums.weight[enough[walked]]
     # Both must hold: the bound (the guarantee) and the estimate itself, so a

@@ -487,9 +487,10 @@ def metric_intervals(
 ) -> Any:
     """Bootstrap intervals of a stratum's ECE and Brier score (calibration.metrics)."""
     from fieldtrust.calibration.metrics import metric_intervals as intervals
-    from fieldtrust.store.labelled import labelled_items
+    from fieldtrust.store.labelled import design_based_items
 
-    items = labelled_items(con, dataclasses.replace(scope, doc_types=(doc_type,), fields=(field,)))
+    items = design_based_items(
+        con, dataclasses.replace(scope, doc_types=(doc_type,), fields=(field,)))
     return intervals(items.column("confidence").to_numpy(), items.column("correct").to_numpy(),
                      weight=items.column("weight").to_numpy(), n_bins=n_bins, strategy=strategy)
 

@@ -42,6 +42,9 @@ class Criteria:
     n_min: int = 100  # labels above a threshold before it is tested
     stability_weeks: int = 4  # recent weeks with labels that must each hold the target
     weeks: int | None = None  # certification window: the store's last N weeks; None: all
+    version_share: float = 0.05  # share above the threshold that makes a form version material
+    min_week_labels: int = 50  # design-based labels above the threshold each stable week needs
+    prior_error: float | None = 0.03  # where the walk starts (STATS.md section 6); None: n_min
 
     @classmethod
     def of(cls, settings: _CriteriaSource) -> Criteria:
@@ -67,6 +70,8 @@ def certify(
     assessments = automation_candidates(
         con, scope, target=criteria.target, confidence=criteria.confidence,
         n_min=criteria.n_min, stability_weeks=criteria.stability_weeks,
+        version_share=criteria.version_share, min_week_labels=criteria.min_week_labels,
+        prior_error=criteria.prior_error,
     )
     match = next((a for a in assessments if (a.doc_type, a.field) == (doc_type, field)), None)
     if match is None:

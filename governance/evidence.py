@@ -88,7 +88,8 @@ class Certification:
             for w in values["weeks_checked"]
         )
         values["form_versions"] = tuple(
-            VersionCheck(**_nan_for_null(v, "accuracy")) for v in values["form_versions"]
+            VersionCheck(**_nan_for_null(v, "accuracy", "accuracy_low"))
+            for v in values["form_versions"]
         )
         return cls(**values)
 

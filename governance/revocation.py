@@ -28,12 +28,12 @@ from typing import Any
 
 import duckdb
 import numpy as np
+from fieldtrust.calibration import survey
 from fieldtrust.governance.decisions import current_policy
 from fieldtrust.governance.errors import DecisionError
-from fieldtrust.store.labelled import labelled_items
+from fieldtrust.store.labelled import design_based_items
 from fieldtrust.store.scope import Scope
 from fieldtrust.store.weeks import iso_week
-from scipy.stats import beta
 
 
 @dataclass(frozen=True)
@@ -137,14 +137,11 @@ def weighted_upper_bound(correct: np.ndarray, weight: np.ndarray, confidence: fl
     n = len(correct)
     if n == 0:
         raise DecisionError("no labels: the bound needs at least one")
-    p = float(np.sum(weight * correct) / np.sum(weight))
-    z = weight * (correct - p) / np.sum(weight)
-    variance = float(n / (n - 1) * np.sum(z**2)) if n > 1 else 0.0
-    n_eff = min(p * (1 - p) / variance, n) if variance > 0 else float(n)
-    successes = p * n_eff
-    if successes >= n_eff:
-        return 1.0
-    return float(beta.ppf(confidence, successes + 1, n_eff - successes))
+    p = survey.hajek(correct, weight)
+    one_cell = np.zeros(n, dtype=np.int64)
+    variance = survey.linearised_variance(correct, weight, one_cell, np.zeros(n),
+                                          confidence=confidence)
+    return float(survey.korn_graubard_bound(p, variance, n, confidence=confidence, side="upper"))
 
 
 def _weekly_checks(
@@ -156,7 +153,7 @@ def _weekly_checks(
     target: float,
     confidence: float,
 ) -> list[WeekCheck]:
-    items = labelled_items(con, Scope(doc_types=(doc_type,), fields=(field,)))
+    items = design_based_items(con, Scope(doc_types=(doc_type,), fields=(field,)))
     week = np.asarray(items.column("week").to_pylist(), dtype=object)
     keep = (np.asarray(items.column("confidence").to_numpy()) >= threshold) & (week > approval_week)
     correct = np.asarray(items.column("correct").to_numpy(), dtype=float)[keep]

@@ -18,8 +18,10 @@ checked in two passes, its shape and ids in SQL and then those rules per
 row; either pass rejects the whole file, naming row, column and value.
 
 Imported labels get ``review_round = 'import'``. Without a ``sample_id`` the
-extraction is in no audit design, so ``store.labelled`` weighs it as a simple
-random sample of its stratum (STATS.md section 2).
+extraction is in no audit design: its label is ``non_random`` (no weight)
+unless the import declares the file a simple random sample
+(``random_sample=True``, ``--random-sample``), recorded in
+``label_import_designs`` (STATS.md sections 2 and 10).
 
 Import is idempotent: a file already imported (same SHA-256, table
 ``label_imports``) adds nothing, and a label identical to a stored one (same
@@ -41,7 +43,7 @@ import duckdb
 from fieldtrust.labels.errors import LabelError, LabelFieldError
 from fieldtrust.labels.verdicts import verdict_fields, verdict_problems
 from fieldtrust.store.access import require, user_name
-from fieldtrust.store.chain import chain_rows
+from fieldtrust.store.chain import chain_returned, chain_rows
 from fieldtrust.store.connection import utc_now
 from fieldtrust.store.errors import AccessError, ValidationError
 from fieldtrust.store.readers import (
@@ -145,6 +147,7 @@ def import_labels(
     actor: str,
     reviewer_default: str = "import",
     window: TimeWindow | None = None,
+    random_sample: bool = False,
 ) -> LabelImportResult:
     """Validate a labels file and add its labels to the store in one transaction.
 
@@ -162,6 +165,10 @@ def import_labels(
     window
         Accepted ``labeled_at`` times, from its ``earliest`` (default
         2000-01-01); never later than now plus :data:`CLOCK_SKEW`.
+    random_sample
+        The file's items were drawn as a simple random sample of each
+        (doc_type, field) and ISO week they cover: its labels become
+        ``random_import`` and enter estimates with weight ``N / n``.
 
     Returns
     -------
@@ -206,7 +213,8 @@ def import_labels(
         raise_problems(con, typed, _rules(raw.dtypes, window), source=source)
         _check_verdicts(con, typed, source)
         return write_with_retry(
-            con, lambda tx: _store(tx, typed, source, sha, actor), what=f"importing {source}"
+            con, lambda tx: _store(tx, typed, source, sha, actor, random_sample),
+            what=f"importing {source}",
         )
     finally:
         drop_staged(con, typed)
@@ -382,7 +390,8 @@ def _in_row(number: int, exc: LabelError) -> str:
 
 
 def _store(
-    con: duckdb.DuckDBPyConnection, typed: Staged, source: str, sha: str, actor: str
+    con: duckdb.DuckDBPyConnection, typed: Staged, source: str, sha: str, actor: str,
+    random_sample: bool = False,
 ) -> LabelImportResult:
     """Insert the new labels and record the import; runs inside the transaction."""
     batch_id = f"labels-{sha[:16]}"
@@ -410,6 +419,12 @@ def _store(
     )
     chain_rows(con, "labels", {"import_batch_id": batch_id})
     chain_rows(con, "label_imports", {"batch_id": batch_id})
+    if random_sample:
+        declared = con.execute(
+            "INSERT INTO label_import_designs VALUES (?, 'random_sample', ?, ?) RETURNING *",
+            [batch_id, actor, utc_now()],
+        )
+        chain_returned(con, "label_import_designs", declared)
     # Labels are read with their extraction's columns from this copy.
     record_sampled(con, "SELECT extraction_id FROM labels WHERE import_batch_id = ?", [batch_id])
     return LabelImportResult(batch_id, source, typed.rows, added, typed.rows - blank - added, blank)

@@ -24,14 +24,27 @@ from fieldtrust.labels.errors import LabelError
 from fieldtrust.store.retry import first_row
 
 _CELL_PROGRESS_SQL = """
+WITH items AS (
+    SELECT i.cell, i.extraction_id,
+           row_number() OVER (PARTITION BY i.cell ORDER BY i.prn, i.extraction_id) AS turn,
+           EXISTS (SELECT 1 FROM effective_labels v
+                   WHERE v.extraction_id = i.extraction_id) AS done
+    FROM audit_items i WHERE i.sample_id = $sample
+),
+prefix AS (
+    SELECT cell, coalesce(min(turn) FILTER (WHERE NOT done) - 1, count(*)) AS n_usable
+    FROM items GROUP BY cell
+)
 SELECT c.sample_id, c.cell, c.doc_type, c.field, c.band, c.version_status, c.n_population,
        c.n_sample, c.inclusion_prob,
        count(i.extraction_id) FILTER (WHERE EXISTS (
            SELECT 1 FROM labels l WHERE l.extraction_id = i.extraction_id
-             AND l.review_round IN ('primary', 'import', 'adjudication'))) AS n_labelled
+             AND l.review_round IN ('primary', 'import', 'adjudication'))) AS n_labelled,
+       coalesce(any_value(p.n_usable), 0) AS n_usable
 FROM audit_cells c
 LEFT JOIN audit_items i ON i.sample_id = c.sample_id AND i.cell = c.cell
-WHERE c.sample_id = ?
+LEFT JOIN prefix p ON p.cell = c.cell
+WHERE c.sample_id = $sample
 GROUP BY ALL
 ORDER BY c.doc_type, c.field, c.band, c.version_status
 """
@@ -53,9 +66,12 @@ def cell_progress(con: duckdb.DuckDBPyConnection, sample_id: str | None = None) 
     pyarrow.Table
         One row per cell, ordered by doc_type, field, band, version_status;
         columns ``sample_id, cell, doc_type, field, band, version_status,
-        n_population, n_sample, inclusion_prob, n_labelled``. ``n_labelled`` counts items
-        with a primary, imported or adjudicated label, as
-        :func:`fieldtrust.labels.assignment.sample_progress` does.
+        n_population, n_sample, inclusion_prob, n_labelled, n_usable``.
+        ``n_labelled`` counts items with a primary, imported or adjudicated
+        label, as :func:`fieldtrust.labels.assignment.sample_progress` does;
+        ``n_usable`` is the cell's labelled PRN prefix (its items in PRN order
+        up to the first without a verdict): the labels estimates can use now
+        (STATS.md section 10). Labels past a gap wait until it is filled.
 
     Raises
     ------
@@ -63,7 +79,7 @@ def cell_progress(con: duckdb.DuckDBPyConnection, sample_id: str | None = None) 
         No such sample, or none drawn yet.
     """
     sample = _existing_sample(con, sample_id)
-    return con.sql(_CELL_PROGRESS_SQL, params=[sample]).to_arrow_table()
+    return con.sql(_CELL_PROGRESS_SQL, params={"sample": sample}).to_arrow_table()
 
 
 @dataclass(frozen=True)

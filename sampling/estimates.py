@@ -2,8 +2,10 @@
 
 The probability sample of a week is its *current* (newest) sample version.
 The estimates use the labels on its items: they read every label through
-:func:`fieldtrust.store.labelled.labelled_items` and keep those whose extraction is in the
-current sample of its week, where it has a cell and a known ``N_h``. Labels
+:func:`fieldtrust.store.labelled.labelled_items` and keep those in the
+labelled PRN prefix of their cell in the current sample of the week
+(provenance ``audit``, ``from_audit``), where it has a cell and a known ``N_h``;
+``m_h`` is then the prefix's labels, a simple random sample of the cell. Labels
 from the review queue or from one-off imports are chosen by other rules
 (lowest confidence first, say); mixing them in would bias the figures
 (STATS.md section 2), so they count elsewhere (calibration) but not here.
@@ -44,19 +46,14 @@ ESTIMATE_COLUMNS = [
 
 _VIEW = "_fieldtrust_scoped_labels"
 
+# Labels carry the sample they count in (the week's current sample,
+# store.labelled): the newest version holding a verdict.
 _AUDIT_LABELS_SQL = f"""
-WITH current_samples AS (
-    SELECT sample_id, week FROM (
-        SELECT sample_id, week, row_number() OVER (PARTITION BY week ORDER BY version DESC) AS rank_
-        FROM audit_samples
-    ) WHERE rank_ = 1
-)
 SELECT l.extraction_id, l.week, i.sample_id, i.cell, l.doc_type, l.field, l.form_version,
        c.band, c.version_status, c.n_population, l.correct::INTEGER AS correct,
        (len(?::VARCHAR[]) = 0 OR list_contains(?::VARCHAR[], l.form_version)) AS in_scope
 FROM {_VIEW} l
-JOIN current_samples s ON s.week = l.week
-JOIN audit_items i ON i.sample_id = s.sample_id AND i.extraction_id = l.extraction_id
+JOIN audit_items i ON i.sample_id = l.sample_id AND i.extraction_id = l.extraction_id
 JOIN audit_cells c ON c.sample_id = i.sample_id AND c.cell = i.cell
 """
 
@@ -71,7 +68,9 @@ def audit_labels(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> pa.T
     cell's weights) and marks the ones in scope.
     """
     cell_scope = Scope(weeks=scope.weeks, doc_types=scope.doc_types, fields=scope.fields)
-    labels = labelled_items(con, cell_scope)
+    everything = labelled_items(con, cell_scope)
+    # Only each cell's labelled PRN prefix is a random sample of it (STATS.md 10).
+    labels = everything.filter(everything.column("from_audit"))
     versions = list(scope.form_versions)
     con.register(_VIEW, labels)
     try:

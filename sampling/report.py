@@ -6,7 +6,13 @@ from dataclasses import dataclass
 
 import duckdb
 import pandas as pd
-from fieldtrust.sampling.alerts import Alert, alert_weeks, alerts_from_labels
+from fieldtrust.sampling.alerts import (
+    Alert,
+    alert_weeks,
+    alerts_from_labels,
+    count_tests,
+    false_alert_note,
+)
 from fieldtrust.sampling.estimates import ESTIMATE_COLUMNS, audit_labels, estimate_labels
 from fieldtrust.store.scope import Scope, last_weeks
 
@@ -24,6 +30,7 @@ class AuditReport:
     trend: pd.DataFrame
     overall: pd.DataFrame
     alerts: list[Alert]
+    alert_note: str = ""  # how many false alerts to expect, at the level used
 
 
 def audit_report(
@@ -52,4 +59,5 @@ def audit_report(
     alerts = alerts_from_labels(
         con, labels, latest, target=target, confidence=confidence, lookback=lookback
     )
-    return AuditReport(window, trend, overall, alerts)
+    note = false_alert_note(count_tests(con, labels, latest, lookback=lookback), confidence)
+    return AuditReport(window, trend, overall, alerts, note)

@@ -38,6 +38,7 @@ ACTIONS: MappingProxyType[str, str] = MappingProxyType(
         "import_labels": "import a file of labels",
         "decide": "approve, reject or revoke automation",
         "grant_roles": "grant roles",
+        "set_policy": "change the policy settings approvals are held to",
     }
 )
 
@@ -54,6 +55,7 @@ PERMISSIONS: MappingProxyType[str, frozenset[str]] = MappingProxyType(
         "import_labels": frozenset({"qa_lead", "admin"}),
         "decide": frozenset({"manager", "admin"}),
         "grant_roles": frozenset({"admin"}),
+        "set_policy": frozenset({"admin"}),
     }
 )
 

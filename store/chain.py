@@ -76,6 +76,8 @@ CHAINED: Mapping[str, ChainedTable] = {
             ("sample_id", "extraction_id", "reviewer", "skipped_at"),
             ("skipped_at", "sample_id", "extraction_id", "reviewer"),
         ),
+        ChainedTable("label_import_designs", ("batch_id",), ("declared_at", "batch_id")),
+        ChainedTable("policy_settings", ("setting_id",), ("set_at", "setting_id")),
     )
 }
 
@@ -202,13 +204,26 @@ def chain_existing_rows(con: duckdb.DuckDBPyConnection) -> int:
     evidence, the evidence before its decision, ...). Returns the rows chained.
     """
     ordered: list[tuple[tuple[Any, ...], str, dict[str, Any]]] = []
+    present = {str(name) for (name,) in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
+        " AND schema_name = 'main'").fetchall()}
     for rank, spec in enumerate(CHAINED.values()):
+        if spec.name not in present:  # a table a later migration creates
+            continue
         for row in table_rows(con, spec.name):
             ordered.append(((row[spec.order[0]], rank, *map(str, (row[c] for c in spec.order))),
                             spec.name, row))
     ordered.sort(key=lambda item: item[0])
     append_entries(con, [(table, row) for _, table, row in ordered])
     return len(ordered)
+
+
+def chain_table(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    """Chain every row of ``table`` in its insertion order (a migration that fills a new table)."""
+    order = ", ".join(quote_ident(c) for c in CHAINED[table].order)
+    rows = _rows(con, f"SELECT * FROM {quote_ident(table)} ORDER BY {order}", [])
+    append_entries(con, [(table, row) for row in rows])
+    return len(rows)
 
 
 def table_rows(con: duckdb.DuckDBPyConnection, table: str) -> list[dict[str, Any]]:

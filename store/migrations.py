@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import duckdb
-from fieldtrust.store.chain import chain_existing_rows
+from fieldtrust.store.chain import chain_existing_rows, chain_table
 from fieldtrust.store.rollup import refresh_rollups, refresh_sampled
 
 
@@ -492,6 +492,46 @@ MIGRATIONS: tuple[Migration, ...] = (
             sum_confidence DOUBLE   NOT NULL
         );
         """,
+    ),
+    Migration(
+        "0018_label_provenance_and_policy_settings",
+        """
+        -- How an imported file's items were chosen (STATS.md section 10). A file
+        -- declared a simple random sample (`labels import --random-sample`) gets a
+        -- row here; every other label without an audit sample is non-random and
+        -- never enters a design-based figure. Files imported before this
+        -- migration without a sample id were weighed as random samples, so they
+        -- are declared so here, by 'migration 0018'.
+        CREATE TABLE label_import_designs (
+            batch_id    VARCHAR   PRIMARY KEY,
+            design      VARCHAR   NOT NULL CHECK (design IN ('random_sample')),
+            declared_by VARCHAR   NOT NULL,
+            declared_at TIMESTAMP NOT NULL
+        );
+        INSERT INTO label_import_designs (batch_id, design, declared_by, declared_at)
+        SELECT b.batch_id, 'random_sample', 'migration 0018', b.imported_at
+        FROM label_imports b
+        WHERE EXISTS (SELECT 1 FROM labels l
+                      WHERE l.import_batch_id = b.batch_id AND l.sample_id IS NULL);
+
+        -- The bar an approval is held to, set by an admin only (append-only: the
+        -- newest row is in force). Reports may be made stricter by flags or the
+        -- environment; an approval always uses these.
+        CREATE TABLE policy_settings (
+            setting_id       VARCHAR   PRIMARY KEY,
+            target           DOUBLE    NOT NULL CHECK (target > 0 AND target < 1),
+            confidence       DOUBLE    NOT NULL CHECK (confidence > 0 AND confidence < 1),
+            n_min            INTEGER   NOT NULL CHECK (n_min >= 1),
+            stability_weeks  INTEGER   NOT NULL CHECK (stability_weeks >= 1),
+            version_share    DOUBLE    NOT NULL CHECK (version_share > 0 AND version_share <= 1),
+            min_week_labels  INTEGER   NOT NULL CHECK (min_week_labels >= 1),
+            prior_error      DOUBLE    NOT NULL CHECK (prior_error >= 0 AND prior_error < 1),
+            weeks            INTEGER   NOT NULL CHECK (weeks >= 1),
+            set_by           VARCHAR   NOT NULL,
+            set_at           TIMESTAMP NOT NULL
+        );
+        """,
+        then=lambda con: chain_table(con, "label_import_designs"),
     ),
 )
 

@@ -124,7 +124,7 @@ def counts_a_lake(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def _has_sources(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether the store has the lake-source tables (migration 0016)."""
+    """Whether the store has the lake-source tables (migration 0018)."""
     row = fetch_one(
         con,
         "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()"
@@ -162,7 +162,7 @@ LOCATION_COLUMNS = ("doc_id", "document_uri", "page", "bbox_x0", "bbox_y0", "bbo
 
 
 def _copied_columns(con: duckdb.DuckDBPyConnection) -> str:
-    """The columns of the copy: with the locations once migration 0016 added them.
+    """The columns of the copy: with the locations once migration 0018 added them.
 
     Migration 0014 fills the copy before 0016 exists, so the locations are
     copied only when the table has them.

@@ -33,6 +33,8 @@ from tests.store.lake import fresh_store, lake_rows, write_delta_lake, write_par
 WEEKS = ("2026-W02", "2026-W03", "2026-W04", "2026-W05")
 SEED = 20261130
 N_MIN = 30
+#: A small lake: a few dozen labels above the threshold each week are its evidence.
+WEEK_LABELS = 20
 TARGET = 0.9
 QUEUE = 25
 
@@ -59,12 +61,14 @@ def audit(con: duckdb.DuckDBPyConnection, draw: Any, queue: Any) -> dict[str, An
                 corrected_value=None if right else "0.00",
                 error_type=None if right else "misread_characters",
             )
-    assessed = automation_candidates(con, n_min=N_MIN, target=TARGET)
+    assessed = automation_candidates(con, n_min=N_MIN, target=TARGET, min_week_labels=WEEK_LABELS,
+                                     prior_error=None)
     figures = {(a.doc_type, a.field): (a.candidate, a.reason, a.threshold, a.evidence)
                for a in assessed}
     chosen = next(a for a in assessed if a.candidate)
     decision = approve(con, "mona", chosen.doc_type, chosen.field, "lake audit",
-                       criteria=Criteria(n_min=N_MIN, target=TARGET))
+                       criteria=Criteria(n_min=N_MIN, target=TARGET,
+                                         min_week_labels=WEEK_LABELS, prior_error=None))
     return {"sampled": sampled, "figures": figures, "approved": (
         decision.doc_type, decision.field, decision.action, decision.threshold),
         "queue": queue(con)}

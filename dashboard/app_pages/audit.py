@@ -114,6 +114,8 @@ def _progress_section(week: str) -> None:
     grouped = views.progress_by_stratum(cells)
     st.plotly_chart(charts.labelling_progress(grouped), key="audit.progress_chart")
     with st.expander("Progress per cell"):
+        st.caption("n_usable: each cell's labelled prefix in PRN order, the labels estimates"
+                   " use now; labels past an unlabelled item wait until it is labelled.")
         downloads.show_table("cell_progress", cells)
 
 
@@ -135,6 +137,12 @@ def _trend_section(scope: object, settings: object) -> None:
 
 def _alerts_section(week: str, settings: object) -> None:
     alerts = data.cached("weekly_alerts", week, settings.target, settings.confidence)  # type: ignore[attr-defined]
+    level = 1 - settings.confidence  # type: ignore[attr-defined]
+    st.caption(
+        f"Alerts hold the false discovery rate at {level:.0%} across every stratum and kind of"
+        f" the week (Benjamini-Hochberg): when nothing changed, a false alert shows in at most"
+        f" {level:.0%} of weeks; of the alerts shown, at most {level:.0%} are false on average."
+    )
     if not alerts:
         st.success(f"No alerts for {week}.")
         return

@@ -40,10 +40,11 @@ metrics[0].caption(views.accuracy_text(None, table.accuracy_low, table.accuracy_
 spread = data.cached("metric_intervals", stratum.doc_type, stratum.field, scope, int(n_bins),
                      strategy)
 metrics[1].metric("ECE, stated confidence", layout.fmt(table.ece),
-                  help="Expected calibration error on the labels in scope; debiased squared"
-                       f" form {layout.fmt(table.ece_debiased, 4)}. The range is a 95%"
-                       " bootstrap interval of this estimate (biased upwards on few labels).")
-metrics[1].caption(views.range_text(spread.ece_low, spread.ece_high, spread.n_labels))
+                  help="Expected calibration error on the design-based labels in scope. On few"
+                       " labels it is biased upwards, and a bootstrap of it does not cover the"
+                       " true value, so no interval is shown (STATS.md section 11).")
+metrics[1].caption(f"debiased squared form {layout.fmt(table.ece_debiased, 4)};"
+                   f" {table.n_labeled:,} labels; no interval")
 if recal is not None:
     metrics[2].metric("ECE after recalibration", layout.fmt(recal.ece_after),
                       delta=None if recal.ece_before is None or recal.ece_after is None

@@ -9,7 +9,7 @@ role; the page only hides what a role cannot use.
 from __future__ import annotations
 
 import streamlit as st
-from fieldtrust.dashboard import auth, data, downloads, layout, sidebar, state, viewer
+from fieldtrust.dashboard import auth, data, downloads, layout, sidebar, state, viewer, views
 from fieldtrust.labels.assignment import ReviewItem, next_items, skip
 from fieldtrust.labels.forms import form_fields
 from fieldtrust.labels.progress import ItemContext
@@ -122,6 +122,15 @@ def _audit_tab(identity: auth.Identity | None) -> None:
     share = progress.labelled / progress.items if progress.items else 0.0
     st.progress(share, text=f"Sample {sample_id}: {progress.labelled:,} of {progress.items:,}"
                             f" items labelled ({progress.skips:,} skips)")
+    cells = views.frame_of(data.cached("cell_progress", sample_id))
+    if not cells.empty:
+        usable = int(cells["n_usable"].sum())
+        with st.expander(f"Usable now: {usable:,} labels (each cell's labelled prefix)"):
+            st.caption("Items come in each cell's random order; the labels up to a cell's first"
+                       " open item count in the estimates. A label past an open or skipped"
+                       " item waits until that item is labelled.")
+            downloads.show_table("review_cell_progress",
+                                 cells[["cell", "n_sample", "n_labelled", "n_usable"]])
     if identity is None or not allowed(identity.role, "label"):
         who = "nobody" if identity is None else f"{identity.user} ({identity.role or 'no role'})"
         st.info(f"Labelling needs the reviewer or qa_lead role; you are {who}.")

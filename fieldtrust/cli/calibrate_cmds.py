@@ -105,6 +105,7 @@ def calibrate(
         confidence=conf.confidence,
         n_min=conf.n_min,
         stability_weeks=conf.stability_weeks,
+        **_policy_extras(con),
     )
     if as_json:
         echo_json(report.to_dict())
@@ -121,6 +122,15 @@ def calibrate(
     echo_table(_report_rows(report))
 
 
+def _policy_extras(con: Any) -> dict[str, Any]:
+    """The store's policy settings that have no flag: version share, weekly labels, prior."""
+    from fieldtrust.store.policy_settings import current_policy_settings
+
+    policy = current_policy_settings(con)
+    return {"version_share": policy.version_share, "min_week_labels": policy.min_week_labels,
+            "prior_error": policy.prior_error}
+
+
 def _candidate_row(a: CandidateAssessment) -> dict[str, Any]:
     e = a.evidence
     return {
@@ -132,14 +142,15 @@ def _candidate_row(a: CandidateAssessment) -> dict[str, Any]:
         "accuracy": _pct(e["accuracy"]),
         "lower bound": _pct(e["accuracy_low"]),
         "weeks checked": len(e["weeks_checked"]),
-        "form versions": ", ".join(v["form_version"] for v in e["form_versions"]),
+        "covers": e.get("coverage_text") or "",
+        "form versions": ", ".join(e["form_versions"]),
     }
 
 
 @click.command(
     epilog="Example: fieldtrust candidates --weeks 8 --json > candidates.json\n\n"
     "A candidate has a certified threshold, holds the target in each recent week"
-    " with labels and has labels for every form version above the threshold.",
+    " of the window, and covers only the form versions whose own labels certify it.",
 )
 @click.option("--target", type=float, default=None, help="Accuracy to reach [setting target].")
 @click.option(
@@ -168,6 +179,7 @@ def candidates(
         confidence=conf.confidence,
         n_min=conf.n_min,
         stability_weeks=conf.stability_weeks,
+        **_policy_extras(con),
     )
     chosen = [a for a in assessments if a.candidate]
     others = [a for a in assessments if not a.candidate]

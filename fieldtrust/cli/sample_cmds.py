@@ -186,6 +186,7 @@ def report(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
                 "trend": _records(result.trend),
                 "overall": _records(result.overall),
                 "alerts": [dataclasses.asdict(a) for a in result.alerts],
+                "alert_note": result.alert_note,
             }
         )
         return
@@ -199,6 +200,8 @@ def report(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
         click.echo(f"no alerts for {result.weeks[-1]}")
     for alert in result.alerts:
         click.echo(f"ALERT [{alert.kind}] {alert.message}")
+    if result.alert_note:
+        click.echo(result.alert_note)
 
 
 def _trend_grid(trend: pd.DataFrame, overall: pd.DataFrame) -> pd.DataFrame:
@@ -270,10 +273,14 @@ def progress(ctx: click.Context, sample_id: str | None, as_json: bool) -> None:
     missing = [r["cell"] for r in rows if r["n_labelled"] == 0]
     if as_json:
         echo_json({"sample_id": shown, "labelled": labelled, "items": drawn,
+                   "usable": sum(r["n_usable"] for r in rows),
                    "cells_without_labels": missing, "cells": rows})
         return
-    echo_table(rows, ["cell", "n_population", "n_sample", "n_labelled", "inclusion_prob"])
-    click.echo(f"{shown}: {labelled} of {drawn} items labelled;"
+    usable = sum(r["n_usable"] for r in rows)
+    echo_table(rows, ["cell", "n_population", "n_sample", "n_labelled", "n_usable",
+                      "inclusion_prob"])
+    click.echo(f"{shown}: {labelled} of {drawn} items labelled, {usable} usable (each cell's"
+               f" labelled prefix in PRN order; labels past a gap wait until it is filled);"
                f" {len(missing)} of {len(rows)} cells without a label yet")
 
 

@@ -152,10 +152,15 @@ def labels_group() -> None:
     show_default=True,
     help="Reviewer recorded for rows whose reviewer column is blank or absent.",
 )
+@click.option(
+    "--random-sample", is_flag=True,
+    help="Declare the file's items a simple random sample of each (doc_type, field) and ISO"
+         " week they cover, so its labels enter estimates; without it they are non-random.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
 def labels_import(
-    ctx: click.Context, file: str, actor: str, reviewer: str, as_json: bool
+    ctx: click.Context, file: str, actor: str, reviewer: str, random_sample: bool, as_json: bool
 ) -> None:
     """Import labels from a CSV or JSON Lines file, such as a filled `sample --out` file.
 
@@ -165,12 +170,15 @@ def labels_import(
     an 'incorrect' one needs an error_type from the taxonomy and a
     corrected_value or corrected_status ('other' also an error_detail).
     Rows whose verdict is blank are skipped. Any bad row rejects the file and
-    nothing is written (exit code 2). See docs/ingest.md.
+    nothing is written (exit code 2). Rows without a sample_id count in
+    estimates only with --random-sample (the items were drawn at random,
+    STATS.md section 2). See docs/ingest.md.
     """
     from fieldtrust.labels.label_import import import_labels
 
     result = import_labels(
-        open_db(ctx), file, actor=actor, reviewer_default=reviewer, window=time_window(ctx)
+        open_db(ctx), file, actor=actor, reviewer_default=reviewer, window=time_window(ctx),
+        random_sample=random_sample,
     )
     if as_json:
         echo_json(result.to_dict())

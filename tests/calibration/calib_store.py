@@ -77,8 +77,14 @@ def insert_labels(
     sample_id: str | None = None,
     review_round: str = "primary",
     prefix: str = "L",
+    random_sample: bool = True,
 ) -> None:
-    """One label per extraction; verdict from ``correct``."""
+    """One label per extraction; verdict from ``correct``.
+
+    Without ``sample_id`` the labels are an import; ``random_sample`` declares
+    it a simple random sample (provenance ``random_import``), otherwise it is
+    ``non_random`` (as labels from the review queue).
+    """
     frame = pd.DataFrame(  # noqa: F841 (read by SQL)
         {
             "label_id": [f"{prefix}-{i}" for i in extraction_ids],
@@ -86,11 +92,20 @@ def insert_labels(
             "verdict": np.where(np.asarray(correct, dtype=bool), "correct", "incorrect"),
         }
     )
+    batch = None
+    if sample_id is None and random_sample:
+        batch = "test-random-sample"
+        con.execute(
+            "INSERT INTO label_import_designs SELECT ?, 'random_sample', 'tester',"
+            " now()::TIMESTAMP WHERE NOT EXISTS (SELECT 1 FROM label_import_designs"
+            " WHERE batch_id = ?)", [batch, batch],
+        )
     con.execute(
         "INSERT INTO labels (label_id, extraction_id, sample_id, verdict, reviewer,"
-        " review_round, labeled_at)"
-        " SELECT label_id, extraction_id, ?, verdict, 'tester', ?, now()::TIMESTAMP FROM frame",
-        [sample_id, "import" if sample_id is None else review_round],
+        " review_round, labeled_at, import_batch_id)"
+        " SELECT label_id, extraction_id, ?, verdict, 'tester', ?, now()::TIMESTAMP, ?"
+        " FROM frame",
+        [sample_id, "import" if sample_id is None and random_sample else review_round, batch],
     )
 
 

@@ -159,10 +159,13 @@ def test_calibration_metrics_carry_an_interval_and_their_label_count(
     assert not at.exception, at.exception[0].message
     captions = [c.value for c in at.caption]
     ranges = [c for c in captions if re.fullmatch(r"\[0\.\d{3}, 0\.\d{3}\] \(n = [\d,]+\)", c)]
-    assert len(ranges) == 2, captions  # ECE and Brier score
-    ece = next(m for m in at.metric if m.label.startswith("ECE, stated"))
+    assert len(ranges) == 1, captions  # the Brier score's; the ECE shows none
+    brier = next(m for m in at.metric if m.label.startswith("Brier"))
     low, high = (float(x) for x in re.findall(r"0\.\d{3}", ranges[0]))
-    assert low <= float(ece.value) <= high
+    assert low <= float(brier.value) <= high
+    ece_caption = next(c for c in captions if c.startswith("debiased squared form"))
+    assert re.fullmatch(r"debiased squared form -?\d\.\d{4}; [\d,]+ labels; no interval",
+                        ece_caption)
 
 
 def test_labelling_writes_a_label_and_moves_on(

@@ -36,12 +36,15 @@ def certified_store(con: duckdb.DuckDBPyConnection, builder: Any) -> duckdb.Duck
                                     "extracted_at": start + dt.timedelta(hours=2)})
                 wrong = field == "tax" and i % 3 == 0
                 labels.append({"extraction_id": extraction_id, "reviewer": "alice",
-                               "review_round": "import",
+                               "review_round": "import", "import_batch_id": "random-batch",
                                "verdict": "incorrect" if wrong else "correct",
                                "corrected_status": "null" if wrong else None,
                                "error_type": "total_copied_into_tax" if wrong else None})
     builder.extractions(extractions)
     builder.labels(labels)
+    # A file declared a simple random sample (labels import --random-sample).
+    con.execute("INSERT INTO label_import_designs VALUES ('random-batch', 'random_sample',"
+                " 'carol', now()::TIMESTAMP)")
     return con
 
 
@@ -84,8 +87,10 @@ def test_non_candidates_and_other_thresholds_are_refused(
 def test_approval_certifies_the_whole_stratum_whatever_a_caller_looked_at(
     certified_store: duckdb.DuckDBPyConnection, builder: Any
 ) -> None:
-    # A new form version with a handful of labels, all correct: a report filtered to
-    # v1 would still certify total, the whole stratum no longer does.
+    # A new form version, 200 extractions above the threshold with five queue labels
+    # (non-random: no evidence of their own). A report filtered to v1 certifies
+    # total; the whole stratum certifies too, but only for v1: v2 is material and
+    # has no design-based labels, so the candidacy leaves it to humans.
     start, _ = week_bounds(WEEKS[-1])
     builder.extractions([{"extraction_id": f"v2-{i}", "field": "total", "form_version": "v2",
                           "confidence": 0.99, "extracted_at": start} for i in range(200)])
@@ -96,10 +101,11 @@ def test_approval_certifies_the_whole_stratum_whatever_a_caller_looked_at(
 
     filtered = automation_candidates(certified_store, Scope(form_versions=("v1",)), n_min=50)
     assert [a.field for a in filtered if a.candidate] == ["total"]  # what a v1 page shows
-    assert not certify(certified_store, "invoice", "total", CRITERIA).candidate
-    with pytest.raises(DecisionError, match="invoice/total is not an automation candidate"):
-        approve(certified_store, "mona", "invoice", "total", "v1 looked fine", criteria=CRITERIA)
-    assert current_policy(certified_store) == []
+    whole = certify(certified_store, "invoice", "total", CRITERIA)
+    checked = {v.form_version: v for v in whole.form_versions}
+    assert checked["v2"].material and not checked["v2"].covered
+    assert checked["v2"].labels_above == 0  # the queue labels are not evidence
+    assert [v for v, check in checked.items() if check.covered] == ["v1"]
 
 
 def test_reject_and_revoke_freeze_what_the_store_says_now(

@@ -94,7 +94,7 @@ def test_evidence_round_trips_through_its_json_form() -> None:
         0.9, window=("2026-W09", "2026-W10"), weeks_checked=(
             WeekCheck("2026-W10", 120, 0.99, 0.004, False),
             WeekCheck("2026-W09", 0, float("nan"), float("nan"), False)),
-        form_versions=(VersionCheck("v2", 40, 12, 30, 1.0, False),),
+        form_versions=(VersionCheck("v2", 40, 0.12, True, 30, 1.0, 0.905, False),),
     )
     flagged = RevocationRecommendation(
         "invoice", "total", 0.9, "mona", dt.datetime(2026, 3, 6, 15, 12, 9, 123456), "d-1",

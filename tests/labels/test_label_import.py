@@ -16,6 +16,7 @@ from fieldtrust.labels.label_import import LabelImportResult, import_labels
 from fieldtrust.store.access import bootstrap_admin, grant_role
 from fieldtrust.store.errors import ValidationError
 from fieldtrust.store.labelled import labelled_items
+from fieldtrust.store.verify import verify_history
 
 from tests.conftest import Builder, table_fingerprint
 
@@ -43,6 +44,10 @@ def stored(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
         "INSERT INTO audit_items VALUES ('2026-W02/v1', ?, 'invoice|total|[0.90,0.95)|established',"
         " 0.5, 0.1, false)",
         [["e1"], ["e2"]],
+    )
+    con.execute(
+        "INSERT INTO audit_cells VALUES ('2026-W02/v1', 'invoice|total|[0.90,0.95)|established',"
+        " 'invoice', 'total', '[0.90,0.95)', 'established', 4, 2, 0.5)"
     )
     return con
 
@@ -125,13 +130,22 @@ def test_imported_labels_count_as_a_simple_random_sample(
         {"extraction_id": "e4", "verdict": "incorrect", "labeled_at": "2026-01-06",
          "corrected_value": "5", "error_type": "misread_characters"},
     ]
-    run_import(stored, write_csv(tmp_path / "l.csv", rows))
+    run_import(stored, write_csv(tmp_path / "l.csv", rows), random_sample=True)
     items = labelled_items(stored).to_pylist()
-    # Two labels in a stratum of four extractions, neither in an audit sample: pi = 2 / 4.
-    assert [(i["extraction_id"], i["correct"], i["inclusion_prob"]) for i in items] == [
-        ("e3", 1, 0.5),
-        ("e4", 0, 0.5),
-    ]
+    # Declared random: two labels of a stratum-week of four extractions, pi = 2 / 4.
+    assert [(i["extraction_id"], i["correct"], i["inclusion_prob"], i["provenance"])
+            for i in items] == [("e3", 1, 0.5, "random_import"), ("e4", 0, 0.5, "random_import")]
+    assert verify_history(stored).intact  # the declaration is chained
+
+
+def test_undeclared_imports_are_non_random(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    rows = [{"extraction_id": "e3", "verdict": "correct", "labeled_at": "2026-01-06"}]
+    run_import(stored, write_csv(tmp_path / "l.csv", rows))
+    [item] = labelled_items(stored).to_pylist()
+    assert (item["provenance"], item["design_based"], item["weight"]) == (
+        "non_random", False, None)
 
 
 def test_sample_file_is_read_back_with_its_sample_id(
@@ -155,7 +169,8 @@ def test_sample_file_is_read_back_with_its_sample_id(
         "SELECT extraction_id, sample_id, verdict, corrected_value, reviewer FROM labels"
     ).fetchall() == [("e1", "2026-W02/v1", "incorrect", "7", "alice")]
     [item] = labelled_items(stored).to_pylist()
-    assert (item["from_audit"], item["inclusion_prob"]) == (True, 0.5)
+    # e1 comes first in PRN order and e2 is not labelled: the prefix is 1 of N_h = 4.
+    assert (item["from_audit"], item["inclusion_prob"]) == (True, 0.25)
 
 
 def test_a_file_written_by_sample_export_reads_back(

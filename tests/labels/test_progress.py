@@ -43,8 +43,10 @@ def test_cell_progress_counts_labelled_items_per_cell(
     rows = {r["cell"]: r for r in table.to_pylist()}
     assert table.column_names == [
         "sample_id", "cell", "doc_type", "field", "band", "version_status", "n_population",
-        "n_sample", "inclusion_prob", "n_labelled",
+        "n_sample", "inclusion_prob", "n_labelled", "n_usable",
     ]
+    # The usable prefix lies inside the sample.
+    assert all(r["n_usable"] <= r["n_sample"] for r in rows.values())
     assert {c: r["n_labelled"] for c, r in rows.items()} == {
         CELLS[0]: 2, CELLS[1]: 0, CELLS[2]: 2,
     }
@@ -123,7 +125,8 @@ def test_progress_command_shows_cells_and_the_total(
     assert shown["cells_without_labels"] == [CELLS[1]]
     result = CliRunner().invoke(cli, ["--db", str(db_path), "progress", "--sample", SAMPLE])
     assert result.exit_code == 0
-    assert f"{SAMPLE}: 2 of 12 items labelled; 1 of 3 cells without a label yet" in result.stdout
+    assert f"{SAMPLE}: 2 of 12 items labelled, " in result.stdout
+    assert "1 of 3 cells without a label yet" in result.stdout
     result = CliRunner().invoke(cli, ["--db", str(db_path), "progress", "--sample", "nope"])
     assert result.exit_code == 2
     assert "error: no audit sample 'nope'" in result.stderr

@@ -57,7 +57,7 @@ def test_bad_week_after_approval_is_flagged(
 
     bad, good = shift_week(now_week, 1), shift_week(now_week, 2)
     _week(builder, con, bad, "total", 45, 15)           # 75% above the threshold
-    _week(builder, con, bad, "total", 0, 20, confidence=0.5)  # below it: not counted
+    _week(builder, con, bad, "total", 0, 20, confidence=0.5)  # a smaller redraw: not current
     _week(builder, con, good, "total", 40, 0)
     _week(builder, con, bad, "tax", 60, 0)
     (flag,) = revocation_recommendations(con)

@@ -10,6 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from fieldtrust.governance.acts import approve, reject
+from fieldtrust.governance.policy_settings import set_policy_settings
 from fieldtrust.labels.agreement import adjudicate
 from fieldtrust.labels.label_import import import_labels
 from fieldtrust.labels.verdicts import record_verdict, supersede
@@ -37,6 +38,7 @@ EXPECTED = {
     "import_labels": {"qa_lead", "admin"},
     "decide": {"manager", "admin"},
     "grant_roles": {"admin"},
+    "set_policy": {"admin"},
 }
 
 ROLE_OR_NONE = [*ROLES, "none"]
@@ -79,6 +81,7 @@ def _attempt(con: duckdb.DuckDBPyConnection, action: str, user: str) -> Callable
         "grant_roles": lambda: grant_role(con, user, "newcomer", "reviewer"),
         "draw_sample": lambda: require(con, user, "draw_sample"),
         "import_labels": lambda: import_labels(con, _labels_file(), actor=user),
+        "set_policy": lambda: set_policy_settings(con, user, n_min=200),
     }
     return calls[action]
 

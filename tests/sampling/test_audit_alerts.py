@@ -89,14 +89,17 @@ def test_below_target_p_value_agrees_with_the_upper_bound(estimate: float, n_eff
         assert p_value == pytest.approx(expected, rel=1e-9)
 
 
-def test_drop_test_is_fisher_exact_on_effective_counts() -> None:
+def test_drop_test_is_fisher_mid_p_on_effective_counts() -> None:
     p_value = lower_rate_p_value(0.80, 100, 0.90, 400)
-    expected = stats.fisher_exact([[20, 80], [40, 360]], alternative="greater").pvalue
-    assert p_value == pytest.approx(expected)
+    exact = stats.fisher_exact([[20, 80], [40, 360]], alternative="greater").pvalue
+    # Mid-p: the exact p-value less half the probability of the table seen.
+    at_table = stats.hypergeom(500, 60, 100).pmf(20)
+    assert p_value == pytest.approx(exact - at_table / 2)
     assert p_value < 0.05
-    # One error against a perfect record: a pooled z test would say p = 0.02.
-    assert lower_rate_p_value(0.99, 100, 1.0, 400) == pytest.approx(0.2)
-    assert lower_rate_p_value(1.0, 50, 1.0, 200) == 1.0
+    # One error against a perfect record: a pooled z test would say p = 0.02;
+    # the exact test 0.2, its mid-p 0.1: not an alert either way.
+    assert lower_rate_p_value(0.99, 100, 1.0, 400) == pytest.approx(0.1)
+    assert lower_rate_p_value(1.0, 50, 1.0, 200) == 0.5
 
 
 def test_bad_arguments() -> None:

@@ -50,7 +50,9 @@ def test_weighted_estimate_is_unbiased_and_intervals_cover() -> None:
     coverage = np.mean((run["lower"] <= truth) & (truth <= run["upper"]))
     assert abs(bias) < 0.005
     assert naive_bias < -0.02  # boosting the worse version drags the raw share down
-    assert 0.93 <= coverage <= 0.97
+    # n_eff is capped at the label count (STATS.md 3): where stratification gains
+    # much precision, as here, the interval is exact Clopper-Pearson at n, a little wide.
+    assert 0.93 <= coverage <= 0.98
     # The design-based standard error matches the spread over replications.
     assert np.mean(np.sqrt(run["variance"])) == pytest.approx(np.std(run["estimate"]), rel=0.1)
 
@@ -68,7 +70,7 @@ def test_new_version_domain_is_unbiased_and_covered() -> None:
         estimates.append(est.estimate)
         covered.append(est.lower <= truth <= est.upper)
     assert abs(np.mean(estimates) - truth) < 0.005
-    assert 0.93 <= np.mean(covered) <= 0.98
+    assert 0.93 <= np.mean(covered) <= 0.99
 
 
 @pytest.mark.slow

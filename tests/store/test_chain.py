@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from decided import approve_as_stated
 from fieldtrust.governance.acts import reject
 from fieldtrust.governance.policy import export_policy
+from fieldtrust.governance.policy_settings import set_policy_settings
 from fieldtrust.labels.assignment import next_items, skip
 from fieldtrust.labels.label_import import import_labels
 from fieldtrust.labels.verdicts import record_verdict
@@ -59,7 +60,10 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         labels_file = path.with_name("offline.csv")
         labels_file.write_text(f"extraction_id,verdict,reviewer\n{extraction},correct,offline\n",
                                encoding="utf-8")
-        import_labels(con, labels_file, actor=QA_LEAD)
+        import_labels(con, labels_file, actor=QA_LEAD, random_sample=True)
+        admin = con.execute("SELECT user_name FROM user_roles WHERE role = 'admin'"
+                            " ORDER BY granted_at LIMIT 1").fetchall()[0][0]
+        set_policy_settings(con, admin, n_min=150)
     finally:
         con.close()
     return path
@@ -260,8 +264,8 @@ def test_removing_the_newest_rows_with_their_entries_needs_the_kept_head(
     kept = chain_head(con)
     key = _one(con, "SELECT row_key FROM history_chain ORDER BY seq DESC LIMIT 1")
     table = _one(con, "SELECT table_name FROM history_chain ORDER BY seq DESC LIMIT 1")
-    assert table == "label_imports"
-    con.execute("DELETE FROM label_imports WHERE batch_id = ?", [json.loads(str(key))[0]])
+    assert table == "policy_settings"  # the fixture's last write
+    con.execute("DELETE FROM policy_settings WHERE setting_id = ?", [json.loads(str(key))[0]])
     con.execute("DELETE FROM history_chain WHERE seq = ?", [kept.seq])
     assert verify_history(con).intact
     check = verify_history(con, expected_head=kept)

@@ -48,15 +48,43 @@ def add_label(
     )
 
 
-def add_audit(con: duckdb.DuckDBPyConnection, version: int, items: dict[str, float]) -> None:
+def add_audit(
+    con: duckdb.DuckDBPyConnection, version: int, cells: dict[str, tuple[int, list[str]]]
+) -> str:
+    """A sample of 2026-W02: per cell its population N_h and its items in PRN order."""
     sample_id = f"2026-W02/v{version}"
     con.execute(
         "INSERT INTO audit_samples VALUES (?, '2026-W02', ?, 1, '{}', 'x', ?, NULL)",
         [sample_id, version, MONDAY_W03],
     )
-    con.executemany(
-        "INSERT INTO audit_items VALUES (?, ?, 'cell', ?, 0.5, false)",
-        [[sample_id, extraction_id, prob] for extraction_id, prob in items.items()],
+    for cell, (size, items) in cells.items():
+        con.execute(
+            "INSERT INTO audit_cells VALUES (?, ?, 'invoice', 'total', '[0.00,1.00]',"
+            " 'established', ?, ?, ?)", [sample_id, cell, size, len(items), len(items) / size],
+        )
+        con.executemany(
+            "INSERT INTO audit_items VALUES (?, ?, ?, ?, ?, false)",
+            [[sample_id, e, cell, len(items) / size, (i + 1) / 100]
+             for i, e in enumerate(items)],
+        )
+    return sample_id
+
+
+def declare_random(con: duckdb.DuckDBPyConnection, batch: str) -> None:
+    con.execute(
+        "INSERT INTO label_import_designs VALUES (?, 'random_sample', 'ana', ?)",
+        [batch, MONDAY_W03],
+    )
+
+
+def add_import(
+    con: duckdb.DuckDBPyConnection, label_id: str, extraction_id: str, verdict: str,
+    batch: str = "random-batch",
+) -> None:
+    con.execute(
+        "INSERT INTO labels (label_id, extraction_id, verdict, reviewer, review_round,"
+        " labeled_at, import_batch_id) VALUES (?, ?, ?, 'ana', 'import', ?, ?)",
+        [label_id, extraction_id, verdict, MONDAY_W03, batch],
     )
 
 
@@ -65,45 +93,86 @@ def by_id(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> dict[str, d
     return {row["extraction_id"]: row for row in rows}
 
 
-def test_audit_items_weigh_one_over_their_inclusion_probability(
+def test_a_fully_labelled_cell_weighs_its_design_probability(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
-    add_extractions(con, ["a", "b"])
-    add_audit(con, 1, {"a": 0.25, "b": 0.5})
+    add_extractions(con, ["a", "b", "c"])
+    add_audit(con, 1, {"one": (8, ["a"]), "two": (10, ["b", "c"])})
     add_label(con, "l1", "a", "correct")
     add_label(con, "l2", "b", "incorrect")
+    add_label(con, "l3", "c", "correct")
 
     rows = by_id(con)
 
-    assert rows["a"]["weight"] == pytest.approx(4.0)
-    assert rows["b"]["weight"] == pytest.approx(2.0)
+    assert rows["a"]["weight"] == pytest.approx(8.0)
+    assert rows["b"]["weight"] == pytest.approx(5.0)
     assert (rows["a"]["correct"], rows["b"]["correct"]) == (1, 0)
-    assert rows["a"]["from_audit"] is True
+    assert rows["a"]["provenance"] == "audit" and rows["a"]["design_based"] is True
+
+
+def test_a_partly_labelled_cell_uses_its_labelled_prefix(con: duckdb.DuckDBPyConnection) -> None:
+    # Items in PRN order a, b, c, d of a cell of 20; a, b and d labelled, c not yet.
+    add_extractions(con, ["a", "b", "c", "d"])
+    add_audit(con, 1, {"one": (20, ["a", "b", "c", "d"])})
+    for item in ("a", "b", "d"):
+        add_label(con, f"l-{item}", item, "correct")
+
+    rows = by_id(con)
+
+    # The prefix is a, b: pi = 2 / 20. d waits until c is labelled.
+    assert rows["a"]["inclusion_prob"] == pytest.approx(0.1)
+    assert rows["b"]["weight"] == pytest.approx(10.0)
+    assert rows["d"]["design_based"] is False and rows["d"]["weight"] is None
+    assert rows["d"]["provenance"] == "audit"
+
+    add_label(con, "l-c", "c", "unclear")  # an unclear verdict closes the gap
+    rows = by_id(con)
+    assert "c" not in rows
+    assert rows["d"]["design_based"] is True
+    assert rows["d"]["inclusion_prob"] == pytest.approx(4 / 20)
 
 
 def test_newest_sample_version_gives_the_probability(con: duckdb.DuckDBPyConnection) -> None:
-    add_extractions(con, ["a"])
-    add_audit(con, 1, {"a": 0.25})
-    add_audit(con, 2, {"a": 0.1})
+    add_extractions(con, ["a", "b"])
+    add_audit(con, 1, {"one": (4, ["a"])})
+    add_audit(con, 2, {"one": (10, ["a"])})
     add_label(con, "l1", "a", "correct")
 
     assert by_id(con)["a"]["weight"] == pytest.approx(10.0)
 
 
-def test_labels_without_design_are_a_simple_random_sample_of_the_stratum(
+def test_declared_random_imports_weigh_per_stratum_and_week(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
-    add_extractions(con, [f"t{i}" for i in range(10)])  # N_h = 10 totals
-    add_extractions(con, [f"x{i}" for i in range(4)], field="tax")  # N_h = 4 taxes
-    for i in range(2):  # n_h = 2 -> weight 5
-        add_label(con, f"lt{i}", f"t{i}", "correct", review_round="import")
-    add_label(con, "lx", "x0", "incorrect", review_round="import")  # n_h = 1 -> weight 4
+    add_extractions(con, [f"t{i}" for i in range(10)])  # N = 10 totals in W02
+    add_extractions(con, [f"u{i}" for i in range(3)], at=MONDAY_W03)  # N = 3 totals in W03
+    add_extractions(con, [f"x{i}" for i in range(4)], field="tax")  # N = 4 taxes in W02
+    declare_random(con, "random-batch")
+    for i in range(2):  # n = 2 of 10 -> weight 5
+        add_import(con, f"lt{i}", f"t{i}", "correct")
+    add_import(con, "lu", "u0", "correct")  # 1 of 3 in W03 -> weight 3
+    add_import(con, "lx", "x0", "incorrect")  # 1 of 4 -> weight 4
 
     rows = by_id(con)
 
     assert rows["t0"]["weight"] == pytest.approx(5.0)
+    assert rows["u0"]["weight"] == pytest.approx(3.0)
     assert rows["x0"]["weight"] == pytest.approx(4.0)
-    assert rows["x0"]["from_audit"] is False
+    assert rows["x0"]["provenance"] == "random_import"
+    assert rows["x0"]["from_audit"] is False and rows["x0"]["design_based"] is True
+
+
+def test_queue_and_undeclared_labels_are_non_random(con: duckdb.DuckDBPyConnection) -> None:
+    add_extractions(con, ["q", "i"])
+    add_label(con, "lq", "q", "correct")  # a review-queue label: no sample
+    add_import(con, "li", "i", "incorrect", batch="no-declaration")
+
+    rows = by_id(con)
+
+    for item in ("q", "i"):
+        assert rows[item]["provenance"] == "non_random"
+        assert rows[item]["design_based"] is False
+        assert rows[item]["weight"] is None
 
 
 def test_unclear_verdicts_are_neither_right_nor_wrong(con: duckdb.DuckDBPyConnection) -> None:
@@ -137,14 +206,17 @@ def test_adjudication_beats_review_and_superseded_rows_never_count(
     assert (rows["b"]["correct"], rows["b"]["label_id"]) == (1, "fix")
 
 
-def test_scope_limits_weeks_and_the_srs_population(con: duckdb.DuckDBPyConnection) -> None:
+def test_scope_limits_weeks_and_the_random_sample_population(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
     add_extractions(con, ["w2a", "w2b"])
     add_extractions(con, ["w3a", "w3b", "w3c", "w3d"], at=MONDAY_W03)
-    add_label(con, "l1", "w3a", "correct", review_round="import")
+    declare_random(con, "random-batch")
+    add_import(con, "l1", "w3a", "correct")
 
     assert set(by_id(con, Scope(weeks=("2026-W02",)))) == set()
     assert by_id(con, Scope(weeks=("2026-W03",)))["w3a"]["weight"] == pytest.approx(4.0)
-    assert by_id(con)["w3a"]["weight"] == pytest.approx(6.0)
+    assert by_id(con)["w3a"]["weight"] == pytest.approx(4.0)  # its own week, not the store
 
 
 def test_results_do_not_depend_on_insertion_order(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -139,8 +139,8 @@ def test_bad_flag_values_become_a_one_line_error(db) -> None:
 
 
 def test_candidates_lists_evidence_and_reasons(db) -> None:
-    code, out, _ = run(db, "candidates", "--json", "--weeks", "3")
-    assert code == 0
+    code, out, err = run(db, "candidates", "--json", "--weeks", "3")
+    assert code == 0, (out, err)
     payload = json.loads(out)
     reasons = {(s["doc_type"], s["field"]): s["reason"] for s in payload["not_candidates"]}
     assert reasons[("handwritten_receipt", "tax")] in ("accuracy_below_target", "too_few_labels")
