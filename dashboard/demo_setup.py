@@ -13,7 +13,7 @@ import os
 
 import duckdb
 from fieldtrust.calibration.recalibrate import fit_recalibration
-from fieldtrust.labels.roles import bootstrap_admin, current_role, grant_role
+from fieldtrust.labels.roles import bootstrap_admin, current_roles, grant_role
 from fieldtrust.store.sql import quote_ident
 
 from fieldtrust import store
@@ -56,13 +56,13 @@ def _ensure_users(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Grant the demo users their roles where missing; the names granted now."""
     granted = []
     admin = DEMO_USERS[0][0]
-    if current_role(con, admin) is None:
+    if not current_roles(con, admin):
         if _count(con, "user_roles") > 0:
             return []  # someone else administers this store: leave it alone
         bootstrap_admin(con, admin)
         granted.append(admin)
     for name, role in DEMO_USERS[1:]:
-        if current_role(con, name) is None:
+        if not current_roles(con, name):
             grant_role(con, admin, name, role)
             granted.append(name)
     return granted

@@ -40,6 +40,9 @@ class Settings:
     seed: int = _setting(20261130, "Seed of the audit sample's permanent random numbers.")
     model: str = _setting("claude-sonnet-4-6", "Claude model used by `fieldtrust extract`.")
     port: int = _setting(8501, "Port of the dashboard server.")
+    user: str = _setting(
+        "", "Who you are: the acting user of commands run without --as (empty: none)."
+    )
 
     def __post_init__(self) -> None:
         for name in ("target", "confidence"):

@@ -56,7 +56,8 @@ def connect(
     target = str(path)
     if read_only and target != ":memory:" and not Path(target).exists():
         raise StoreError(
-            f"no store at {target}: run `fieldtrust demo` or `fieldtrust ingest` first"
+            f"no store at {target}: run `fieldtrust init --admin NAME` (or `fieldtrust demo`)"
+            " first"
         )
     deadline = time.monotonic() + lock_timeout
     pause = 0.05

@@ -249,7 +249,7 @@ def test_labels_import_rejects_bad_rows_with_exit_2(
 
 
 @pytest.mark.parametrize(("actor", "message"), [
-    (None, "Missing option '--as'"),
+    (None, "importing labels needs to know who you are: give --as NAME"),
     ("root", None),  # an admin may import
     ("bob", "bob (no role) may not import a file of labels"),
 ])

@@ -39,7 +39,7 @@ def _decide(identity: auth.Identity, action: str, stratum: views.Stratum) -> Non
 
 def _decision_form(identity: auth.Identity | None, strata: list[views.Stratum]) -> None:
     st.subheader("Decide")
-    if identity is None or not allowed(identity.role, "decide"):
+    if identity is None or not allowed(identity.roles, "decide"):
         who = "nobody" if identity is None else f"{identity.user} ({identity.role or 'no role'})"
         st.info(f"Decisions need the manager or admin role; you are {layout.plain(who)}.")
         return

@@ -124,7 +124,7 @@ def _audit_tab(identity: auth.Identity | None) -> None:
     share = progress.labelled / progress.items if progress.items else 0.0
     st.progress(share, text=f"Sample {sample_id}: {progress.labelled:,} of {progress.items:,}"
                             f" items labelled ({progress.skips:,} skips)")
-    if identity is None or not allowed(identity.role, "label"):
+    if identity is None or not allowed(identity.roles, "label"):
         who = "nobody" if identity is None else f"{identity.user} ({identity.role or 'no role'})"
         st.info(f"Labelling needs the reviewer or qa_lead role; you are {who}.")
         return

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fieldtrust.cli.common import echo_json, echo_table, open_db, settings
+from fieldtrust.cli.common import acting_user, echo_json, echo_table, open_db, settings
 from fieldtrust.sampling.design import Design, load_design
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     default=None,
     metavar="NAME",
     help="Who draws: a user with the qa_lead role, checked in the store and recorded with"
-    " the sample (required unless --preview).",
+    " the sample [default: setting user, env FIELDTRUST_USER].",
 )
 @click.pass_context
 def sample(
@@ -91,8 +91,7 @@ def sample(
             raise click.UsageError("--preview writes nothing; drop --out or --preview")
         _print_preview(preview_design(open_db(ctx, read_only=True), week, design), as_json)
         return
-    if actor is None:
-        raise click.UsageError("drawing needs --as NAME, a user with the qa_lead role")
+    actor = acting_user(ctx, actor, what="drawing a sample")
     con = open_db(ctx)
     result = draw_sample(
         con,

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 import duckdb
 
-from fieldtrust.cli.common import echo_json, open_db, settings
+from fieldtrust.cli.common import AS_HELP, acting_user, echo_json, open_db, settings
 from fieldtrust.settings import Settings
 from fieldtrust.store.chain import ChainHead
 from fieldtrust.store.errors import StoreError
@@ -112,8 +112,8 @@ def labels_group() -> None:
     "import", epilog="Example: fieldtrust labels import w48.csv --reviewer alice --as carol"
 )
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--as", "actor", required=True, metavar="NAME",
-              help="Who imports: a qa_lead or admin (their role in the store is checked).")
+@click.option("--as", "actor", default=None, metavar="NAME",
+              help="Who imports: a qa_lead or admin. " + AS_HELP)
 @click.option(
     "--reviewer",
     default="import",
@@ -123,7 +123,7 @@ def labels_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
 def labels_import(
-    ctx: click.Context, file: str, actor: str, reviewer: str, as_json: bool
+    ctx: click.Context, file: str, actor: str | None, reviewer: str, as_json: bool
 ) -> None:
     """Import labels from a CSV or JSON Lines file, such as a filled `sample --out` file.
 
@@ -137,6 +137,7 @@ def labels_import(
     """
     from fieldtrust.store.label_import import import_labels
 
+    actor = acting_user(ctx, actor, what="importing labels")
     result = import_labels(open_db(ctx), file, actor=actor, reviewer_default=reviewer)
     if as_json:
         echo_json(dataclasses.asdict(result))
@@ -208,7 +209,38 @@ def _expected_head(head: str | None, policy_file: str | None) -> ChainHead | Non
     return ChainHead(int(match.group(1)), match.group(2))
 
 
+@click.command(
+    "init", epilog="Example: fieldtrust --db audit.duckdb init --admin ann"
+)
+@click.option("--admin", "admin", required=True, metavar="NAME",
+              help="Your user name: the store's first admin.")
+@click.pass_context
+def init(ctx: click.Context, admin: str) -> None:
+    """Make a new store with its first admin and print the next three commands."""
+    _init_with_admin(ctx, admin)
+
+
+def _init_with_admin(ctx: click.Context, admin: str) -> None:
+    """Create the store (migrated), grant ``admin`` the admin role, say what comes next."""
+    from fieldtrust.labels.roles import first_admin
+
+    db = settings(ctx).db
+    made = first_admin(open_db(ctx), admin)
+    name = admin.strip()
+    click.echo(f"{db}: {name} is {'now' if made else 'already'} the admin of this store")
+    db_flag = "" if db == Settings().db else f" --db {db}"
+    click.echo(f"\nTell fieldtrust who you are once: export FIELDTRUST_USER={name}"
+               f"  (or user = \"{name}\" in fieldtrust.toml)\nNext:")
+    click.echo(f"  1. fieldtrust ingest extractions.csv{db_flag}"
+               "          # your extraction log (docs/ingest.md)")
+    click.echo(f"  2. fieldtrust users grant {name} qa_lead{db_flag}"
+               "        # to draw samples and label them yourself")
+    click.echo(f"  3. fieldtrust sample --week WEEK --out sample.csv{db_flag}"
+               "  # WEEK from `fieldtrust info --values`")
+
+
 def register(group: click.Group) -> None:
+    group.add_command(init)
     group.add_command(info)
     group.add_command(verify)
     group.add_command(show_settings)

@@ -35,7 +35,7 @@ import pyarrow as pa
 
 from fieldtrust.demo.values import OTHER_PAYMENTS, misread_digit, misread_letter
 from fieldtrust.labels.agreement import adjudicate
-from fieldtrust.labels.roles import bootstrap_admin, current_role, grant_role, require
+from fieldtrust.labels.roles import bootstrap_admin, current_roles, grant_role, require
 from fieldtrust.labels.verdicts import verdict_fields
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample
@@ -159,11 +159,11 @@ def simulate_reviews(
 
 def _grant_roles(con: duckdb.DuckDBPyConnection, reviewers: Sequence[str]) -> None:
     """Give the demo people their roles (through labels.roles, so grants are checked)."""
-    if current_role(con, ADMIN) is None:
+    if not current_roles(con, ADMIN):
         bootstrap_admin(con, ADMIN)
     wanted = [(QA_LEAD, "qa_lead"), (MANAGER, "manager"), *((r, "reviewer") for r in reviewers)]
     for name, role in wanted:
-        if current_role(con, name) != role:
+        if role not in current_roles(con, name):
             grant_role(con, ADMIN, name, role)
     for name in reviewers:
         require(con, name, "label")

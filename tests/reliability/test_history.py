@@ -33,7 +33,7 @@ from fieldtrust.labels.evidence import (
     evidence_payload,
 )
 from fieldtrust.labels.export import export_labels
-from fieldtrust.labels.roles import grant_role
+from fieldtrust.labels.roles import grant_role, revoke_role
 from fieldtrust.labels.verdicts import label_history, record_verdict, supersede
 from fieldtrust.store.chain import CHAINED, chain_head
 from fieldtrust.store.errors import FieldtrustError
@@ -248,7 +248,7 @@ def test_a_correction_is_a_new_row_and_the_old_one_reads_back(pcon: duckdb.DuckD
         lambda con: decide(con, MANAGER, action="approve", doc_type="invoice", field="total",
                            threshold=0.8, comment="x", evidence={"threshold": 0.9}),
         lambda con: grant_role(con, "ana", "ana", "admin"),
-        lambda con: grant_role(con, ADMIN, ADMIN, "reviewer"),  # the last admin
+        lambda con: revoke_role(con, ADMIN, ADMIN, "admin"),  # the last admin
     ],
     ids=["label-as-manager", "supersede-missing", "approve-as-reviewer", "approve-off-evidence",
          "self-promotion", "demote-last-admin"],

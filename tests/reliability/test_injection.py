@@ -76,7 +76,8 @@ BASE_TABLES = (
     "assignments", "audit_cells", "audit_items", "audit_samples", "decisions", "demo_truth",
     "evidence_snapshots", "extraction_counts", "extraction_log", "extractions", "form_versions",
     "history_chain", "ingest_batches", "label_imports", "labels", "recalibration_knots",
-    "recalibration_maps", "sampled_extractions", "schema_migrations", "skips", "user_roles",
+    "recalibration_maps", "role_revocations", "sampled_extractions", "schema_migrations",
+    "skips", "user_roles",
 )
 
 

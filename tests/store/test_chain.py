@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from fieldtrust.labels.assignment import next_items, skip
 from fieldtrust.labels.decisions import decide
 from fieldtrust.labels.policy import export_policy
+from fieldtrust.labels.roles import grant_role, revoke_role
 from fieldtrust.labels.verdicts import record_verdict
 from fieldtrust.store.chain import CHAINED, GENESIS, ChainHead, chain_existing_rows, chain_head
 from fieldtrust.store.label_import import import_labels
@@ -59,6 +60,8 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         labels_file = path.with_name("offline.csv")
         labels_file.write_text(f"extraction_id,verdict,reviewer\n{extraction},correct,offline\n",
                                encoding="utf-8")
+        grant_role(con, ADMIN, "temp-lead", "qa_lead")
+        revoke_role(con, ADMIN, "temp-lead", "qa_lead")
         import_labels(con, labels_file, actor=QA_LEAD)
     finally:
         con.close()

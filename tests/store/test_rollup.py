@@ -122,6 +122,7 @@ def test_a_read_only_open_upgrades_a_store_made_by_an_older_fieldtrust(tmp_path:
     # As an older fieldtrust left it: without the newest migration's tables.
     con.execute("DROP TABLE extraction_counts")
     con.execute("DROP TABLE sampled_extractions")
+    con.execute("DROP TABLE role_revocations")
     newest = [m.name for m in MIGRATIONS if m.name >= "0014"]
     con.execute("DELETE FROM schema_migrations WHERE name IN (SELECT unnest(?::VARCHAR[]))",
                 [newest])
