@@ -1,7 +1,8 @@
 """Write a sample's items to CSV for offline labelling.
 
 The file has the item columns, then empty label columns a reviewer fills in
-(verdict, reviewer, corrected_value, error_type, labeled_at); ``fieldtrust
+(verdict, reviewer, corrected_value, corrected_status, error_type,
+error_detail, labeled_at: every column the import reads); ``fieldtrust
 labels import FILE`` reads it back by extraction_id and sample_id.
 
 Spreadsheet programs run a cell that starts with ``=``, ``+``, ``-`` or ``@``
@@ -32,7 +33,11 @@ ITEM_COLUMNS = (
     "inclusion_prob",
     "sample_id",
 )
-LABEL_COLUMNS = ("verdict", "reviewer", "corrected_value", "error_type", "labeled_at")
+#: Every column ``fieldtrust labels import`` reads, so a filled file imports as written.
+LABEL_COLUMNS = (
+    "verdict", "reviewer", "corrected_value", "corrected_status", "error_type", "error_detail",
+    "labeled_at",
+)
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 

@@ -11,8 +11,11 @@ are skipped and counted, so a half-labelled sample can be imported.
 The acting user must hold a role allowed to ``import_labels`` (qa_lead or
 admin, :data:`fieldtrust.labels.roles.PERMISSIONS`), and every row is held to the rules
 of recording a verdict (:func:`fieldtrust.labels.verdicts.verdict_problems`): an error
-type from the taxonomy, a corrected value or status for ``incorrect``, a
-detail for ``other``, nothing of the sort on ``correct``; and each reviewer
+type from the taxonomy, a detail for ``other``, nothing of the sort on
+``correct``. History that records only the verdict is accepted: an
+``incorrect`` row without an error type is stored with the type
+``not_recorded``, one without a corrected value keeps it unknown, and the
+result counts such rows (``rows_without_details``); and each reviewer
 name to those of a user name (one line, no control characters). A file is
 checked in two passes, its shape and ids in SQL and then those rules per
 row; either pass rejects the whole file, naming row, column and value.
@@ -30,6 +33,7 @@ same id.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,6 +119,11 @@ class LabelImportResult:
     rows_added: int
     rows_already_stored: int
     rows_without_verdict: int
+    #: Rows with an 'incorrect' verdict but no error type or no corrected value
+    #: (stored as error type ``not_recorded`` / an unknown correction).
+    rows_without_details: int = 0
+    #: Label Studio annotations that were cancelled (skipped), counted and not stored.
+    rows_cancelled: int = 0
 
 
 def import_labels(
@@ -175,10 +184,11 @@ def import_labels(
         )
         typed = _typed(con, raw, reviewer_default, csv=fmt == "csv")
         raise_problems(con, typed, _rules(raw.dtypes), source=source)
-        _check_verdicts(con, typed, source)
-        return write_with_retry(
+        lacking = _check_verdicts(con, typed, source)
+        stored = write_with_retry(
             con, lambda tx: _store(tx, typed, source, sha, actor), what=f"importing {source}"
         )
+        return dataclasses.replace(stored, rows_without_details=lacking)
     finally:
         drop_staged(con, typed)
         drop_staged(con, raw)
@@ -304,8 +314,12 @@ def _rules(dtypes: dict[str, str]) -> list[Rule]:
     ]
 
 
-def _check_verdicts(con: duckdb.DuckDBPyConnection, typed: Staged, source: str) -> None:
+def _check_verdicts(con: duckdb.DuckDBPyConnection, typed: Staged, source: str) -> int:
     """Hold every row with a verdict to :func:`record_verdict`'s rules; store what it cleans.
+
+    Verdict-only history is accepted (``details_required=False``): an
+    'incorrect' row without an error type gets ``not_recorded``, one without a
+    corrected value keeps it unknown. Returns how many rows lacked such details.
 
     Raises one :class:`ValidationError` naming row, column and value of every
     problem. Otherwise writes the cleaned fields back to the staged rows (a
@@ -319,8 +333,12 @@ def _check_verdicts(con: duckdb.DuckDBPyConnection, typed: Staged, source: str) 
     ).fetchall()
     problems: list[str] = []
     cleaned = []
+    lacking = 0
     for number, verdict, value, status, kind, detail, reviewer in rows:
-        found: list[LabelError] = [*verdict_problems(verdict, value, status, kind, detail)]
+        found: list[LabelError] = [*verdict_problems(verdict, value, status, kind, detail,
+                                                     details_required=False)]
+        if verdict == "incorrect" and (kind is None or (value is None and status is None)):
+            lacking += 1
         try:
             if user_name(reviewer, what="reviewer") != reviewer:
                 found.append(LabelFieldError("reviewer", f"{reviewer!r} has spaces around it"))
@@ -328,7 +346,7 @@ def _check_verdicts(con: duckdb.DuckDBPyConnection, typed: Staged, source: str) 
             found.append(LabelFieldError("reviewer", str(exc)))
         problems += [_in_row(number, exc) for exc in found]
         if not found:
-            fields = verdict_fields(verdict, value, status, kind, detail)
+            fields = verdict_fields(verdict, value, status, kind, detail, details_required=False)
             new = (fields["corrected_value"], fields["corrected_status"], fields["error_type"],
                    fields["error_detail"])
             if new != (value, status, kind, detail):
@@ -342,6 +360,7 @@ def _check_verdicts(con: duckdb.DuckDBPyConnection, typed: Staged, source: str) 
             " l_error_type = ?, l_error_detail = ? WHERE l_row = ?",
             cleaned,
         )
+    return lacking
 
 
 def _in_row(number: int, exc: LabelError) -> str:

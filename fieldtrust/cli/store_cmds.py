@@ -129,9 +129,10 @@ def labels_import(
 
     Columns: extraction_id, verdict (correct / incorrect / unclear); optional
     reviewer, corrected_value, corrected_status, error_type, error_detail,
-    labeled_at, sample_id. Rows are held to the rules of recording a verdict:
-    an 'incorrect' one needs an error_type from the taxonomy and a
-    corrected_value or corrected_status ('other' also an error_detail).
+    labeled_at, sample_id. Rows are held to the rules of recording a verdict,
+    except that verdict-only history imports: an 'incorrect' row without an
+    error_type is stored as not_recorded, without a corrected value as
+    unknown (the summary counts them).
     Rows whose verdict is blank are skipped. Any bad row rejects the file and
     nothing is written (exit code 2). See docs/ingest.md.
     """
@@ -147,6 +148,11 @@ def labels_import(
         f" {result.rows_already_stored:,} already stored,"
         f" {result.rows_without_verdict:,} without a verdict"
     )
+    if result.rows_without_details:
+        click.echo(
+            f"note: {result.rows_without_details:,} 'incorrect' rows lack an error type or a"
+            " corrected value: stored with the error type not_recorded / an unknown correction"
+        )
 
 
 @click.command(
