@@ -126,12 +126,19 @@ class LabelImportResult:
     rows_cancelled: int = 0
 
 
+#: Columns only a Label Studio export brings (labels.label_studio.export_rows).
+LABEL_STUDIO_COLUMNS = ("review_round", "lead_time_seconds")
+#: Import formats: a labels file, or a Label Studio JSON export.
+FORMATS = ("auto", "label-studio")
+
+
 def import_labels(
     con: duckdb.DuckDBPyConnection,
     path: str | os.PathLike[str],
     *,
     actor: str,
     reviewer_default: str = "import",
+    format: str = "auto",
 ) -> LabelImportResult:
     """Validate a labels file and add its labels to the store in one transaction.
 
@@ -146,6 +153,12 @@ def import_labels(
         ``label_imports.imported_by``.
     reviewer_default
         Reviewer recorded for rows that name none.
+    format
+        ``auto`` (by the file's extension) or ``label-studio``: a Label Studio
+        JSON export of tasks written by ``fieldtrust sample --format
+        label-studio`` (:mod:`fieldtrust.labels.label_studio`). Its first
+        annotation of a task is the primary review, a second one a blind second
+        review; cancelled annotations are counted in ``rows_cancelled``.
 
     Returns
     -------
@@ -163,14 +176,52 @@ def import_labels(
     """
     actor = user_name(actor, what="acting user")
     reviewer_default = user_name(reviewer_default, what="default reviewer")
+    if format not in FORMATS:
+        raise ValidationError(Path(path).name, [f"format {format!r} is not one of"
+                                                f" {', '.join(FORMATS)}"])
     require(con, actor, "import_labels")
-    source, fmt = Path(path).name, detect_format(path)
+    source = Path(path).name
     sha = file_sha256(path)
     ensure_utc(con)
     earlier = _import_for(con, sha)
     if earlier is not None:
         batch_id, rows = earlier
         return LabelImportResult(batch_id, source, rows, 0, 0, 0)
+    if format == "label-studio":
+        return _import_label_studio(con, path, source, sha, actor, reviewer_default)
+    return _import_file(con, path, detect_format(path), source, sha, actor, reviewer_default)
+
+
+def _import_label_studio(
+    con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], source: str, sha: str,
+    actor: str, reviewer_default: str,
+) -> LabelImportResult:
+    """Read the export into label rows, then import them like a file (same checks)."""
+    import json
+    import tempfile
+
+    from fieldtrust.labels.label_studio import export_rows
+
+    read = export_rows(path)
+    if not read.rows:
+        raise ValidationError(source, [
+            f"no annotations to import ({read.cancelled} cancelled); label the tasks first"
+        ])
+    with tempfile.TemporaryDirectory() as folder:
+        rows_file = Path(folder) / "annotations.jsonl"
+        rows_file.write_text(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in read.rows), encoding="utf-8"
+        )
+        result = _import_file(con, rows_file, "jsonl", source, sha, actor, reviewer_default,
+                              label_studio=True)
+    return dataclasses.replace(result, rows_cancelled=read.cancelled)
+
+
+def _import_file(
+    con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], fmt: str, source: str,
+    sha: str, actor: str, reviewer_default: str, *, label_studio: bool = False,
+) -> LabelImportResult:
+    """Stage, check and store one file of label rows; ``source`` and ``sha`` name the original."""
     raw: Staged | None = None
     typed: Staged | None = None
     try:
@@ -179,7 +230,7 @@ def import_labels(
             source,
             raw.dtypes,
             required=REQUIRED_COLUMNS,
-            optional=OPTIONAL_COLUMNS,
+            optional=(*OPTIONAL_COLUMNS, *(LABEL_STUDIO_COLUMNS if label_studio else ())),
             ignored=CONTEXT_COLUMNS,
         )
         typed = _typed(con, raw, reviewer_default, csv=fmt == "csv")
@@ -229,6 +280,9 @@ def _typed(
         "l_corrected_status": choice_sql(*_col(d, "corrected_status"), STATUSES),
         "l_error_type": text_sql(*_col(d, "error_type")),
         "l_error_detail": _kept_text(d, "error_detail"),
+        "l_review_round": f"coalesce({text_sql(*_col(d, 'review_round'))}, 'import')",
+        "l_lead_time": (f"TRY_CAST({quote_ident('lead_time_seconds')} AS DOUBLE)"
+                        if "lead_time_seconds" in d else "CAST(NULL AS DOUBLE)"),
     }
     selects = ", ".join(f"{sql} AS {name}" for name, sql in typed_columns.items())
     name = temp_name("ft_labels")
@@ -302,6 +356,18 @@ def _rules(dtypes: dict[str, str]) -> list[Rule]:
             "   WHERE i.sample_id = l_sample_id AND i.extraction_id = l_extraction_id)",
             "l_sample_id",
             "l_extraction_id",
+        ),
+        Rule(
+            "extraction_id",
+            "'{value}' already has a {extra} review in the store (recorded in the dashboard"
+            " or imported before): adjudicate or supersede it there instead",
+            "l_verdict IS NOT NULL AND l_review_round <> 'import' AND EXISTS"
+            " (SELECT 1 FROM labels l WHERE l.extraction_id = l_extraction_id"
+            "  AND l.review_round = l_review_round AND l.supersedes IS NULL"
+            "  AND NOT (l.verdict = l_verdict AND l.reviewer = l_reviewer"
+            "           AND l.labeled_at = l_labeled_at))",
+            "l_extraction_id",
+            "l_review_round",
         ),
         Rule(
             "extraction_id",
@@ -381,7 +447,8 @@ def _store(
         " corrected_status, error_type, error_detail, reviewer, review_round, labeled_at,"
         " supersedes, import_batch_id)"
         " SELECT DISTINCT l_label_id, l_extraction_id, l_sample_id, l_verdict, l_corrected_value,"
-        " l_corrected_status, l_error_type, l_error_detail, l_reviewer, 'import', l_labeled_at,"
+        " l_corrected_status, l_error_type, l_error_detail, l_reviewer, l_review_round,"
+        " l_labeled_at,"
         f" NULL, ? FROM {typed.relation} t"
         " WHERE l_verdict IS NOT NULL AND NOT EXISTS (SELECT 1 FROM labels l"
         "   WHERE l.extraction_id = t.l_extraction_id AND l.verdict = t.l_verdict"
@@ -397,6 +464,13 @@ def _store(
         "INSERT INTO label_imports (batch_id, source, source_sha256, rows_in_file, rows_added,"
         " imported_at, imported_by) VALUES (?, ?, ?, ?, ?, ?, ?)",
         [batch_id, source, sha, typed.rows, added, utc_now(), actor],
+    )
+    # How long the annotator took (Label Studio's lead_time): kept beside the label.
+    con.execute(
+        f"INSERT INTO label_lead_times SELECT DISTINCT t.l_label_id, t.l_lead_time"
+        f" FROM {typed.relation} t JOIN labels l ON l.label_id = t.l_label_id"
+        " WHERE l.import_batch_id = ? AND t.l_lead_time IS NOT NULL",
+        [batch_id],
     )
     chain_rows(con, "labels", {"import_batch_id": batch_id})
     chain_rows(con, "label_imports", {"batch_id": batch_id})

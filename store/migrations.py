@@ -451,6 +451,18 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
         then=lambda con: revoke_replaced_roles(con),
     ),
+    Migration(
+        "0017_labels_lead_time",
+        """
+        -- Seconds an annotator spent on a label, where the tool that recorded
+        -- it says (Label Studio's lead_time). Beside the label, not in it:
+        -- labels rows are chained as written.
+        CREATE TABLE label_lead_times (
+            label_id          VARCHAR PRIMARY KEY,
+            lead_time_seconds DOUBLE  NOT NULL
+        );
+        """,
+    ),
 )
 
 

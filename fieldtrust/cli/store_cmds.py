@@ -120,10 +120,17 @@ def labels_group() -> None:
     show_default=True,
     help="Reviewer recorded for rows whose reviewer column is blank or absent.",
 )
+@click.option(
+    "--format", "file_format", type=click.Choice(["auto", "label-studio"]), default="auto",
+    show_default=True,
+    help="auto: by extension (.csv, .jsonl, .json, .parquet); label-studio: a Label Studio"
+         " JSON export of tasks written by `sample --format label-studio`.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
 def labels_import(
-    ctx: click.Context, file: str, actor: str | None, reviewer: str, as_json: bool
+    ctx: click.Context, file: str, actor: str | None, reviewer: str, file_format: str,
+    as_json: bool,
 ) -> None:
     """Import labels from a CSV or JSON Lines file, such as a filled `sample --out` file.
 
@@ -133,13 +140,19 @@ def labels_import(
     except that verdict-only history imports: an 'incorrect' row without an
     error_type is stored as not_recorded, without a corrected value as
     unknown (the summary counts them).
+
+    --format label-studio reads a Label Studio JSON export: each annotation not
+    cancelled is a label (the annotator as reviewer, created_at as the label
+    time), a task's second annotation a blind second review; cancelled ones
+    are counted and skipped. See docs/review.md.
     Rows whose verdict is blank are skipped. Any bad row rejects the file and
     nothing is written (exit code 2). See docs/ingest.md.
     """
     from fieldtrust.store.label_import import import_labels
 
     actor = acting_user(ctx, actor, what="importing labels")
-    result = import_labels(open_db(ctx), file, actor=actor, reviewer_default=reviewer)
+    result = import_labels(open_db(ctx), file, actor=actor, reviewer_default=reviewer,
+                           format=file_format)
     if as_json:
         echo_json(dataclasses.asdict(result))
         return
@@ -148,6 +161,8 @@ def labels_import(
         f" {result.rows_already_stored:,} already stored,"
         f" {result.rows_without_verdict:,} without a verdict"
     )
+    if result.rows_cancelled:
+        click.echo(f"{result.rows_cancelled:,} cancelled Label Studio annotations skipped")
     if result.rows_without_details:
         click.echo(
             f"note: {result.rows_without_details:,} 'incorrect' rows lack an error type or a"

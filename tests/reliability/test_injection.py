@@ -75,9 +75,9 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 BASE_TABLES = (
     "assignments", "audit_cells", "audit_items", "audit_samples", "decisions", "demo_truth",
     "evidence_snapshots", "extraction_counts", "extraction_log", "extractions", "form_versions",
-    "history_chain", "ingest_batches", "label_imports", "labels", "recalibration_knots",
-    "recalibration_maps", "role_revocations", "sampled_extractions", "schema_migrations",
-    "skips", "user_roles",
+    "history_chain", "ingest_batches", "label_imports", "label_lead_times", "labels",
+    "recalibration_knots", "recalibration_maps", "role_revocations", "sampled_extractions",
+    "schema_migrations", "skips", "user_roles",
 )
 
 

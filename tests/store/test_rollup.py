@@ -123,6 +123,7 @@ def test_a_read_only_open_upgrades_a_store_made_by_an_older_fieldtrust(tmp_path:
     con.execute("DROP TABLE extraction_counts")
     con.execute("DROP TABLE sampled_extractions")
     con.execute("DROP TABLE role_revocations")
+    con.execute("DROP TABLE label_lead_times")
     newest = [m.name for m in MIGRATIONS if m.name >= "0014"]
     con.execute("DELETE FROM schema_migrations WHERE name IN (SELECT unnest(?::VARCHAR[]))",
                 [newest])
