@@ -32,6 +32,9 @@ import fieldtrust
 #: The closed set of reasons a stratum is not a candidate, with the text shown to people.
 REASONS: dict[str, str] = {
     "no_coverage": "no extractions in the selected weeks: nothing to automate",
+    "no_labels": (
+        "no labels yet: draw an audit sample (fieldtrust sample) and label it"
+    ),
     "accuracy_below_target": (
         "accuracy is below the target at every threshold with labels; more labels will not help"
     ),
@@ -81,6 +84,8 @@ def assess(
     versions: list[VersionCheck] = []
     if data.n_population == 0:
         reasons.append("no_coverage")
+    elif data.n_labeled == 0:
+        reasons.append("no_labels")
     elif certified is None:
         reasons.append("too_few_labels" if thresholds.point else "accuracy_below_target")
     elif certified.coverage <= 0:
