@@ -103,7 +103,7 @@ def _demo_identity(has_store: bool) -> Identity | None:
     # state; the copy kept outside it stops the next run from quietly acting as
     # the default user instead of the one picked.
     chosen = st.session_state.get(state.AUTH_DEMO_USER, st.session_state.get(state.AUTH_DEMO_KEPT))
-    st.session_state[state.AUTH_DEMO_USER] = chosen if chosen in roles else _default_user(roles)
+    st.session_state[state.AUTH_DEMO_USER] = chosen if chosen in roles else default_user(roles)
     user = st.sidebar.selectbox(
         "Act as (demo)", names, key=state.AUTH_DEMO_USER,
         format_func=lambda name: f"{name} ({', '.join(roles[name])})",
@@ -112,7 +112,7 @@ def _demo_identity(has_store: bool) -> Identity | None:
     return Identity(user=user, roles=frozenset(roles[user]), demo=True)
 
 
-def _default_user(roles: dict[str, tuple[str, ...]]) -> str:
+def default_user(roles: dict[str, tuple[str, ...]]) -> str:
     """Start as the QA lead: the overview is theirs."""
     for wanted in ("qa_lead", "manager", "admin", "reviewer"):
         for name, held in roles.items():

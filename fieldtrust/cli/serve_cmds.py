@@ -29,8 +29,14 @@ DEFAULT_ADDRESS = "127.0.0.1"
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
-def streamlit_command(db: str, port: int, *, address: str = DEFAULT_ADDRESS) -> list[str]:
-    """The ``streamlit run`` command line that serves the dashboard on ``db``."""
+def streamlit_command(
+    db: str, port: int, *, address: str = DEFAULT_ADDRESS, dev: bool = False
+) -> list[str]:
+    """The ``streamlit run`` command line that serves the dashboard on ``db``.
+
+    The toolbar is in viewer mode (no Deploy button, no developer menu) unless
+    ``dev``: the people using the dashboard are reviewers and managers.
+    """
     command = [
         sys.executable, "-m", "streamlit", "run", str(app_path()),
         "--server.headless", "true",
@@ -39,6 +45,7 @@ def streamlit_command(db: str, port: int, *, address: str = DEFAULT_ADDRESS) -> 
         "--browser.gatherUsageStats", "false",
         # A served dashboard does not reload itself when source files change.
         "--server.fileWatcherType", "none",
+        "--client.toolbarMode", "developer" if dev else "viewer",
     ]
     return [*command, "--", "--db", db]
 
@@ -79,8 +86,12 @@ def register(group: click.Group) -> None:
         help="Address to listen on. 0.0.0.0 shares the dashboard on your network: configure"
              " sign-in first (docs/dashboard.md).",
     )
+    @click.option("--dev", is_flag=True,
+                  help="Show Streamlit's developer menu and Deploy button (hidden by default).")
     @click.pass_context
-    def serve(ctx: click.Context, port: int | None, demo: bool, address: str) -> None:
+    def serve(
+        ctx: click.Context, port: int | None, demo: bool, address: str, dev: bool
+    ) -> None:
         """Start the dashboard (Streamlit) on the store; stops with Ctrl+C.
 
         It listens on this machine only (127.0.0.1) unless --address says otherwise.
@@ -95,7 +106,7 @@ def register(group: click.Group) -> None:
             for added in ensure_demo_ready(db):
                 click.echo(f"demo: added {added}", err=True)
         port = port or resolved.port
-        command = streamlit_command(db, port, address=address)
+        command = streamlit_command(db, port, address=address, dev=dev)
         # 0.0.0.0 and :: mean every interface, this machine's own included.
         host = "localhost" if address in {*_LOOPBACK, "0.0.0.0", "::"} else address
         click.echo(f"serving {db} on http://{host}:{port}", err=True)
