@@ -64,6 +64,9 @@ AUTO_APPROVE = "automation.approve"
 AUTO_REJECT = "automation.reject"
 AUTO_REVOKE = "automation.revoke"
 AUTO_FLASH = "automation.flash"
+AUTO_CONFIRM = "automation.confirm"  # the dialog's confirm button
+AUTO_CANCEL = "automation.cancel"
+AUTO_PENDING = "automation.pending"  # (action, stratum key) confirmed, to record on the next run
 
 
 def download_key(table: str, kind: str) -> str:

@@ -2,7 +2,8 @@
 
 Approving, rejecting and revoking go through :func:`fieldtrust.labels.decisions.decide`,
 which checks the role and freezes the evidence; the buttons only appear for
-roles the library's permission table allows to decide.
+roles the library's permission table allows to decide. Approving and revoking
+open a dialog that restates the threshold, coverage and evidence first.
 """
 
 from __future__ import annotations
@@ -37,12 +38,51 @@ def _decide(identity: auth.Identity, action: str, stratum: views.Stratum) -> Non
     )
 
 
+#: What confirming each act means, restated in its dialog.
+_CONSEQUENCE = {
+    "approve": "From now on, extractions of this stratum at or above the threshold are no"
+               " longer checked by people.",
+    "revoke": "Every extraction of this stratum goes back to people.",
+}
+
+
+@st.dialog("Confirm the decision")
+def _confirm(action: str, stratum: views.Stratum) -> None:
+    """Restate what the decision rests on; record it only when confirmed."""
+    st.markdown(f"**{action.capitalize()}** automation of **{layout.plain(stratum.label)}**")
+    if stratum.threshold is not None:
+        st.markdown(f"Threshold: **{stratum.threshold:.3f}**")
+    st.markdown(stratum.summary)
+    st.caption(_CONSEQUENCE[action] + " The evidence above is frozen with the decision.")
+    comment = st.session_state.get(state.AUTO_COMMENT, "")
+    st.markdown(f"Comment: {layout.plain(comment) if comment else '(none: it will be refused)'}")
+    confirm, cancel = st.columns(2)
+    if confirm.button(f"Confirm {action}", key=state.AUTO_CONFIRM, type="primary",
+                      width="stretch"):
+        st.session_state[state.AUTO_PENDING] = (action, stratum.key)
+        st.rerun()
+    if cancel.button("Cancel", key=state.AUTO_CANCEL, width="stretch"):
+        st.rerun()
+
+
+def _record_pending(identity: auth.Identity, strata: list[views.Stratum]) -> None:
+    """Record a decision confirmed in the dialog (before the comment box is drawn)."""
+    pending = st.session_state.pop(state.AUTO_PENDING, None)
+    if pending is None:
+        return
+    action, key = pending
+    chosen = {s.key: s for s in strata}.get(key)
+    if chosen is not None:
+        _decide(identity, action, chosen)
+
+
 def _decision_form(identity: auth.Identity | None, strata: list[views.Stratum]) -> None:
     st.subheader("Decide")
     if identity is None or not allowed(identity.roles, "decide"):
         who = "nobody" if identity is None else f"{identity.user} ({identity.role or 'no role'})"
         st.info(f"Decisions need the manager or admin role; you are {layout.plain(who)}.")
         return
+    _record_pending(identity, strata)
     layout.flash(state.AUTO_FLASH)
     if not strata:
         st.caption("No stratum to decide on for these filters.")
@@ -55,13 +95,15 @@ def _decision_form(identity: auth.Identity | None, strata: list[views.Stratum]) 
     st.text_area("Comment", key=state.AUTO_COMMENT,
                  placeholder="Why: what you checked, who agreed, any conditions.")
     approve, reject, revoke, _ = st.columns([1, 1, 1, 3])
-    approve.button("Approve", key=state.AUTO_APPROVE, type="primary",
-                   disabled=not stratum.candidate, on_click=_decide,
-                   args=(identity, "approve", stratum), width="stretch")
+    # Approving and revoking change what people check: a dialog restates the evidence first.
+    if approve.button("Approve", key=state.AUTO_APPROVE, type="primary",
+                      disabled=not stratum.candidate, width="stretch"):
+        _confirm("approve", stratum)
     reject.button("Reject", key=state.AUTO_REJECT, on_click=_decide,
                   args=(identity, "reject", stratum), width="stretch")
-    revoke.button("Revoke", key=state.AUTO_REVOKE, disabled=not stratum.active,
-                  on_click=_decide, args=(identity, "revoke", stratum), width="stretch")
+    if revoke.button("Revoke", key=state.AUTO_REVOKE, disabled=not stratum.active,
+                     width="stretch"):
+        _confirm("revoke", stratum)
 
 
 def _policy_export() -> None:

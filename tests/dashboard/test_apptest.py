@@ -259,6 +259,13 @@ def test_an_approval_writes_a_decision_with_its_evidence(
     at.text_area(key=state.AUTO_COMMENT).set_value("stable for four weeks; agreed with QA")
     at.button(key=state.AUTO_APPROVE).click().run()
     assert not at.exception
+    # The dialog restates what the approval rests on; nothing is written before confirming.
+    shown = _texts(at)
+    assert "Approve** automation of" in shown and "Certified threshold" in shown
+    assert "Comment: stable for four weeks" in shown
+    assert _rows(demo_db, "SELECT count(*) FROM decisions") == [(0,)]
+    at.button(key=state.AUTO_CONFIRM).click().run()
+    assert not at.exception
 
     rows = _rows(
         demo_db,
@@ -285,6 +292,7 @@ def test_an_approval_without_comment_is_refused(
     use_db(demo_db)
     at = _open("automation", user="maya")
     at.button(key=state.AUTO_APPROVE).click().run()
+    at.button(key=state.AUTO_CONFIRM).click().run()
     assert any("needs a comment" in e.value for e in at.error)
     assert _rows(demo_db, "SELECT count(*) FROM decisions") == [(0,)]
 
@@ -497,3 +505,16 @@ def test_a_reviewer_opens_on_the_review_page(
     at.run()
     assert not at.exception
     assert at.title[0].value == "Review"
+
+
+def test_cancelling_the_approval_dialog_writes_nothing(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("automation", user="maya")
+    at.text_area(key=state.AUTO_COMMENT).set_value("looked fine")
+    at.button(key=state.AUTO_APPROVE).click().run()
+    at.button(key=state.AUTO_CANCEL).click().run()
+    assert not at.exception
+    assert _rows(demo_db, "SELECT count(*) FROM decisions") == [(0,)]
+    assert not [b for b in at.button if b.key == state.AUTO_CONFIRM]
