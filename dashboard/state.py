@@ -66,7 +66,7 @@ AUTO_REVOKE = "automation.revoke"
 AUTO_FLASH = "automation.flash"
 AUTO_CONFIRM = "automation.confirm"  # the dialog's confirm button
 AUTO_CANCEL = "automation.cancel"
-AUTO_PENDING = "automation.pending"  # (action, stratum key) confirmed, to record on the next run
+AUTO_DIALOG = "automation.dialog"  # (action, stratum key) of the open confirmation dialog
 
 
 def download_key(table: str, kind: str) -> str:

@@ -46,9 +46,26 @@ _CONSEQUENCE = {
 }
 
 
-@st.dialog("Confirm the decision")
-def _confirm(action: str, stratum: views.Stratum) -> None:
+def _open_dialog(action: str, key: str) -> None:
+    """Button callback: ask for confirmation of ``action`` on the stratum ``key``."""
+    st.session_state[state.AUTO_DIALOG] = (action, key)
+
+
+def _close_dialog() -> None:
+    st.session_state.pop(state.AUTO_DIALOG, None)
+
+
+def _confirmed(identity: auth.Identity, action: str, stratum: views.Stratum) -> None:
+    """Confirm button callback: close the dialog and record the decision."""
+    _close_dialog()
+    _decide(identity, action, stratum)
+
+
+@st.dialog("Confirm the decision", on_dismiss=_close_dialog)
+def _confirm(identity: auth.Identity, action: str, stratum: views.Stratum) -> None:
     """Restate what the decision rests on; record it only when confirmed."""
+    if state.AUTO_DIALOG not in st.session_state:  # confirmed or cancelled just now
+        st.rerun()
     st.markdown(f"**{action.capitalize()}** automation of **{layout.plain(stratum.label)}**")
     if stratum.threshold is not None:
         st.markdown(f"Threshold: **{stratum.threshold:.3f}**")
@@ -57,23 +74,9 @@ def _confirm(action: str, stratum: views.Stratum) -> None:
     comment = st.session_state.get(state.AUTO_COMMENT, "")
     st.markdown(f"Comment: {layout.plain(comment) if comment else '(none: it will be refused)'}")
     confirm, cancel = st.columns(2)
-    if confirm.button(f"Confirm {action}", key=state.AUTO_CONFIRM, type="primary",
-                      width="stretch"):
-        st.session_state[state.AUTO_PENDING] = (action, stratum.key)
-        st.rerun()
-    if cancel.button("Cancel", key=state.AUTO_CANCEL, width="stretch"):
-        st.rerun()
-
-
-def _record_pending(identity: auth.Identity, strata: list[views.Stratum]) -> None:
-    """Record a decision confirmed in the dialog (before the comment box is drawn)."""
-    pending = st.session_state.pop(state.AUTO_PENDING, None)
-    if pending is None:
-        return
-    action, key = pending
-    chosen = {s.key: s for s in strata}.get(key)
-    if chosen is not None:
-        _decide(identity, action, chosen)
+    confirm.button(f"Confirm {action}", key=state.AUTO_CONFIRM, type="primary",
+                   on_click=_confirmed, args=(identity, action, stratum), width="stretch")
+    cancel.button("Cancel", key=state.AUTO_CANCEL, on_click=_close_dialog, width="stretch")
 
 
 def _decision_form(identity: auth.Identity | None, strata: list[views.Stratum]) -> None:
@@ -82,7 +85,6 @@ def _decision_form(identity: auth.Identity | None, strata: list[views.Stratum]) 
         who = "nobody" if identity is None else f"{identity.user} ({identity.role or 'no role'})"
         st.info(f"Decisions need the manager or admin role; you are {layout.plain(who)}.")
         return
-    _record_pending(identity, strata)
     layout.flash(state.AUTO_FLASH)
     if not strata:
         st.caption("No stratum to decide on for these filters.")
@@ -96,14 +98,16 @@ def _decision_form(identity: auth.Identity | None, strata: list[views.Stratum]) 
                  placeholder="Why: what you checked, who agreed, any conditions.")
     approve, reject, revoke, _ = st.columns([1, 1, 1, 3])
     # Approving and revoking change what people check: a dialog restates the evidence first.
-    if approve.button("Approve", key=state.AUTO_APPROVE, type="primary",
-                      disabled=not stratum.candidate, width="stretch"):
-        _confirm("approve", stratum)
+    approve.button("Approve", key=state.AUTO_APPROVE, type="primary",
+                   disabled=not stratum.candidate, on_click=_open_dialog,
+                   args=("approve", stratum.key), width="stretch")
     reject.button("Reject", key=state.AUTO_REJECT, on_click=_decide,
                   args=(identity, "reject", stratum), width="stretch")
-    if revoke.button("Revoke", key=state.AUTO_REVOKE, disabled=not stratum.active,
-                     width="stretch"):
-        _confirm("revoke", stratum)
+    revoke.button("Revoke", key=state.AUTO_REVOKE, disabled=not stratum.active,
+                  on_click=_open_dialog, args=("revoke", stratum.key), width="stretch")
+    asked = st.session_state.get(state.AUTO_DIALOG)
+    if asked is not None and asked[1] == stratum.key:
+        _confirm(identity, asked[0], stratum)
 
 
 def _policy_export() -> None:
