@@ -518,3 +518,14 @@ def test_cancelling_the_approval_dialog_writes_nothing(
     assert not at.exception
     assert _rows(demo_db, "SELECT count(*) FROM decisions") == [(0,)]
     assert not [b for b in at.button if b.key == state.AUTO_CONFIRM]
+
+
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_no_page_of_a_store_without_labels_shows_nan(
+    page: str, tmp_path: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(_fresh_store(tmp_path / "fresh.duckdb"))
+    at = _open(page, user="ann")
+    # Text and metrics (tables show a missing value as an empty, greyed cell).
+    shown = _texts(at) + " ".join(str(m.value) for m in at.metric)
+    assert re.search(r"\bnan\b", shown.lower()) is None, shown
