@@ -38,6 +38,9 @@ from fieldtrust.store.scope import Scope
 #: The closed set of reasons a stratum is not a candidate, with the text shown to people.
 REASONS: dict[str, str] = {
     "no_coverage": "no extractions in the selected weeks: nothing to automate",
+    "no_labels": (
+        "no labels yet: draw an audit sample (fieldtrust sample) and label it"
+    ),
     "accuracy_below_target": (
         "accuracy is below the target at every threshold with labels; more labels will not help"
     ),
@@ -134,6 +137,8 @@ def assess(
     labels_needed = thresholds.labels_needed
     if data.n_population == 0:
         reasons.append("no_coverage")
+    elif data.n_labeled == 0:
+        reasons.append("no_labels")
     elif certified is None:
         if _unaudited_share(data) >= 1.0 - target:
             reasons.append("unaudited_weeks")

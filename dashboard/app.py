@@ -15,28 +15,31 @@ import streamlit as st
 # `streamlit run` runs this file as a script; the package it belongs to is
 # imported by its installed name, so the same code serves a wheel and a checkout.
 from fieldtrust.dashboard import auth, data, layout, sidebar, state
+from fieldtrust.dashboard.navigation import pages_for
 from fieldtrust.store.errors import FieldtrustError, StoreLockedError
 
 st.set_page_config(page_title="fieldtrust", page_icon=":material/fact_check:", layout="wide")
 
-PAGES = [
-    st.Page("app_pages/overview.py", title="Overview", icon=":material/dashboard:",
-            default=True, url_path="overview"),
-    st.Page("app_pages/calibration.py", title="Calibration", icon=":material/tune:",
-            url_path="calibration"),
-    st.Page("app_pages/audit.py", title="Weekly audit", icon=":material/fact_check:",
-            url_path="audit"),
-    st.Page("app_pages/review.py", title="Review", icon=":material/rate_review:",
-            url_path="review"),
-    st.Page("app_pages/automation.py", title="Automation", icon=":material/verified:",
-            url_path="automation"),
-]
+def _acting_roles() -> frozenset[str]:
+    """The roles of the user acting in this run, as far as known before the pages run."""
+    try:
+        users = dict(data.cached("users"))
+        picked = st.session_state.get(state.AUTH_DEMO_USER,
+                                      st.session_state.get(state.AUTH_DEMO_KEPT))
+        if picked is None and not auth.oidc_configured():
+            picked = auth.default_user(users) if users else None
+        if auth.oidc_configured():
+            identity = auth.current_identity()
+            return identity.roles if identity is not None else frozenset()
+        return frozenset(users.get(picked, ()))
+    except Exception:  # no store yet, or busy: the default navigation
+        return frozenset()
 
 
 def main() -> None:
-    page = st.navigation(PAGES)
     path = data.db_path()
     with data.run_reads(path):
+        page = st.navigation(pages_for(_acting_roles()))
         _draw(page, path)
 
 

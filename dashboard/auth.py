@@ -23,15 +23,21 @@ from dataclasses import dataclass
 
 import streamlit as st
 from fieldtrust.dashboard import data, layout, state
+from fieldtrust.store.access import ROLES
 
 
 @dataclass(frozen=True)
 class Identity:
-    """The acting user, their current role in the store, and how we know."""
+    """The acting user, the roles they hold in the store, and how we know."""
 
     user: str
-    role: str | None
+    roles: frozenset[str]
     demo: bool
+
+    @property
+    def role(self) -> str | None:
+        """The roles as one text ("qa_lead, admin"), None when they hold none."""
+        return ", ".join(r for r in ROLES if r in self.roles) or None
 
 
 def oidc_configured() -> bool:
@@ -71,12 +77,16 @@ def _no_sign_in() -> None:
 
 
 def _local_identity(user: str, has_store: bool) -> Identity:
-    """The one local user ``fieldtrust serve --as NAME`` named; their role from the store."""
-    role = data.cached("role_of", user) if has_store else None
-    st.sidebar.markdown(f"Acting as **{layout.plain(user)}** (local)  \nrole: **{role or 'none'}**")
-    if role is None:
+    """The one local user ``fieldtrust serve --as NAME`` named; their roles from the store."""
+    identity = Identity(
+        user=user, roles=frozenset(data.cached("role_of", user) if has_store else ()), demo=False
+    )
+    st.sidebar.markdown(
+        f"Acting as **{layout.plain(user)}** (local)  \nroles: **{identity.role or 'none'}**"
+    )
+    if identity.role is None:
         st.sidebar.caption("Ask an admin to grant you a role (`fieldtrust users grant`).")
-    return Identity(user=user, role=role, demo=False)
+    return identity
 
 
 def remember_pick() -> None:
@@ -104,12 +114,15 @@ def _oidc_identity() -> Identity:
         st.button("Sign in", on_click=st.login, type="primary")
         st.stop()
     user = str(st.user.get("email") or st.user.get("name") or st.user.get("sub"))
-    role = data.cached("role_of", user)
-    st.sidebar.markdown(f"Signed in as **{layout.plain(user)}**  \nrole: **{role or 'none'}**")
-    if role is None:
+    roles = frozenset(data.cached("role_of", user))
+    identity = Identity(user=user, roles=roles, demo=False)
+    st.sidebar.markdown(
+        f"Signed in as **{layout.plain(user)}**  \nroles: **{identity.role or 'none'}**"
+    )
+    if not roles:
         st.sidebar.caption("Ask an admin to grant you a role (`fieldtrust users grant`).")
     st.sidebar.button("Sign out", on_click=st.logout)
-    return Identity(user=user, role=role, demo=False)
+    return identity
 
 
 def _demo_identity(has_store: bool) -> Identity | None:
@@ -128,19 +141,19 @@ def _demo_identity(has_store: bool) -> Identity | None:
     # state; the copy kept outside it stops the next run from quietly acting as
     # the default user instead of the one picked.
     chosen = st.session_state.get(state.AUTH_DEMO_USER, st.session_state.get(state.AUTH_DEMO_KEPT))
-    st.session_state[state.AUTH_DEMO_USER] = chosen if chosen in roles else _default_user(roles)
+    st.session_state[state.AUTH_DEMO_USER] = chosen if chosen in roles else default_user(roles)
     user = st.sidebar.selectbox(
         "Act as (demo)", names, key=state.AUTH_DEMO_USER,
-        format_func=lambda name: f"{name} ({roles[name]})",
+        format_func=lambda name: f"{name} ({', '.join(roles[name])})",
     )
     st.session_state[state.AUTH_DEMO_KEPT] = user
-    return Identity(user=user, role=roles[user], demo=True)
+    return Identity(user=user, roles=frozenset(roles[user]), demo=True)
 
 
-def _default_user(roles: dict[str, str]) -> str:
+def default_user(roles: dict[str, tuple[str, ...]]) -> str:
     """Start as the QA lead: the overview is theirs."""
     for wanted in ("qa_lead", "manager", "admin", "reviewer"):
-        for name, role in roles.items():
-            if role == wanted:
+        for name, held in roles.items():
+            if wanted in held:
                 return name
     return next(iter(roles))

@@ -283,19 +283,19 @@ def filter_options(con: duckdb.DuckDBPyConnection) -> Any:
 
 
 @query("users")
-def users(con: duckdb.DuckDBPyConnection) -> tuple[tuple[str, str], ...]:
-    """(user, current role) of everyone holding a role, for the demo-mode picker."""
+def users(con: duckdb.DuckDBPyConnection) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(user, roles held) of everyone holding a role, for the demo-mode picker."""
     from fieldtrust.store.access import list_users
 
-    return tuple((g.user_name, g.role) for g in list_users(con) if g.role != "none")
+    return tuple((u.user_name, u.roles) for u in list_users(con) if u.roles)
 
 
 @query("role_of")
-def role_of(con: duckdb.DuckDBPyConnection, user: str) -> str | None:
-    """The signed-in user's current role (None: no role granted)."""
-    from fieldtrust.store.access import current_role
+def role_of(con: duckdb.DuckDBPyConnection, user: str) -> tuple[str, ...]:
+    """The roles the signed-in user holds (empty: none granted)."""
+    from fieldtrust.store.access import current_roles
 
-    return current_role(con, user)
+    return tuple(sorted(current_roles(con, user)))
 
 
 @query("current_sample")

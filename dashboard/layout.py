@@ -41,7 +41,44 @@ def code_span(text: object) -> str:
 def empty_state(path: str) -> None:
     """What a page shows when the store is missing or holds no extractions."""
     st.info(EMPTY_HINT, icon=":material/inbox:")
+    getting_started(None)
     st.caption(f"Store: {code_span(path)}")
+
+
+#: The first steps on a team's own data, with the command of each (docs/quickstart.md).
+GETTING_STARTED = (
+    ("Ingest your extraction log", "fieldtrust ingest extractions.csv",
+     "One row per extracted field: doc_id, doc_type, field, confidence, extracted_at."),
+    ("Grant roles", "fieldtrust users grant NAME qa_lead",
+     "An admin (fieldtrust init --admin NAME) grants qa_lead to whoever draws and labels;"
+     " reviewers get reviewer."),
+    ("Draw this week's audit sample", "fieldtrust sample --week WEEK --out sample.csv",
+     "Or on the Weekly audit page. WEEK comes from fieldtrust info --values."),
+    ("Label it", "fieldtrust labels import sample.csv",
+     "Fill the verdict column and import it, or label item by item on the Review page."),
+)
+
+
+def getting_started(version: data.DataVersion | None) -> None:
+    """The getting-started panel: the four first steps, each marked done or to do."""
+    done = (
+        version is not None and version.extractions > 0,
+        version is not None and version.roles > 1,
+        version is not None and version.samples > 0,
+        version is not None and version.labels > 0,
+    )
+    with st.container(border=True, key="getting_started"):
+        st.subheader("Getting started")
+        st.caption("Four steps from your own extraction log to the first accuracy figures;"
+                   " docs/quickstart.md shows each with its output.")
+        for number, ((title, command, hint), finished) in enumerate(
+            zip(GETTING_STARTED, done, strict=True), start=1
+        ):
+            mark = ":green[:material/check_circle:]" if finished else ":material/circle:"
+            st.markdown(f"{mark} **{number}. {title}**{' (done)' if finished else ''}")
+            if not finished:
+                st.code(command, language="bash")
+                st.caption(hint)
 
 
 def sidebar_footer(path: str, version: data.DataVersion) -> None:

@@ -65,6 +65,9 @@ AUTO_APPROVE = "automation.approve"
 AUTO_REJECT = "automation.reject"
 AUTO_REVOKE = "automation.revoke"
 AUTO_FLASH = "automation.flash"
+AUTO_CONFIRM = "automation.confirm"  # the dialog's confirm button
+AUTO_CANCEL = "automation.cancel"
+AUTO_DIALOG = "automation.dialog"  # (action, stratum key) of the open confirmation dialog
 
 
 # Document viewer (review, priority queue, adjudication).

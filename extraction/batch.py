@@ -84,6 +84,16 @@ class _Run:
     def add(self, paths: Sequence[str | os.PathLike[str]], *, redo: bool) -> int:
         """Add files not yet in the manifest; return how many were skipped as stored."""
         docs = self.manifest["documents"]
+        retried = 0
+        for entry in docs.values():
+            # A document that failed last time is tried again on a rerun (a
+            # transient outage or a fixed file), with a fresh conversation.
+            if entry["state"] == "done" and (entry["outcome"] or {}).get("status") == "failed":
+                entry.update(state="pending", batch_id=None, custom_id=None, resubmits=0,
+                             conversation={}, outcome=None)
+                retried += 1
+        if retried:
+            self.say(f"retrying {retried} document{'s' if retried > 1 else ''} that failed before")
         new = [e for e in identify_files(paths) if e[1] not in docs]
         readable = [doc_id for _, doc_id, error in new if error is None]
         stored = set() if redo or self.sink is None else self.sink.stored(readable)
@@ -165,7 +175,8 @@ class _Run:
             self.save()
             return True
         except anthropic.APIConnectionError as exc:
-            self.say(redact(f"could not reach the API ({exc}); resume later", self.client))
+            self.say(redact(f"could not reach the API at {self.client.base_url} ({exc});"
+                            " resume later", self.client))
             return False
         self.manifest["batches"][batch.id] = {
             "state": "in_progress",
@@ -185,8 +196,8 @@ class _Run:
         try:
             batch = self.client.messages.batches.retrieve(batch_id)
         except (anthropic.APIStatusError, anthropic.APIConnectionError) as exc:
-            self.say(redact(f"batch {batch_id}: could not check it ({exc}); will try again",
-                            self.client))
+            self.say(redact(f"batch {batch_id}: could not check it at {self.client.base_url}"
+                            f" ({exc}); will try again", self.client))
             return
         counts = batch.request_counts
         if batch.processing_status != "ended":

@@ -97,7 +97,7 @@ def extract_document(
             kind, text, stops_run = api_failure(exc, client)
             return conversation.fail_api(kind, text, stops_run=stops_run)
         except anthropic.APIConnectionError as exc:
-            text = redact(f"could not reach the API: {exc}", client)
+            text = redact(f"could not reach the API at {client.base_url}: {exc}", client)
             return conversation.fail_api("transient", text)
         except (anthropic.APIResponseValidationError, ValueError) as exc:
             # HTTP 200 with a body that is not a message (a proxy's page, a cut-off

@@ -49,15 +49,21 @@ Normalisation:
 """
 
 
+def _article(noun: str) -> str:
+    """'an' before a vowel sound ("an invoice"), else 'a' ("a receipt")."""
+    return "an" if noun[:1].lower() in "aeiou" else "a"
+
+
 def instruction(schemas: Sequence[DocSchema]) -> str:
     """The user turn's text placed after the document."""
     if len(schemas) == 1:
         schema = schemas[0]
         return (
-            f"The document above is a {schema.doc_type}. Record its fields by calling"
+            f"The document above is {_article(schema.doc_type)} {schema.doc_type}. Record its"
+            " fields by calling"
             f" {schema.tool_name}."
         )
-    choices = ", ".join(f"{s.tool_name} for a {s.doc_type}" for s in schemas)
+    choices = ", ".join(f"{s.tool_name} for {_article(s.doc_type)} {s.doc_type}" for s in schemas)
     return (
         "Decide what kind of document the one above is and record its fields with the"
         f" matching tool: {choices}. Call exactly one tool."

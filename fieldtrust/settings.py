@@ -76,6 +76,9 @@ class Settings:
     future_days: float = _setting(
         1.0, "How far past now (in days) an extraction time may lie at ingest."
     )
+    user: str = _setting(
+        "", "Who you are: the acting user of commands run without --as (empty: none)."
+    )
 
 
     def __post_init__(self) -> None:

@@ -11,8 +11,11 @@ are skipped and counted, so a half-labelled sample can be imported.
 The acting user must hold a role allowed to ``import_labels`` (qa_lead or
 admin, :data:`fieldtrust.store.access.PERMISSIONS`), and every row is held to the rules
 of recording a verdict (:func:`fieldtrust.labels.verdicts.verdict_problems`): an error
-type from the taxonomy, a corrected value or status for ``incorrect``, a
-detail for ``other``, nothing of the sort on ``correct``; and each reviewer
+type from the taxonomy, a detail for ``other``, nothing of the sort on
+``correct``. History that records only the verdict is accepted: an
+``incorrect`` row without an error type is stored with the type
+``not_recorded``, one without a corrected value keeps it unknown, and the
+result counts such rows (``rows_without_details``); and each reviewer
 name to those of a user name (one line, no control characters). A file is
 checked in two passes, its shape and ids in SQL and then those rules per
 row; either pass rejects the whole file, naming row, column and value.
@@ -134,10 +137,21 @@ class LabelImportResult:
     rows_added: int
     rows_already_stored: int
     rows_without_verdict: int
+    #: Rows with an 'incorrect' verdict but no error type or no corrected value
+    #: (stored as error type ``not_recorded`` / an unknown correction).
+    rows_without_details: int = 0
+    #: Label Studio annotations that were cancelled (skipped), counted and not stored.
+    rows_cancelled: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (what ``--json`` prints)."""
         return dataclasses.asdict(self)
+
+
+#: Columns only a Label Studio export brings (labels.label_studio.export_rows).
+LABEL_STUDIO_COLUMNS = ("review_round", "lead_time_seconds")
+#: Import formats: a labels file, or a Label Studio JSON export.
+FORMATS = ("auto", "label-studio")
 
 
 def import_labels(
@@ -148,6 +162,7 @@ def import_labels(
     reviewer_default: str = "import",
     window: TimeWindow | None = None,
     random_sample: bool = False,
+    format: str = "auto",
 ) -> LabelImportResult:
     """Validate a labels file and add its labels to the store in one transaction.
 
@@ -169,6 +184,12 @@ def import_labels(
         The file's items were drawn as a simple random sample of each
         (doc_type, field) and ISO week they cover: its labels become
         ``random_import`` and enter estimates with weight ``N / n``.
+    format
+        ``auto`` (by the file's extension) or ``label-studio``: a Label Studio
+        JSON export of tasks written by ``fieldtrust sample --format
+        label-studio`` (:mod:`fieldtrust.labels.label_studio`). Its first
+        annotation of a task is the primary review, a second one a blind second
+        review; cancelled annotations are counted in ``rows_cancelled``.
 
     Returns
     -------
@@ -186,8 +207,13 @@ def import_labels(
     """
     actor = user_name(actor, what="acting user")
     reviewer_default = user_name(reviewer_default, what="default reviewer")
+    if format not in FORMATS:
+        raise ValidationError(Path(path).name, [f"format {format!r} is not one of"
+                                                f" {', '.join(FORMATS)}"])
     require(con, actor, "import_labels")
-    source, fmt = Path(path).name, detect_format(path)
+    source = Path(path).name
+    # A Label Studio export is one JSON document, not JSON Lines: no line limit.
+    fmt = "label-studio" if format == "label-studio" else detect_format(path)
     copy: Snapshot | None = snapshot(path, fmt)
     sha = copy.sha256
     ensure_utc(con)
@@ -196,6 +222,57 @@ def import_labels(
         drop_snapshot(copy)
         batch_id, rows = earlier
         return LabelImportResult(batch_id, source, rows, 0, 0, 0)
+    options = _Options(actor, reviewer_default, window, random_sample)
+    try:
+        if format == "label-studio":
+            return _import_label_studio(con, copy, source, sha, options)
+        return _import_file(con, copy, fmt, source, sha, options)
+    finally:
+        drop_snapshot(copy)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Options:
+    """What one import was asked: who acts, the default reviewer, the time window, the design."""
+
+    actor: str
+    reviewer_default: str
+    window: TimeWindow | None
+    random_sample: bool
+
+
+def _import_label_studio(
+    con: duckdb.DuckDBPyConnection, copy: Snapshot, source: str, sha: str, options: _Options,
+) -> LabelImportResult:
+    """Read the export into label rows, then import them like a file (same checks)."""
+    import json
+    import tempfile
+
+    from fieldtrust.labels.label_studio import export_rows
+
+    read = export_rows(copy.path)
+    if not read.rows:
+        raise ValidationError(source, [
+            f"no annotations to import ({read.cancelled} cancelled); label the tasks first"
+        ])
+    with tempfile.TemporaryDirectory() as folder:
+        rows_file = Path(folder) / "annotations.jsonl"
+        rows_file.write_text(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in read.rows), encoding="utf-8"
+        )
+        rows = snapshot(rows_file, "jsonl")
+        try:
+            result = _import_file(con, rows, "jsonl", source, sha, options, label_studio=True)
+        finally:
+            drop_snapshot(rows)
+    return dataclasses.replace(result, rows_cancelled=read.cancelled)
+
+
+def _import_file(
+    con: duckdb.DuckDBPyConnection, copy: Snapshot, fmt: str, source: str, sha: str,
+    options: _Options, *, label_studio: bool = False,
+) -> LabelImportResult:
+    """Stage, check and store one file of label rows; ``source`` and ``sha`` name the original."""
     raw: Staged | None = None
     typed: Staged | None = None
     try:
@@ -204,22 +281,23 @@ def import_labels(
             source,
             raw.dtypes,
             required=REQUIRED_COLUMNS,
-            optional=OPTIONAL_COLUMNS,
+            optional=(*OPTIONAL_COLUMNS, *(LABEL_STUDIO_COLUMNS if label_studio else ())),
             ignored=CONTEXT_COLUMNS,
         )
         if fmt == "csv":
             _unescape(con, raw)
-        typed = _typed(con, raw, reviewer_default)
-        raise_problems(con, typed, _rules(raw.dtypes, window), source=source)
-        _check_verdicts(con, typed, source)
-        return write_with_retry(
-            con, lambda tx: _store(tx, typed, source, sha, actor, random_sample),
+        typed = _typed(con, raw, options.reviewer_default)
+        raise_problems(con, typed, _rules(raw.dtypes, options.window), source=source)
+        lacking = _check_verdicts(con, typed, source)
+        stored = write_with_retry(
+            con,
+            lambda tx: _store(tx, typed, source, sha, options.actor, options.random_sample),
             what=f"importing {source}",
         )
+        return dataclasses.replace(stored, rows_without_details=lacking)
     finally:
         drop_staged(con, typed)
         drop_staged(con, raw)
-        drop_snapshot(copy)
 
 
 def _unescape(con: duckdb.DuckDBPyConnection, raw: Staged) -> None:
@@ -269,6 +347,9 @@ def _typed(con: duckdb.DuckDBPyConnection, raw: Staged, reviewer_default: str) -
         "l_corrected_status": choice_sql(*_col(d, "corrected_status"), STATUSES),
         "l_error_type": text_sql(*_col(d, "error_type")),
         "l_error_detail": _kept_text(d, "error_detail"),
+        "l_review_round": f"coalesce({text_sql(*_col(d, 'review_round'))}, 'import')",
+        "l_lead_time": (f"TRY_CAST({quote_ident('lead_time_seconds')} AS DOUBLE)"
+                        if "lead_time_seconds" in d else "CAST(NULL AS DOUBLE)"),
     }
     selects = ", ".join(f"{sql} AS {name}" for name, sql in typed_columns.items())
     name = temp_name("ft_labels")
@@ -332,6 +413,18 @@ def _rules(dtypes: dict[str, str], window: TimeWindow | None) -> list[Rule]:
         ),
         Rule(
             "extraction_id",
+            "'{value}' already has a {extra} review in the store (recorded in the dashboard"
+            " or imported before): adjudicate or supersede it there instead",
+            "l_verdict IS NOT NULL AND l_review_round <> 'import' AND EXISTS"
+            " (SELECT 1 FROM labels l WHERE l.extraction_id = l_extraction_id"
+            "  AND l.review_round = l_review_round AND l.supersedes IS NULL"
+            "  AND NOT (l.verdict = l_verdict AND l.reviewer = l_reviewer"
+            "           AND l.labeled_at = l_labeled_at))",
+            "l_extraction_id",
+            "l_review_round",
+        ),
+        Rule(
+            "extraction_id",
             "'{value}' is labelled differently on row {extra} by the same reviewer at the"
             " same labeled_at; keep one of the two",
             "l_verdict IS NOT NULL AND l_variants > 1 AND l_row > l_first",
@@ -341,8 +434,12 @@ def _rules(dtypes: dict[str, str], window: TimeWindow | None) -> list[Rule]:
     ]
 
 
-def _check_verdicts(con: duckdb.DuckDBPyConnection, typed: Staged, source: str) -> None:
+def _check_verdicts(con: duckdb.DuckDBPyConnection, typed: Staged, source: str) -> int:
     """Hold every row with a verdict to :func:`record_verdict`'s rules; store what it cleans.
+
+    Verdict-only history is accepted (``details_required=False``): an
+    'incorrect' row without an error type gets ``not_recorded``, one without a
+    corrected value keeps it unknown. Returns how many rows lacked such details.
 
     Raises one :class:`ValidationError` naming row, column and value of every
     problem. Otherwise writes the cleaned fields back to the staged rows (a
@@ -356,8 +453,12 @@ def _check_verdicts(con: duckdb.DuckDBPyConnection, typed: Staged, source: str) 
     ).fetchall()
     problems: list[str] = []
     cleaned = []
+    lacking = 0
     for number, verdict, value, status, kind, detail, reviewer in rows:
-        found: list[LabelError] = [*verdict_problems(verdict, value, status, kind, detail)]
+        found: list[LabelError] = [*verdict_problems(verdict, value, status, kind, detail,
+                                                     details_required=False)]
+        if verdict == "incorrect" and (kind is None or (value is None and status is None)):
+            lacking += 1
         try:
             if user_name(reviewer, what="reviewer") != reviewer:
                 found.append(LabelFieldError("reviewer", f"{reviewer!r} has spaces around it"))
@@ -365,7 +466,7 @@ def _check_verdicts(con: duckdb.DuckDBPyConnection, typed: Staged, source: str) 
             found.append(LabelFieldError("reviewer", str(exc)))
         problems += [_in_row(number, exc) for exc in found]
         if not found:
-            fields = verdict_fields(verdict, value, status, kind, detail)
+            fields = verdict_fields(verdict, value, status, kind, detail, details_required=False)
             new = (fields["corrected_value"], fields["corrected_status"], fields["error_type"],
                    fields["error_detail"])
             if new != (value, status, kind, detail):
@@ -379,6 +480,7 @@ def _check_verdicts(con: duckdb.DuckDBPyConnection, typed: Staged, source: str) 
             " l_error_type = ?, l_error_detail = ? WHERE l_row = ?",
             cleaned,
         )
+    return lacking
 
 
 def _in_row(number: int, exc: LabelError) -> str:
@@ -400,7 +502,8 @@ def _store(
         " corrected_status, error_type, error_detail, reviewer, review_round, labeled_at,"
         " supersedes, import_batch_id)"
         " SELECT DISTINCT l_label_id, l_extraction_id, l_sample_id, l_verdict, l_corrected_value,"
-        " l_corrected_status, l_error_type, l_error_detail, l_reviewer, 'import', l_labeled_at,"
+        " l_corrected_status, l_error_type, l_error_detail, l_reviewer, l_review_round,"
+        " l_labeled_at,"
         f" NULL, ? FROM {typed.relation} t"
         " WHERE l_verdict IS NOT NULL AND NOT EXISTS (SELECT 1 FROM labels l"
         "   WHERE l.extraction_id = t.l_extraction_id AND l.verdict = t.l_verdict"
@@ -416,6 +519,13 @@ def _store(
         "INSERT INTO label_imports (batch_id, source, source_sha256, rows_in_file, rows_added,"
         " imported_at, imported_by) VALUES (?, ?, ?, ?, ?, ?, ?)",
         [batch_id, source, sha, typed.rows, added, utc_now(), actor],
+    )
+    # How long the annotator took (Label Studio's lead_time): kept beside the label.
+    con.execute(
+        f"INSERT INTO label_lead_times SELECT DISTINCT t.l_label_id, t.l_lead_time"
+        f" FROM {typed.relation} t JOIN labels l ON l.label_id = t.l_label_id"
+        " WHERE l.import_batch_id = ? AND t.l_lead_time IS NOT NULL",
+        [batch_id],
     )
     chain_rows(con, "labels", {"import_batch_id": batch_id})
     chain_rows(con, "label_imports", {"batch_id": batch_id})

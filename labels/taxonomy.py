@@ -31,6 +31,11 @@ ERROR_TYPES: MappingProxyType[str, str] = MappingProxyType(
     }
 )
 
+#: The error type of an imported 'incorrect' label whose history names none
+#: (a QA sheet of verdicts only). Never offered to a reviewer; the error
+#: report shows it as it is, so nobody reads it as a known cause.
+NOT_RECORDED = "not_recorded"
+
 #: What the corrected value is, mirroring extractions.value_status.
 CORRECTED_STATUSES: MappingProxyType[str, str] = MappingProxyType(
     {

@@ -23,7 +23,7 @@ from typing import Any
 
 import duckdb
 from fieldtrust.labels.errors import LabelConflict, LabelError, LabelFieldError
-from fieldtrust.labels.taxonomy import check_correction, check_error
+from fieldtrust.labels.taxonomy import NOT_RECORDED, check_correction, check_error
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
@@ -206,13 +206,18 @@ def verdict_fields(
     corrected_status: str | None,
     error_type: str | None,
     error_detail: str | None,
+    *,
+    details_required: bool = True,
 ) -> dict[str, Any]:
     """Validate a verdict and what goes with it; return the label columns to write.
 
     Raises the first of :func:`verdict_problems` (a :class:`LabelFieldError`).
+    ``details_required=False`` is for history kept elsewhere (labels import):
+    see :func:`verdict_problems`.
     """
     fields, problems = _checked_fields(
-        verdict, corrected_value, corrected_status, error_type, error_detail
+        verdict, corrected_value, corrected_status, error_type, error_detail,
+        details_required=details_required,
     )
     if problems:
         raise problems[0]
@@ -225,13 +230,45 @@ def verdict_problems(
     corrected_status: str | None,
     error_type: str | None,
     error_detail: str | None,
+    *,
+    details_required: bool = True,
 ) -> list[LabelFieldError]:
     """Every reason :func:`verdict_fields` would refuse these fields (empty: none).
 
-    Labels import (:mod:`fieldtrust.labels.label_import`) reports each one with its row,
-    so a file is held to exactly the rules of :func:`record_verdict`.
+from fieldtrust.labels.taxonomy import NOT_RECORDED, check_correction, check_error
+from fieldtrust.store.access import require, user_name
     """
-    return _checked_fields(verdict, corrected_value, corrected_status, error_type, error_detail)[1]
+    return _checked_fields(verdict, corrected_value, corrected_status, error_type, error_detail,
+                           details_required=details_required)[1]
+
+
+def _verdict_only(
+    corrected_value: str | None,
+    corrected_status: str | None,
+    error_type: str | None,
+    error_detail: str | None,
+) -> tuple[dict[str, Any], list[LabelFieldError]]:
+    """An 'incorrect' label from history: what is given is checked, what is missing stays so."""
+    problems: list[LabelFieldError] = []
+    value: str | None = None
+    status: str | None = None
+    if corrected_value is not None or corrected_status is not None:
+        try:
+            value, status = check_correction(corrected_value, corrected_status)
+        except LabelFieldError as exc:
+            problems.append(exc)
+    kind, detail = NOT_RECORDED, (error_detail.strip() or None) if error_detail else None
+    if error_type is not None:
+        try:
+            kind, detail = check_error(error_type, error_detail)
+        except LabelFieldError as exc:
+            problems.append(exc)
+    if problems:
+        return {}, problems
+    return {
+        "verdict": "incorrect", "corrected_value": value, "corrected_status": status,
+        "error_type": kind, "error_detail": detail,
+    }, []
 
 
 def _checked_fields(
@@ -240,8 +277,12 @@ def _checked_fields(
     corrected_status: str | None,
     error_type: str | None,
     error_detail: str | None,
+    *,
+    details_required: bool = True,
 ) -> tuple[dict[str, Any], list[LabelFieldError]]:
     """The cleaned label columns and the problems found (columns are empty when there are some)."""
+    if verdict == "incorrect" and not details_required:
+        return _verdict_only(corrected_value, corrected_status, error_type, error_detail)
     if verdict not in VERDICTS:
         return {}, [LabelFieldError(
             "verdict", f"verdict {verdict!r} is not one of {', '.join(VERDICTS)}"

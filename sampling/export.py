@@ -1,7 +1,8 @@
 """Write a sample's items to CSV for offline labelling.
 
 The file has the item columns, then empty label columns a reviewer fills in
-(verdict, reviewer, corrected_value, error_type, labeled_at); ``fieldtrust
+(verdict, reviewer, corrected_value, corrected_status, error_type,
+error_detail, labeled_at: every column the import reads); ``fieldtrust
 labels import FILE`` reads it back by extraction_id and sample_id.
 
 Spreadsheet programs run a cell that starts with ``=``, ``+``, ``-`` or ``@``
@@ -35,7 +36,13 @@ ITEM_COLUMNS = (
     "inclusion_prob",
     "sample_id",
 )
-LABEL_COLUMNS = ("verdict", "reviewer", "corrected_value", "error_type", "labeled_at")
+#: Every column ``fieldtrust labels import`` reads, so a filled file imports as written.
+LABEL_COLUMNS = (
+    "verdict", "reviewer", "corrected_value", "corrected_status", "error_type", "error_detail",
+    "labeled_at",
+)
+
+
 def check_writable(path: str | os.PathLike[str]) -> None:
     """Refuse an output path that cannot be written, before anything is drawn.
 

@@ -1,15 +1,16 @@
 """Access control: roles, the permission table, and role grants.
 
 Permission checks live here, in the library, so the CLI, the dashboard and any
-script get the same answer. Grants are append-only rows in ``user_roles``; a
-user's current role is their latest grant, and the role ``none`` takes every
-permission away. Reading (reports, exports, the policy) needs no role: access
+script get the same answer. A user holds a set of roles: grants are
+append-only rows in ``user_roles``, revocations of one role rows in
+``role_revocations`` (both chained), and a grant of ``none`` takes every role
+away. Reading (reports, exports, the policy) needs no role: access
 to the store file is the gate for that.
 
 Bootstrap: while ``user_roles`` is empty anyone may make the first grant, and
 it must be ``admin`` (:func:`bootstrap_admin`, or ``fieldtrust users grant
 NAME admin --as NAME``). From then on only an admin grants roles, and the last
-admin cannot be demoted.
+admin cannot lose the role.
 """
 
 from __future__ import annotations
@@ -87,34 +88,62 @@ def user_name(name: object, *, what: str = "user name") -> str:
     return cleaned
 
 
+def current_roles(con: duckdb.DuckDBPyConnection, user: str) -> frozenset[str]:
+    """The roles ``user`` holds now: each granted and not revoked since (empty: none).
+
+    A role is held when its latest grant in ``user_roles`` is newer than every
+    revocation of it (``role_revocations``) and every grant of ``none``
+    (which takes every role away).
+    """
+    rows = con.execute(_HELD_SQL + " WHERE user_name = ?", [user_name(user)]).fetchall()
+    return frozenset(str(r[1]) for r in rows)
+
+
 def current_role(con: duckdb.DuckDBPyConnection, user: str) -> str | None:
-    """The user's role from their latest grant; None when never granted or revoked."""
-    row = first_row(con.execute(
-        "SELECT role FROM user_roles WHERE user_name = ?"
-        " ORDER BY granted_at DESC LIMIT 1",
-        [user_name(user)],
-    ).fetchall())
-    if row is None or row[0] == "none":
-        return None
-    return str(row[0])
+    """The user's roles as one text (``"admin, qa_lead"``), None when they hold none."""
+    return roles_text(current_roles(con, user)) or None
 
 
-def allowed(role: str | None, action: str) -> bool:
-    """Whether ``role`` may do ``action`` (by the :data:`PERMISSIONS` table)."""
+def roles_text(roles: frozenset[str] | set[str]) -> str:
+    """Roles in :data:`ROLES` order, comma separated ("" for none)."""
+    return ", ".join(r for r in ROLES if r in roles)
+
+
+#: (user_name, role) of every role held now; a WHERE on user_name may follow.
+_HELD_SQL = """
+SELECT * FROM (
+    SELECT DISTINCT g.user_name, g.role FROM user_roles g
+    WHERE g.role <> 'none'
+      AND NOT EXISTS (SELECT 1 FROM role_revocations r WHERE r.user_name = g.user_name
+                      AND r.role = g.role AND r.revoked_at >= g.granted_at)
+      AND NOT EXISTS (SELECT 1 FROM user_roles n WHERE n.user_name = g.user_name
+                      AND n.role = 'none' AND n.granted_at >= g.granted_at)
+      AND g.granted_at = (SELECT max(h.granted_at) FROM user_roles h
+                          WHERE h.user_name = g.user_name AND h.role = g.role)
+)"""
+
+
+def allowed(roles: str | frozenset[str] | None, action: str) -> bool:
+    """Whether a role, or any of a set of roles, may do ``action`` (:data:`PERMISSIONS`)."""
     if action not in PERMISSIONS:
         raise AccessError(f"unknown action {action!r}; known: {', '.join(PERMISSIONS)}")
-    return role is not None and role in PERMISSIONS[action]
+    held = frozenset() if roles is None else frozenset({roles}) if isinstance(roles, str) \
+        else roles
+    return bool(held & PERMISSIONS[action])
 
 
 def require(con: duckdb.DuckDBPyConnection, actor: str, action: str) -> str:
-    """Return ``actor``'s role if it allows ``action``; raise :class:`PermissionDenied` if not."""
+    """Return the role of ``actor``'s that allows ``action`` (the least privileged one);
+    raise :class:`PermissionDenied` if none does.
+    """
     actor = user_name(actor, what="acting user")
-    role = current_role(con, actor)
-    if allowed(role, action):
-        assert role is not None
-        return role
+    roles = current_roles(con, actor)
+    for role in ROLES:  # least privilege first: the role recorded with the act
+        if role in roles and role in PERMISSIONS[action]:
+            return role
     needed = [r for r in ROLES if r in PERMISSIONS[action]]  # least privilege first
-    held = f"role {role}" if role else "no role"
+    held = (f"role{'s' if len(roles) > 1 else ''} {roles_text(roles)}" if roles
+            else "no role")
     raise PermissionDenied(
         f"{actor} ({held}) may not {ACTIONS[action]}: that needs the role"
         f" {' or '.join(needed)}; an admin can grant it with"
@@ -123,11 +152,13 @@ def require(con: duckdb.DuckDBPyConnection, actor: str, action: str) -> str:
 
 
 def grant_role(con: duckdb.DuckDBPyConnection, actor: str, user: str, role: str) -> RoleGrant:
-    """Give ``user`` the role ``role`` (``none`` revokes), acting as ``actor``.
+    """Add ``role`` to the roles ``user`` holds (``none`` takes them all away), as ``actor``.
 
-    Only an admin may grant, except the very first grant of a store, which
-    anyone may make and which must be ``admin`` (bootstrap). The last admin
-    cannot be demoted, so the store always has someone who can grant roles.
+    Roles are a set: granting qa_lead to an admin keeps them admin, so one
+    person can run a trial alone. Only an admin may grant, except the very
+    first grant of a store, which anyone may make and which must be ``admin``
+    (bootstrap). The last admin cannot lose the role, so the store always has
+    someone who can grant roles. :func:`revoke_role` removes one role.
 
     Raises
     ------
@@ -147,11 +178,12 @@ def grant_role(con: duckdb.DuckDBPyConnection, actor: str, user: str, role: str)
             if role != "admin":
                 raise PermissionDenied(
                     f"the store has no users yet: the first grant must make an admin"
-                    f" (e.g. `fieldtrust users grant {actor} admin --as {actor}`), not {role}"
+                    f" (e.g. `fieldtrust init --admin {actor}`), not {role}"
                 )
         else:
             require(tx, actor, "grant_roles")
-            _refuse_removing_last_admin(tx, user, role)
+            if role == "none":
+                _refuse_removing_last_admin(tx, user)
         granted_at = _after_latest(tx, user)
         inserted = tx.execute(
             "INSERT INTO user_roles (user_name, role, granted_by, granted_at) VALUES (?, ?, ?, ?)"
@@ -169,39 +201,147 @@ def bootstrap_admin(con: duckdb.DuckDBPyConnection, name: str) -> RoleGrant:
     return grant_role(con, name, name, "admin")
 
 
-def list_users(con: duckdb.DuckDBPyConnection) -> list[RoleGrant]:
-    """Every user's latest grant (``none`` included), sorted by user name."""
-    rows = con.execute(
-        "SELECT user_name, role, granted_by, granted_at FROM ("
-        " SELECT *, row_number() OVER (PARTITION BY user_name ORDER BY granted_at DESC) AS rank_"
-        " FROM user_roles) WHERE rank_ = 1 ORDER BY user_name"
-    ).fetchall()
-    return [RoleGrant(*row) for row in rows]
+def first_admin(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """Make ``name`` the store's first admin; False when they already are its admin.
 
-
-def role_history(con: duckdb.DuckDBPyConnection) -> list[RoleGrant]:
-    """Every grant ever made, oldest first."""
-    rows = con.execute(
-        "SELECT user_name, role, granted_by, granted_at FROM user_roles"
-        " ORDER BY granted_at, user_name"
-    ).fetchall()
-    return [RoleGrant(*row) for row in rows]
-
-
-def _refuse_removing_last_admin(con: duckdb.DuckDBPyConnection, user: str, role: str) -> None:
-    if role == "admin" or current_role(con, user) != "admin":
-        return
-    admins = [g for g in list_users(con) if g.role == "admin"]
-    if len(admins) <= 1:
+    Raises
+    ------
+    PermissionDenied
+        The store already has users and ``name`` is not one of its admins.
+    """
+    name = user_name(name, what="admin name")
+    existing = admins(con)
+    if name in existing:
+        return False
+    if list_users(con):
         raise PermissionDenied(
-            f"{user} is the last admin: grant admin to someone else before changing {user}'s role"
+            f"this store already has users (admins: {', '.join(existing) or 'none'}):"
+            f" ask an admin to run `fieldtrust users grant {name} admin`"
+        )
+    bootstrap_admin(con, name)
+    return True
+
+
+def revoke_role(
+    con: duckdb.DuckDBPyConnection, actor: str, user: str, role: str
+) -> RoleRevocation:
+    """Take ``role`` from ``user`` (their other roles stay), acting as ``actor``, an admin.
+
+    The revocation is a row of its own (``role_revocations``, chained like the
+    grants), so the history keeps who held what when.
+
+    Raises
+    ------
+    PermissionDenied
+        ``actor`` is not an admin, or ``user`` is the last admin and ``role`` is admin.
+    LabelError
+        ``role`` is not one of :data:`ROLES`, or ``user`` does not hold it.
+    """
+    actor = user_name(actor, what="acting user")
+    user = user_name(user)
+    if role not in ROLES:
+        raise AccessError(f"role {role!r} is not one of {', '.join(ROLES)}")
+
+    def work(tx: duckdb.DuckDBPyConnection) -> RoleRevocation:
+        require(tx, actor, "grant_roles")
+        held = current_roles(tx, user)
+        if role not in held:
+            raise AccessError(
+                f"{user} does not hold the role {role}"
+                f" (holds: {roles_text(held) or 'no role'}); nothing to revoke"
+            )
+        if role == "admin":
+            _refuse_removing_last_admin(tx, user)
+        revoked_at = _after_latest(tx, user)
+        inserted = tx.execute(
+            "INSERT INTO role_revocations (user_name, role, revoked_by, revoked_at)"
+            " VALUES (?, ?, ?, ?) RETURNING *",
+            [user, role, actor, revoked_at],
+        )
+        chain_returned(tx, "role_revocations", inserted)
+        return RoleRevocation(user, role, actor, revoked_at)
+
+    return write_with_retry(con, work, what=f"revoking {role} from {user}")
+
+
+@dataclass(frozen=True)
+class RoleRevocation:
+    """One row of ``role_revocations``: ``revoked_by`` took ``role`` from ``user_name``."""
+
+    user_name: str
+    role: str
+    revoked_by: str
+    revoked_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class UserRoles:
+    """A user and the roles they hold now (empty when every role was taken away)."""
+
+    user_name: str
+    roles: tuple[str, ...]
+
+    @property
+    def role(self) -> str:
+        """The roles as one text, ``none`` when empty (for tables and pickers)."""
+        return ", ".join(self.roles) or "none"
+
+
+@dataclass(frozen=True)
+class RoleChange:
+    """One entry of the role history: a grant or a revocation."""
+
+    user_name: str
+    change: str  # "grant" or "revoke"
+    role: str
+    changed_by: str
+    changed_at: dt.datetime
+
+
+def list_users(con: duckdb.DuckDBPyConnection) -> list[UserRoles]:
+    """Everyone ever granted a role with the roles they hold now, sorted by user name."""
+    held: dict[str, set[str]] = {
+        str(name): set() for (name,) in con.execute(
+            "SELECT DISTINCT user_name FROM user_roles"
+        ).fetchall()
+    }
+    for name, role in con.execute(_HELD_SQL).fetchall():
+        held[str(name)].add(str(role))
+    return [
+        UserRoles(name, tuple(r for r in ROLES if r in held[name])) for name in sorted(held)
+    ]
+
+
+def role_history(con: duckdb.DuckDBPyConnection) -> list[RoleChange]:
+    """Every grant and revocation ever made, oldest first."""
+    rows = con.execute(
+        "SELECT user_name, 'grant' AS change, role, granted_by, granted_at FROM user_roles"
+        " UNION ALL"
+        " SELECT user_name, 'revoke', role, revoked_by, revoked_at FROM role_revocations"
+        " ORDER BY 5, 1, 2"
+    ).fetchall()
+    return [RoleChange(*row) for row in rows]
+
+
+def admins(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The users holding the admin role now."""
+    return [u.user_name for u in list_users(con) if "admin" in u.roles]
+
+
+def _refuse_removing_last_admin(con: duckdb.DuckDBPyConnection, user: str) -> None:
+    if "admin" not in current_roles(con, user):
+        return
+    if len(admins(con)) <= 1:
+        raise PermissionDenied(
+            f"{user} is the last admin: grant admin to someone else before taking it from {user}"
         )
 
 
 def _after_latest(con: duckdb.DuckDBPyConnection, user: str) -> dt.datetime:
-    # Grants in the same microsecond would make "latest" ambiguous: keep them ordered.
+    # Changes in the same microsecond would make "latest" ambiguous: keep them ordered.
     row = first_row(con.execute(
-        "SELECT max(granted_at) FROM user_roles WHERE user_name = ?", [user]
+        "SELECT max(t_) FROM (SELECT granted_at AS t_ FROM user_roles WHERE user_name = $u"
+        " UNION ALL SELECT revoked_at FROM role_revocations WHERE user_name = $u)", {"u": user}
     ).fetchall())
     now = utc_now()
     if row is not None and row[0] is not None and row[0] >= now:

@@ -67,6 +67,9 @@ CHAINED: Mapping[str, ChainedTable] = {
     t.name: t
     for t in (
         ChainedTable("user_roles", ("user_name", "granted_at"), ("granted_at", "user_name")),
+        ChainedTable(
+            "role_revocations", ("user_name", "revoked_at"), ("revoked_at", "user_name")
+        ),
         ChainedTable("evidence_snapshots", ("evidence_id",), ("created_at", "evidence_id")),
         ChainedTable("decisions", ("decision_id",), ("decided_at", "decision_id")),
         ChainedTable("label_imports", ("batch_id",), ("imported_at", "batch_id")),
@@ -205,10 +208,10 @@ def chain_existing_rows(con: duckdb.DuckDBPyConnection) -> int:
     """
     ordered: list[tuple[tuple[Any, ...], str, dict[str, Any]]] = []
     present = {str(name) for (name,) in con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
-        " AND schema_name = 'main'").fetchall()}
+        "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'"
+    ).fetchall()}
     for rank, spec in enumerate(CHAINED.values()):
-        if spec.name not in present:  # a table a later migration creates
+        if spec.name not in present:  # a table a later migration makes (and chains itself)
             continue
         for row in table_rows(con, spec.name):
             ordered.append(((row[spec.order[0]], rank, *map(str, (row[c] for c in spec.order))),

@@ -102,7 +102,8 @@ def connect(
     target = str(path)
     if read_only and target != ":memory:" and not Path(target).exists():
         raise StoreError(
-            f"no store at {target}: run `fieldtrust demo` or `fieldtrust ingest` first"
+            f"no store at {target}: run `fieldtrust init --admin NAME` (or `fieldtrust demo`)"
+            " first"
         )
     con = _open(target, read_only=read_only, lock_timeout=lock_timeout, on_wait=on_wait)
     try:

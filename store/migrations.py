@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import duckdb
-from fieldtrust.store.chain import chain_existing_rows, chain_table
+from fieldtrust.store.chain import append_entries, chain_existing_rows, chain_table
 from fieldtrust.store.rollup import refresh_rollups, refresh_sampled
 
 
@@ -533,7 +533,63 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
         then=lambda con: chain_table(con, "label_import_designs"),
     ),
+    Migration(
+        "0019_store_role_sets",
+        """
+        -- A user holds a set of roles: a grant adds one, a revocation (a row
+        -- here, chained like the grants) takes one away. Before, a grant
+        -- replaced the user's role; the migration writes that replacement as
+        -- the revocation it was, so every store reads the same way.
+        CREATE TABLE role_revocations (
+            user_name  VARCHAR   NOT NULL,
+            role       VARCHAR   NOT NULL
+                CHECK (role IN ('reviewer', 'qa_lead', 'manager', 'admin')),
+            revoked_by VARCHAR   NOT NULL,
+            revoked_at TIMESTAMP NOT NULL
+        );
+        """,
+        then=lambda con: revoke_replaced_roles(con),
+    ),
+    Migration(
+        "0020_labels_lead_time",
+        """
+        -- Seconds an annotator spent on a label, where the tool that recorded
+        -- it says (Label Studio's lead_time). Beside the label, not in it:
+        -- labels rows are chained as written.
+        CREATE TABLE label_lead_times (
+            label_id          VARCHAR PRIMARY KEY,
+            lead_time_seconds DOUBLE  NOT NULL
+        );
+        """,
+    ),
 )
+
+
+def revoke_replaced_roles(con: duckdb.DuckDBPyConnection) -> int:
+    """Record, as revocations, the roles that a later grant replaced; return how many.
+
+    Run once by migration 0019: a grant of a different role (not ``none``,
+    which still takes every role away) revokes the role held until then, at
+    the time and by the author of that grant.
+    """
+    grants = con.execute(
+        "SELECT user_name, role, granted_by, granted_at FROM user_roles"
+        " ORDER BY user_name, granted_at"
+    ).fetchall()
+    held: dict[str, str] = {}
+    rows = []
+    for name, role, by, at in grants:
+        before = held.get(name)
+        if before is not None and role not in ("none", before):
+            rows.append((name, before, by, at))
+        held[name] = role
+    for name, role, by, at in rows:
+        con.execute("INSERT INTO role_revocations VALUES (?, ?, ?, ?)", [name, role, by, at])
+    append_entries(con, [
+        ("role_revocations", {"user_name": n, "role": r, "revoked_by": b, "revoked_at": a})
+        for n, r, b, a in rows
+    ])
+    return len(rows)
 
 
 def applied_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:

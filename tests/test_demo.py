@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import duckdb
@@ -353,14 +354,26 @@ def test_reviewers_labelled_eight_weekly_samples(demo_store: Path) -> None:
     con = store.connect(demo_store, read_only=True)
     try:
         assert _one(con, "SELECT count(*) FROM audit_samples") == 8
-        unlabelled = _one(
-            con,
-            """
-            SELECT count(*) FROM audit_items i WHERE NOT EXISTS (
-                SELECT 1 FROM labels l WHERE l.extraction_id = i.extraction_id
-                AND l.review_round = 'primary')""",
-        )
-        assert unlabelled == 0
+        cells = con.execute("""
+            SELECT s.week = (SELECT max(week) FROM audit_samples) AS newest, i.cell,
+                   count(*) AS n,
+                   count(*) FILTER (WHERE l.extraction_id IS NOT NULL) AS labelled,
+                   -- labelled items form a prefix in PRN order: none after the first gap
+                   max(i.prn) FILTER (WHERE l.extraction_id IS NOT NULL)
+                     <= coalesce(min(i.prn) FILTER (WHERE l.extraction_id IS NULL), 2) AS prefix
+            FROM audit_items i JOIN audit_samples s USING (sample_id)
+            LEFT JOIN labels l ON l.extraction_id = i.extraction_id
+                 AND l.review_round = 'primary'
+            GROUP BY ALL""").fetchall()
+        # Every earlier week is fully labelled; the newest about 60%, per cell, by PRN
+        # prefix, so a visitor acting as a reviewer has items waiting.
+        assert all(labelled == n for newest, _, n, labelled, _ in cells if not newest)
+        newest = [(n, labelled, prefix) for is_newest, _, n, labelled, prefix in cells
+                  if is_newest]
+        assert newest and all(labelled == max(1, math.ceil(0.6 * n)) and prefix
+                              for n, labelled, prefix in newest)
+        share = sum(c[1] for c in newest) / sum(c[0] for c in newest)
+        assert 0.6 <= share < 0.7
         doubles = con.execute("""
             SELECT count(*), count(s.label_id), count(*) FILTER (WHERE s.reviewer = p.reviewer)
             FROM audit_items i

@@ -91,7 +91,7 @@ def _design_section(identity: auth.Identity | None, week: str) -> None:
     if current is not None:
         st.caption(f"Current sample of {week}: `{current}`. Drawing again with the same design"
                    " returns it; another design makes a new version (labels are kept).")
-    if identity is not None and allowed(identity.role, "draw_sample"):
+    if identity is not None and allowed(identity.roles, "draw_sample"):
         seed = views.settings().seed
         label = f"Draw the sample of {week}" if current is None else f"Draw {week} with this design"
         st.button(label, key=state.AUDIT_DRAW, type="primary",
@@ -178,7 +178,7 @@ def _adjudication_section(identity: auth.Identity | None, scope: object) -> None
         return
     frame = views.adjudication_frame(queue)
     downloads.show_table("adjudication_queue", frame)
-    if identity is None or not allowed(identity.role, "adjudicate"):
+    if identity is None or not allowed(identity.roles, "adjudicate"):
         st.caption("Adjudicating needs the qa_lead role.")
         return
     ids = [p.extraction_id for p in queue]

@@ -5,6 +5,8 @@ Approving, rejecting and revoking call the library's acts
 certify the whole stratum from the store (not the sidebar's filters or this
 page's cached report) and freeze the evidence. The buttons only appear for
 roles the library's permission table allows to decide.
+Approving and revoking open a dialog that restates the threshold, coverage and
+evidence first.
 """
 
 from __future__ import annotations
@@ -42,9 +44,50 @@ def _decide(identity: auth.Identity, action: str, stratum: views.Stratum) -> Non
     )
 
 
+#: What confirming each act means, restated in its dialog.
+_CONSEQUENCE = {
+    "approve": "From now on, extractions of this stratum at or above the threshold are no"
+               " longer checked by people.",
+    "revoke": "Every extraction of this stratum goes back to people.",
+}
+
+
+def _open_dialog(action: str, key: str) -> None:
+    """Button callback: ask for confirmation of ``action`` on the stratum ``key``."""
+    st.session_state[state.AUTO_DIALOG] = (action, key)
+
+
+def _close_dialog() -> None:
+    st.session_state.pop(state.AUTO_DIALOG, None)
+
+
+def _confirmed(identity: auth.Identity, action: str, stratum: views.Stratum) -> None:
+    """Confirm button callback: close the dialog and record the decision."""
+    _close_dialog()
+    _decide(identity, action, stratum)
+
+
+@st.dialog("Confirm the decision", on_dismiss=_close_dialog)
+def _confirm(identity: auth.Identity, action: str, stratum: views.Stratum) -> None:
+    """Restate what the decision rests on; record it only when confirmed."""
+    if state.AUTO_DIALOG not in st.session_state:  # confirmed or cancelled just now
+        st.rerun()
+    st.markdown(f"**{action.capitalize()}** automation of **{layout.plain(stratum.label)}**")
+    if stratum.threshold is not None:
+        st.markdown(f"Threshold: **{stratum.threshold:.3f}**")
+    st.markdown(stratum.summary)
+    st.caption(_CONSEQUENCE[action] + " The evidence above is frozen with the decision.")
+    comment = st.session_state.get(state.AUTO_COMMENT, "")
+    st.markdown(f"Comment: {layout.plain(comment) if comment else '(none: it will be refused)'}")
+    confirm, cancel = st.columns(2)
+    confirm.button(f"Confirm {action}", key=state.AUTO_CONFIRM, type="primary",
+                   on_click=_confirmed, args=(identity, action, stratum), width="stretch")
+    cancel.button("Cancel", key=state.AUTO_CANCEL, on_click=_close_dialog, width="stretch")
+
+
 def _decision_form(identity: auth.Identity | None, strata: list[views.Stratum]) -> None:
     st.subheader("Decide")
-    if identity is None or not allowed(identity.role, "decide"):
+    if identity is None or not allowed(identity.roles, "decide"):
         who = "nobody" if identity is None else f"{identity.user} ({identity.role or 'no role'})"
         st.info(f"Decisions need the manager or admin role; you are {layout.plain(who)}.")
         return
@@ -60,13 +103,17 @@ def _decision_form(identity: auth.Identity | None, strata: list[views.Stratum]) 
     st.text_area("Comment", key=state.AUTO_COMMENT,
                  placeholder="Why: what you checked, who agreed, any conditions.")
     approve, reject, revoke, _ = st.columns([1, 1, 1, 3])
+    # Approving and revoking change what people check: a dialog restates the evidence first.
     approve.button("Approve", key=state.AUTO_APPROVE, type="primary",
-                   disabled=not stratum.candidate, on_click=_decide,
-                   args=(identity, "approve", stratum), width="stretch")
+                   disabled=not stratum.candidate, on_click=_open_dialog,
+                   args=("approve", stratum.key), width="stretch")
     reject.button("Reject", key=state.AUTO_REJECT, on_click=_decide,
                   args=(identity, "reject", stratum), width="stretch")
     revoke.button("Revoke", key=state.AUTO_REVOKE, disabled=not stratum.active,
-                  on_click=_decide, args=(identity, "revoke", stratum), width="stretch")
+                  on_click=_open_dialog, args=("revoke", stratum.key), width="stretch")
+    asked = st.session_state.get(state.AUTO_DIALOG)
+    if asked is not None and asked[1] == stratum.key:
+        _confirm(identity, asked[0], stratum)
 
 
 def _policy_export() -> None:

@@ -17,6 +17,9 @@ strata = views.strata_frame(report)
 if report.overall.n_labeled == 0:
     st.info("No labels in these weeks yet: draw an audit sample (Weekly audit) and label it"
             " (Review) to see accuracy.")
+    version = data.current_version()
+    if version is not None and version.labels == 0:
+        layout.getting_started(version)  # a fresh store: the first steps, not empty charts
     st.stop()
 
 left, right = st.columns([1, 1])

@@ -131,7 +131,7 @@ def _audit_tab(identity: auth.Identity | None) -> None:
                        " item waits until that item is labelled.")
             downloads.show_table("review_cell_progress",
                                  cells[["cell", "n_sample", "n_labelled", "n_usable"]])
-    if identity is None or not allowed(identity.role, "label"):
+    if identity is None or not allowed(identity.roles, "label"):
         who = "nobody" if identity is None else f"{identity.user} ({identity.role or 'no role'})"
         st.info(f"Labelling needs the reviewer or qa_lead role; you are {who}.")
         return

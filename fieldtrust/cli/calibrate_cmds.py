@@ -23,18 +23,23 @@ def _scope(con: duckdb.DuckDBPyConnection, weeks: int) -> Scope:
     return Scope(weeks=last_weeks(con, weeks))
 
 
+def _missing(value: float | None) -> bool:
+    """No number: None, or NaN (an estimate over no labels)."""
+    return value is None or value != value
+
+
 def _pct(value: float | None, digits: int = 1) -> str | None:
-    return None if value is None else f"{value:.{digits}%}"
+    return None if _missing(value) else f"{value:.{digits}%}"
 
 
 def _interval(low: float | None, high: float | None) -> str | None:
-    if low is None or high is None:
+    if _missing(low) or _missing(high):
         return None
     return f"[{low:.1%}, {high:.1%}]"
 
 
 def _t(value: float | None) -> str | None:
-    return None if value is None else f"{value:.3f}"
+    return None if _missing(value) else f"{value:.3f}"
 
 
 def _report_rows(report: CalibrationReport) -> list[dict[str, Any]]:
@@ -112,10 +117,12 @@ def calibrate(
         return
     overall = report.overall
     click.echo(f"overall: {overall.summary}")
+    accuracy = _pct(overall.accuracy)
+    shown = (f"accuracy {accuracy} {_interval(overall.accuracy_low, overall.accuracy_high) or ''}"
+             .rstrip() if accuracy else "no accuracy yet")
     click.echo(
         f"         {overall.n_population:,} extractions, {overall.n_labeled:,} labels,"
-        f" {_weeks_text(scope)}; accuracy {_pct(overall.accuracy) or '-'}"
-        f" {_interval(overall.accuracy_low, overall.accuracy_high) or ''}"
+        f" {_weeks_text(scope)}; {shown}"
         f" (target {report.target:.0%}, confidence {report.confidence:.0%})"
     )
     click.echo("")

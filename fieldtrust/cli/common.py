@@ -26,6 +26,24 @@ def settings(ctx: click.Context, **flags: object) -> Settings:
     return resolved.with_flags(**flags)
 
 
+def acting_user(ctx: click.Context, given: str | None, *, what: str = "this") -> str:
+    """``--as NAME`` if given, else the ``user`` setting (``FIELDTRUST_USER``)."""
+    if given:
+        return given
+    default = settings(ctx).user
+    if default:
+        return default
+    raise click.UsageError(
+        f"{what} needs to know who you are: give --as NAME, or set FIELDTRUST_USER=NAME"
+        " (or user = \"NAME\" in fieldtrust.toml) once"
+    )
+
+
+#: Help of every --as option.
+AS_HELP = ("Who is acting; their roles in the store are checked"
+           " [default: setting user, env FIELDTRUST_USER].")
+
+
 #: Seconds a command waits for the store file. The dashboard's writes hold it for
 #: moments, but many reviewers at once can keep it busy for a while, and an
 #: ingest run by a person or a nightly job should wait for them, not fail.

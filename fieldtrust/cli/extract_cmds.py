@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 import click
 
 from fieldtrust.cli.common import echo_json, echo_table, settings
+from fieldtrust.extraction.errors import ExtractionConfigError
 from fieldtrust.extraction.schemas import DOC_TYPE_CHOICES
+from fieldtrust.settings import Settings
 from fieldtrust.store.connection import open_store
 
 if TYPE_CHECKING:
@@ -22,6 +24,9 @@ if TYPE_CHECKING:
     from fieldtrust.extraction.results import DocumentResult, RunSummary
 
 DEFAULT_MANIFEST = "extract-batches.json"
+
+#: Exit code of a batch run that stopped waiting with documents still in a batch.
+EXIT_PENDING = 3
 
 
 def make_client(api_key: str) -> anthropic.Anthropic:
@@ -54,7 +59,8 @@ def _say(line: str) -> None:
     required=True,
     help="Document type, or auto to let the model choose per document.",
 )
-@click.option("--model", default=None, help="Claude model id [setting model].")
+@click.option("--model", default=None,
+              help=f"Claude model id [setting model; default {Settings().model}].")
 @click.option("--form-version", default=None, help="Form version of these documents, if known.")
 @click.option("--batch", is_flag=True, help="Use the Message Batches API (cheaper, asynchronous).")
 @click.option(
@@ -89,13 +95,23 @@ def extract(
 
     Reads ANTHROPIC_API_KEY from the environment. Progress goes to stderr;
     the summary, with every document that failed or was flagged, to stdout.
-    Exits 1 when a document failed.
+    Exits 1 when a document failed, 3 when --batch stopped waiting with
+    documents still in a batch (run again with the same --manifest to resume;
+    documents that failed are tried again), 2 when PATHS hold no document.
     """
     from fieldtrust.extraction.batch import run_batch
     from fieldtrust.extraction.client import api_key_from_env
     from fieldtrust.extraction.loop import extract_paths
     from fieldtrust.extraction.sink import StoreSink
 
+    _check_batch_options(ctx, batch)
+    from fieldtrust.extraction.documents import SUPPORTED_SUFFIXES, expand_paths
+
+    if not expand_paths(list(paths)):
+        raise ExtractionConfigError(
+            f"no documents in {', '.join(paths)}: fieldtrust reads"
+            f" {' '.join(SUPPORTED_SUFFIXES)} files"
+        )
     api_key = api_key_from_env()
     resolved = settings(ctx, model=model)
     with open_store(resolved.db):
@@ -107,6 +123,8 @@ def extract(
     root = documents_root(resolved.documents_root, resolved.db)
     sink = StoreSink(resolved.db, form_version=form_version, documents_root=root)
     chosen_model = resolved.model
+    if redo:
+        _warn_redo(sink, paths)
     if batch:
         _say(f"manifest: {manifest}")
         summary = run_batch(
@@ -122,6 +140,32 @@ def extract(
     _print(summary, as_json)
     if summary.failed:
         ctx.exit(1)
+    if summary.pending:
+        _say(f"{summary.pending} documents are still in a batch: run the same command again"
+             f" (--manifest {manifest}) to collect them")
+        ctx.exit(EXIT_PENDING)
+
+
+def _check_batch_options(ctx: click.Context, batch: bool) -> None:
+    """--manifest, --wait and --poll-interval mean something only with --batch."""
+    if batch:
+        return
+    given = [f"--{name.replace('_', '-')}" for name in ("manifest", "wait", "poll_interval")
+             if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
+    if given:
+        raise click.UsageError(f"{', '.join(given)} only apply with --batch")
+
+
+def _warn_redo(sink: object, paths: tuple[str, ...]) -> None:
+    """Say that --redo adds a second set of rows beside the stored ones."""
+    from fieldtrust.extraction.loop import identify_files
+
+    ids = [doc_id for _, doc_id, error in identify_files(paths) if error is None]
+    stored = sink.stored(ids)  # type: ignore[attr-defined]
+    if stored:
+        _say(f"--redo: {len(stored)} of {len(ids)} documents are already in the store; their"
+             " earlier rows stay and this run adds a second set beside them (each set keeps"
+             " its run id)")
 
 
 def _show_warnings() -> None:

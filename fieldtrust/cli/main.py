@@ -31,8 +31,42 @@ COMMAND_MODULES = (
 )
 
 
+#: Options of the top-level group that may also come after the subcommand.
+GLOBAL_OPTIONS = ("--db", "--config")
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """``args`` with ``--db X`` / ``--config X`` (or ``--db=X``) moved to the front.
+
+    Every help text starts with "set --db", so ``fieldtrust calibrate --db x.duckdb``
+    must work as well as ``fieldtrust --db x.duckdb calibrate``. Nothing after
+    ``--`` moves (it belongs to the command, e.g. ``serve``'s Streamlit options).
+    """
+    front: list[str] = []
+    rest: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            rest += args[index:]
+            break
+        name = arg.split("=", 1)[0]
+        if name in GLOBAL_OPTIONS and "=" in arg:
+            front.append(arg)
+        elif arg in GLOBAL_OPTIONS and index + 1 < len(args):
+            front += args[index : index + 2]
+            index += 1
+        else:
+            rest.append(arg)
+        index += 1
+    return front + rest
+
+
 class FieldtrustGroup(click.Group):
     """A click group that turns fieldtrust errors into a message and exit code 2."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_global_options(args))
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -61,7 +95,8 @@ def capped(message: str) -> str:
 
 @click.group(
     cls=FieldtrustGroup,
-    epilog="Example: fieldtrust --db audit.duckdb ingest extractions.parquet",
+    epilog="Example: fieldtrust --db audit.duckdb ingest extractions.parquet\n\n"
+    "--db and --config may also follow the command: fieldtrust ingest x.csv --db audit.duckdb",
 )
 @click.option(
     "--db",

@@ -2,9 +2,10 @@
 
 Also `labels export`, added to the `labels` group of store_cmds.
 
-Every command that changes something takes ``--as NAME``; the library checks
-NAME's role in the store (docs/governance.md), so the CLI grants nothing the
-dashboard would refuse.
+Every command that changes something acts as ``--as NAME`` or, without it, as
+the ``user`` setting (``FIELDTRUST_USER``); the library checks NAME's roles in
+the store (docs/governance.md), so the CLI grants nothing the dashboard would
+refuse.
 
 Reports that need scipy or pyarrow (revocation, agreement, exports) are
 imported inside their commands, so `fieldtrust --help` starts fast.
@@ -19,18 +20,25 @@ from typing import TYPE_CHECKING
 import click
 import duckdb
 
-from fieldtrust.cli.common import echo_json, echo_table, open_db, settings
+from fieldtrust.cli.common import AS_HELP, acting_user, echo_json, echo_table, open_db, settings
 from fieldtrust.governance.decisions import DECISION_ACTIONS, current_policy
 from fieldtrust.labels.taxonomy import CORRECTED_STATUSES, ERROR_TYPES
 from fieldtrust.labels.verdicts import VERDICTS
-from fieldtrust.store.access import ROLES, grant_role, list_users, role_history
+from fieldtrust.store.access import (
+    ROLES,
+    current_roles,
+    grant_role,
+    list_users,
+    revoke_role,
+    role_history,
+    roles_text,
+)
 from fieldtrust.store.scope import Scope, last_weeks
 
 if TYPE_CHECKING:
     pass
 
-_AS = click.option("--as", "actor", required=True, metavar="NAME",
-                   help="Who is acting; their role in the store is checked.")
+_AS = click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 _WEEKS = click.option("--weeks", type=click.IntRange(min=1), default=None,
                       help="Only the last N weeks (default: everything in the store).")
@@ -52,7 +60,10 @@ def _scope(con: duckdb.DuckDBPyConnection, weeks: int | None) -> Scope:
 
 @click.group("users", epilog="Example: fieldtrust users grant alice reviewer --as root")
 def users_group() -> None:
-    """Grant roles and list who holds which (reviewer, qa_lead, manager, admin)."""
+    """Grant and revoke roles and list who holds which (reviewer, qa_lead, manager, admin).
+
+    A user holds a set of roles: one person may be admin and qa_lead at once.
+    """
 
 
 @users_group.command("grant", epilog="Example: fieldtrust users grant alice reviewer --as root")
@@ -60,24 +71,44 @@ def users_group() -> None:
 @click.argument("role", type=click.Choice([*ROLES, "none"]))
 @_AS
 @click.pass_context
-def users_grant(ctx: click.Context, name: str, role: str, actor: str) -> None:
-    """Give NAME the role ROLE ('none' revokes). Only an admin may, except the
-    first grant of a new store, which must make an admin
-    (fieldtrust users grant root admin --as root).
+def users_grant(ctx: click.Context, name: str, role: str, actor: str | None) -> None:
+    """Add the role ROLE to NAME's roles ('none' takes them all away). Only an admin
+    may, except the first grant of a new store, which must make an admin
+    (fieldtrust init --admin NAME does that).
     """
-    grant = grant_role(open_db(ctx), actor, name, role)
-    click.echo(f"{grant.user_name} is now {grant.role} (granted by {grant.granted_by})")
+    con = open_db(ctx)
+    grant = grant_role(con, acting_user(ctx, actor, what="granting"), name, role)
+    held = roles_text(current_roles(con, grant.user_name)) or "no role"
+    click.echo(f"{grant.user_name} now holds: {held} (granted {role} by {grant.granted_by})")
+
+
+@users_group.command("revoke", epilog="Example: fieldtrust users revoke alice qa_lead --as root")
+@click.argument("name")
+@click.argument("role", type=click.Choice(ROLES))
+@_AS
+@click.pass_context
+def users_revoke(ctx: click.Context, name: str, role: str, actor: str | None) -> None:
+    """Take the role ROLE from NAME; their other roles stay. Only an admin may, and
+    the last admin keeps the admin role.
+    """
+    con = open_db(ctx)
+    revoked = revoke_role(con, acting_user(ctx, actor, what="revoking"), name, role)
+    held = roles_text(current_roles(con, revoked.user_name)) or "no role"
+    click.echo(f"{revoked.user_name} now holds: {held} (revoked {role} by {revoked.revoked_by})")
 
 
 @users_group.command("list", epilog="Example: fieldtrust users list --history")
-@click.option("--history", is_flag=True, help="Every grant ever made, not just current roles.")
+@click.option("--history", is_flag=True, help="Every grant and revocation ever made.")
 @_JSON
 @click.pass_context
 def users_list(ctx: click.Context, history: bool, as_json: bool) -> None:
-    """List users and their current role (the latest grant)."""
+    """List users and the roles they hold now."""
     con = open_db(ctx, read_only=True)
-    grants = role_history(con) if history else list_users(con)
-    rows = [dataclasses.asdict(g) for g in grants]
+    if history:
+        rows = [dataclasses.asdict(c) for c in role_history(con)]
+    else:
+        rows = [{"user_name": u.user_name, "roles": u.role if not as_json else list(u.roles)}
+                for u in list_users(con)]
     echo_json(rows) if as_json else echo_table(rows)
 
 
@@ -99,7 +130,7 @@ def users_list(ctx: click.Context, history: bool, as_json: bool) -> None:
 @click.pass_context
 def decide_cmd(
     ctx: click.Context, action: str, doc_type: str, field_name: str,
-    threshold: float | None, actor: str, comment: str,
+    threshold: float | None, actor: str | None, comment: str,
 ) -> None:
     """Approve, reject or revoke automation of a (doc_type, field) stratum.
 
@@ -111,6 +142,7 @@ def decide_cmd(
     """
     from fieldtrust.governance import acts
     from fieldtrust.governance.certification import Criteria
+    actor = acting_user(ctx, actor, what="deciding")
 
     act = {"approve": acts.approve, "reject": acts.reject, "revoke": acts.revoke}[action]
     decision = act(open_db(ctx), actor, doc_type, field_name, comment,
@@ -216,7 +248,8 @@ def agreement_cmd(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
 @click.option("--error-type", type=click.Choice(list(ERROR_TYPES)), default=None,
               help="incorrect: why (docs/review.md lists the types).")
 @click.option("--error-detail", default=None, help="Required with --error-type other.")
-@click.option("--as", "actor", default=None, metavar="NAME", help="The qa_lead adjudicating.")
+@click.option("--as", "actor", default=None, metavar="NAME",
+              help="The qa_lead adjudicating [default: setting user].")
 @_JSON
 @click.pass_context
 def adjudicate_cmd(
@@ -236,8 +269,9 @@ def adjudicate_cmd(
         echo_table(rows, ["extraction_id", "doc_type", "field", "value", "primary_reviewer",
                           "primary_verdict", "second_reviewer", "second_verdict"])
         return
-    if extraction_id is None or verdict is None or actor is None:
-        raise click.UsageError("give EXTRACTION_ID VERDICT --as NAME, or --queue")
+    if extraction_id is None or verdict is None:
+        raise click.UsageError("give EXTRACTION_ID VERDICT, or --queue")
+    actor = acting_user(ctx, actor, what="adjudicating")
     label = adjudicate(open_db(ctx), actor, extraction_id, verdict,
                        corrected_value=corrected_value, corrected_status=corrected_status,
                        error_type=error_type, error_detail=error_detail)

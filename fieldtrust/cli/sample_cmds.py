@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fieldtrust.cli.common import echo_json, echo_table, open_db, settings
+from fieldtrust.cli.common import acting_user, echo_json, echo_table, open_db, settings
 from fieldtrust.sampling.design import Design, load_design
 
 if TYPE_CHECKING:
+    import duckdb
     import pandas as pd
 
 _CELL_COLUMNS = ["cell", "n_population", "n_sample", "inclusion_prob"]
@@ -36,6 +37,9 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     " --as carol\n\n"
     "Fill the verdict and reviewer columns of w48.csv, then: fieldtrust labels import w48.csv"
     " --as carol\n\n"
+    "Label Studio: fieldtrust sample --week 2026-W48 --out tasks.json --format label-studio"
+    " --label-config config.xml, then fieldtrust labels import export.json --format"
+    " label-studio\n\n"
     "Drawing needs a user with the qa_lead role. A scheduled nightly draw runs as a user"
     " granted qa_lead for it: fieldtrust users grant nightly-audit qa_lead --as ADMIN, then"
     " fieldtrust sample --week ... --as nightly-audit.",
@@ -51,7 +55,23 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),
-    help="Write the items to this CSV for offline labelling.",
+    help="Write the items to this file for offline labelling (see --format).",
+)
+@click.option(
+    "--format", "out_format", type=click.Choice(["csv", "label-studio"]), default="csv",
+    show_default=True,
+    help="--out as a CSV with every column `labels import` reads, or as Label Studio tasks"
+         " (JSON; import the export back with `labels import --format label-studio`).",
+)
+@click.option(
+    "--label-config", "label_config_file", type=click.Path(dir_okay=False), default=None,
+    help="With --format label-studio: also write the matching Label Studio labelling config"
+         " (XML) to this file.",
+)
+@click.option(
+    "--show-confidence", is_flag=True,
+    help="With --format label-studio: show annotators the stated confidence (hidden by"
+         " default, so it does not anchor their verdict).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--preview", is_flag=True, help="Show what would be drawn; write nothing.")
@@ -66,7 +86,7 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     default=None,
     metavar="NAME",
     help="Who draws: a user with the qa_lead role, checked in the store and recorded with"
-    " the sample (required unless --preview).",
+    " the sample [default: setting user, env FIELDTRUST_USER].",
 )
 @click.pass_context
 def sample(
@@ -79,20 +99,25 @@ def sample(
     preview: bool,
     redraw: bool,
     actor: str | None,
+    out_format: str,
+    label_config_file: str | None,
+    show_confidence: bool,
 ) -> None:
     """Draw the week's audit sample (or return it if drawn already) and show its cells."""
-    from fieldtrust.sampling.draw import draw_sample, sample_items
-    from fieldtrust.sampling.export import check_writable, write_items_csv
+    from fieldtrust.sampling.draw import draw_sample
+    from fieldtrust.sampling.export import check_writable
     from fieldtrust.sampling.planner import preview_design
 
     design = _design(design_file)
+    if out_format != "label-studio" and (label_config_file or show_confidence):
+        raise click.UsageError("--label-config and --show-confidence go with"
+                               " --format label-studio")
     if preview:
         if out:
             raise click.UsageError("--preview writes nothing; drop --out or --preview")
         _print_preview(preview_design(open_db(ctx, read_only=True), week, design), as_json)
         return
-    if actor is None:
-        raise click.UsageError("drawing needs --as NAME, a user with the qa_lead role")
+    actor = acting_user(ctx, actor, what="drawing a sample")
     if out:
         check_writable(out)
     from fieldtrust.cli.source_cmds import open_configured_source
@@ -110,7 +135,14 @@ def sample(
         )
     else:
         result = draw_sample(con, week, design, seed=seed, actor=actor, redraw=redraw)
-    written = write_items_csv(sample_items(con, result.sample_id), out) if out else None
+    written = _write_out(con, result.sample_id, out, out_format, show_confidence)
+    if label_config_file:
+        from pathlib import Path
+
+        from fieldtrust.labels.label_studio import label_config
+
+        Path(label_config_file).write_text(label_config(show_confidence=show_confidence),
+                                           encoding="utf-8")
     if as_json:
         echo_json({**result.to_dict(), "out": out, "rows_written": written})
         return
@@ -126,7 +158,29 @@ def sample(
             f" estimates now use its items (labels are kept)"
         )
     if out:
-        click.echo(f"wrote {written} items to {out}")
+        kind = "Label Studio tasks" if out_format == "label-studio" else "items"
+        click.echo(f"wrote {written} {kind} to {out}")
+    if label_config_file:
+        click.echo(f"wrote the Label Studio labelling config to {label_config_file}")
+
+
+def _write_out(
+    con: duckdb.DuckDBPyConnection, sample_id: str, out: str | None, out_format: str,
+    show_confidence: bool,
+) -> int | None:
+    """Write the sample's items to ``out`` as CSV or Label Studio tasks; the count."""
+    from fieldtrust.sampling.draw import sample_items
+
+    if out is None:
+        return None
+    items = sample_items(con, sample_id)
+    if out_format == "label-studio":
+        from fieldtrust.labels.label_studio import write_tasks
+
+        return write_tasks(items, out, show_confidence=show_confidence)
+    from fieldtrust.sampling.export import write_items_csv
+
+    return write_items_csv(items, out)
 
 
 @click.command(epilog="Example: fieldtrust plan --week 2026-W48 --design design.toml")

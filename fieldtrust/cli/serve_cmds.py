@@ -40,11 +40,14 @@ def streamlit_command(
     address: str = DEFAULT_ADDRESS,
     demo: bool = False,
     user: str | None = None,
+    dev: bool = False,
 ) -> list[str]:
     """The ``streamlit run`` command line that serves the dashboard on ``db``.
 
     ``demo`` gives the demo user picker; ``user`` is the one local user the
     dashboard acts as. Without either (and without ``[auth]``) it lets nobody in.
+    The toolbar is in viewer mode (no Deploy button, no developer menu) unless
+    ``dev``: the people using the dashboard are reviewers and managers.
     """
     command = [
         sys.executable, "-m", LAUNCHER, "run", str(app_path()),
@@ -54,6 +57,7 @@ def streamlit_command(
         "--browser.gatherUsageStats", "false",
         # A served dashboard does not reload itself when source files change.
         "--server.fileWatcherType", "none",
+        "--client.toolbarMode", "developer" if dev else "viewer",
     ]
     mode = ["--demo"] if demo else []
     if user is not None:
@@ -121,9 +125,12 @@ def register(group: click.Group) -> None:
         help="Without sign-in: the one local user the dashboard acts as (their role is read"
              " from the store's grants).",
     )
+    @click.option("--dev", is_flag=True,
+                  help="Show Streamlit's developer menu and Deploy button (hidden by default).")
     @click.pass_context
     def serve(
-        ctx: click.Context, port: int | None, demo: bool, address: str, user: str | None
+        ctx: click.Context, port: int | None, demo: bool, address: str, user: str | None,
+        dev: bool,
     ) -> None:
         """Start the dashboard (Streamlit) on the store; stops with Ctrl+C.
 
@@ -151,7 +158,9 @@ def register(group: click.Group) -> None:
             user = _granted(db, user)
         port = resolved.port
         picker = (demo or built) and address in _LOOPBACK
-        command = streamlit_command(db, port, address=address, demo=picker, user=user)
+        command = streamlit_command(
+            db, port, address=address, demo=picker, user=user, dev=dev
+        )
         # 0.0.0.0 and :: mean every interface, this machine's own included.
         host = "localhost" if address in {*_LOOPBACK, "0.0.0.0", "::"} else address
         click.echo(f"serving {db} on http://{host}:{port}", err=True)

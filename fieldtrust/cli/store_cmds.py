@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 import duckdb
 
-from fieldtrust.cli.common import echo_json, open_db, settings, time_window
+from fieldtrust.cli.common import AS_HELP, acting_user, echo_json, open_db, settings, time_window
 from fieldtrust.settings import Settings
 from fieldtrust.store.chain import ChainHead
 from fieldtrust.store.errors import StoreError
@@ -63,13 +63,15 @@ def _print_values(con: duckdb.DuckDBPyConnection, as_json: bool) -> None:
     "--adopt", is_flag=True,
     help="Make a DuckDB file that already holds other tables a store (its tables are kept).",
 )
+@click.option("--admin", "admin", default=None, metavar="NAME",
+              help="Your user name: the store's first admin (then the next three commands).")
 @click.pass_context
-def init(ctx: click.Context, adopt: bool) -> None:
+def init(ctx: click.Context, adopt: bool, admin: str | None) -> None:
     """Make a new store, or bring an existing store up to this version.
 
     A DuckDB file that is not a store (it holds your own tables) is refused
     and left as it is, unless --adopt: the store's tables are then added next
-    to yours.
+    to yours. With --admin NAME the store gets its first admin.
     """
     from fieldtrust.store.errors import NotAStoreError
     from fieldtrust.store.migrations import MIGRATIONS
@@ -86,6 +88,8 @@ def init(ctx: click.Context, adopt: bool) -> None:
     applied = con.execute("SELECT count(*) FROM schema_migrations").fetchall()[0][0]
     verb = "upgraded" if existed else "created"
     click.echo(f"{verb} store {path} ({applied} of {len(MIGRATIONS)} migrations applied)")
+    if admin is not None:
+        _init_with_admin(ctx, con, admin)
 
 
 @click.command("settings", epilog="Example: FIELDTRUST_TARGET=0.98 fieldtrust settings")
@@ -144,8 +148,8 @@ def labels_group() -> None:
     "import", epilog="Example: fieldtrust labels import w48.csv --reviewer alice --as carol"
 )
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--as", "actor", required=True, metavar="NAME",
-              help="Who imports: a qa_lead or admin (their role in the store is checked).")
+@click.option("--as", "actor", default=None, metavar="NAME",
+              help="Who imports: a qa_lead or admin. " + AS_HELP)
 @click.option(
     "--reviewer",
     default="import",
@@ -157,18 +161,31 @@ def labels_group() -> None:
     help="Declare the file's items a simple random sample of each (doc_type, field) and ISO"
          " week they cover, so its labels enter estimates; without it they are non-random.",
 )
+@click.option(
+    "--format", "file_format", type=click.Choice(["auto", "label-studio"]), default="auto",
+    show_default=True,
+    help="auto: by extension (.csv, .jsonl, .json, .parquet); label-studio: a Label Studio"
+         " JSON export of tasks written by `sample --format label-studio`.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
 def labels_import(
-    ctx: click.Context, file: str, actor: str, reviewer: str, random_sample: bool, as_json: bool
+    ctx: click.Context, file: str, actor: str | None, reviewer: str, random_sample: bool,
+    file_format: str, as_json: bool,
 ) -> None:
     """Import labels from a CSV or JSON Lines file, such as a filled `sample --out` file.
 
     Columns: extraction_id, verdict (correct / incorrect / unclear); optional
     reviewer, corrected_value, corrected_status, error_type, error_detail,
-    labeled_at, sample_id. Rows are held to the rules of recording a verdict:
-    an 'incorrect' one needs an error_type from the taxonomy and a
-    corrected_value or corrected_status ('other' also an error_detail).
+    labeled_at, sample_id. Rows are held to the rules of recording a verdict,
+    except that verdict-only history imports: an 'incorrect' row without an
+    error_type is stored as not_recorded, without a corrected value as
+    unknown (the summary counts them).
+
+    --format label-studio reads a Label Studio JSON export: each annotation not
+    cancelled is a label (the annotator as reviewer, created_at as the label
+    time), a task's second annotation a blind second review; cancelled ones
+    are counted and skipped. See docs/review.md.
     Rows whose verdict is blank are skipped. Any bad row rejects the file and
     nothing is written (exit code 2). Rows without a sample_id count in
     estimates only with --random-sample (the items were drawn at random,
@@ -176,9 +193,10 @@ def labels_import(
     """
     from fieldtrust.labels.label_import import import_labels
 
+    actor = acting_user(ctx, actor, what="importing labels")
     result = import_labels(
         open_db(ctx), file, actor=actor, reviewer_default=reviewer, window=time_window(ctx),
-        random_sample=random_sample,
+        random_sample=random_sample, format=file_format,
     )
     if as_json:
         echo_json(result.to_dict())
@@ -188,6 +206,13 @@ def labels_import(
         f" {result.rows_already_stored:,} already stored,"
         f" {result.rows_without_verdict:,} without a verdict"
     )
+    if result.rows_cancelled:
+        click.echo(f"{result.rows_cancelled:,} cancelled Label Studio annotations skipped")
+    if result.rows_without_details:
+        click.echo(
+            f"note: {result.rows_without_details:,} 'incorrect' rows lack an error type or a"
+            " corrected value: stored with the error type not_recorded / an unknown correction"
+        )
 
 
 @click.command(
@@ -241,6 +266,25 @@ def _expected_head(head: str | None, policy_file: str | None) -> ChainHead | Non
         raise click.BadParameter(f"{head!r} is not SEQ:HASH (e.g. 42:9f86d0...)",
                                  param_hint="--head")
     return ChainHead(int(match.group(1)), match.group(2))
+
+
+def _init_with_admin(ctx: click.Context, con: duckdb.DuckDBPyConnection, admin: str) -> None:
+    """Grant ``admin`` the admin role of a fresh store and say what comes next."""
+    from fieldtrust.store.access import first_admin
+
+    db = settings(ctx).db
+    made = first_admin(con, admin)
+    name = admin.strip()
+    click.echo(f"{db}: {name} is {'now' if made else 'already'} the admin of this store")
+    db_flag = "" if db == Settings().db else f" --db {db}"
+    click.echo(f"\nTell fieldtrust who you are once: export FIELDTRUST_USER={name}"
+               f"  (or user = \"{name}\" in fieldtrust.toml)\nNext:")
+    click.echo(f"  1. fieldtrust ingest extractions.csv{db_flag}"
+               "          # your extraction log (docs/ingest.md)")
+    click.echo(f"  2. fieldtrust users grant {name} qa_lead{db_flag}"
+               "        # to draw samples and label them yourself")
+    click.echo(f"  3. fieldtrust sample --week WEEK --out sample.csv{db_flag}"
+               "  # WEEK from `fieldtrust info --values`")
 
 
 def register(group: click.Group) -> None:

@@ -53,7 +53,9 @@ _NAMESPACE = uuid.UUID("6f1c2f5e-3d0a-4c1e-9a57-0d3b1f2a7c11")
 
 _ITEMS_SQL = """
 SELECT i.sample_id, i.extraction_id, i.double_review, e.field, e.value, e.value_status,
-       t.correct, t.true_value, t.error_type, t.error_detail
+       t.correct, t.true_value, t.error_type, t.error_detail,
+       row_number() OVER (PARTITION BY i.cell ORDER BY i.prn, i.extraction_id) AS cell_rank,
+       count(*) OVER (PARTITION BY i.cell) AS cell_size
 FROM audit_items i
 JOIN extractions e USING (extraction_id)
 JOIN demo_truth t USING (extraction_id)
@@ -85,6 +87,7 @@ def simulate_reviews(
     reviewer_error_rate: float = 0.01,
     reviewers: Sequence[str] = REVIEWERS,
     weeks: Sequence[str] | None = None,
+    current_week_share: float = 0.6,
 ) -> ReviewSummary:
     """Draw each week's audit sample and label it from ``demo_truth``.
 
@@ -106,6 +109,11 @@ def simulate_reviews(
         person twice, so at least two are needed.
     weeks
         ISO weeks to sample; default every week the store holds.
+    current_week_share
+        Share of each cell of the newest week's sample that is labelled: its
+        first items in PRN order (a prefix, so the labels are a simple random
+        sample of the cell, STATS.md section 10). The rest waits for a
+        visitor acting as a reviewer.
     """
     if len(set(reviewers)) < 2:
         raise InputError(f"double review needs at least two reviewers, got {list(reviewers)}")
@@ -126,6 +134,8 @@ def simulate_reviews(
     for week in weeks:
         sample = draw_sample(con, week, Design(), seed=Settings().seed, actor=QA_LEAD)
         items = con.sql(_ITEMS_SQL, params=[sample.sample_id]).to_arrow_table()
+        if week == weeks[-1]:
+            items = _prefix(items, current_week_share)
         table, disagree = _labels_for(rng, items, week, seed, reviewer_error_rate, list(reviewers))
         tables.append(table)
         if week != weeks[-1]:  # the newest week's disagreements wait for the qa_lead
@@ -193,6 +203,18 @@ def _fields(row: dict[str, object], verdict: str, u: float) -> dict[str, Any]:
         str(row["error_type"]),
         str(row["error_detail"]) if row["error_detail"] is not None else None,
     )
+
+
+def _prefix(items: pa.Table, share: float) -> pa.Table:
+    """The first ``share`` of each cell's items in PRN order (at least one per cell)."""
+    keep = pa.compute.less_equal(
+        items["cell_rank"],
+        pa.compute.max_element_wise(
+            pa.compute.ceil(pa.compute.multiply(items["cell_size"].cast(pa.float64()), share)),
+            pa.scalar(1.0),
+        ).cast(pa.int64()),
+    )
+    return items.filter(keep)
 
 
 def _labels_for(

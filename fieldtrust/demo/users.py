@@ -20,7 +20,7 @@ import duckdb
 
 from fieldtrust import store
 from fieldtrust.calibration.recalibrate import fit_recalibration
-from fieldtrust.store.access import bootstrap_admin, current_role, grant_role, require
+from fieldtrust.store.access import bootstrap_admin, current_roles, grant_role, require
 from fieldtrust.store.sql import quote_ident
 
 #: root grants roles, quinn draws samples and adjudicates, maya decides on automation.
@@ -56,11 +56,11 @@ def ensure_demo_ready(path: str | os.PathLike[str]) -> list[str]:
 
 def grant_demo_roles(con: duckdb.DuckDBPyConnection, reviewers: Sequence[str]) -> None:
     """Give the demo people, with ``reviewers`` as the reviewers, their roles (grants checked)."""
-    if current_role(con, ADMIN) is None:
+    if not current_roles(con, ADMIN):
         bootstrap_admin(con, ADMIN)
     wanted = [(QA_LEAD, "qa_lead"), (MANAGER, "manager"), *((r, "reviewer") for r in reviewers)]
     for name, role in wanted:
-        if current_role(con, name) != role:
+        if role not in current_roles(con, name):
             grant_role(con, ADMIN, name, role)
     for name in reviewers:
         require(con, name, "label")
@@ -75,13 +75,13 @@ def _ensure_users(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Grant the demo users their roles where missing; the names granted now."""
     granted = []
     admin = ADMIN
-    if current_role(con, admin) is None:
+    if not current_roles(con, admin):
         if _count(con, "user_roles") > 0:
             return []  # someone else administers this store: leave it alone
         bootstrap_admin(con, admin)
         granted.append(admin)
     for name, role in DEMO_USERS[1:]:
-        if current_role(con, name) is None:
+        if not current_roles(con, name):
             grant_role(con, admin, name, role)
             granted.append(name)
     return granted

@@ -300,6 +300,13 @@ def test_an_approval_writes_a_decision_with_its_evidence(
     at.text_area(key=state.AUTO_COMMENT).set_value("stable for four weeks; agreed with QA")
     at.button(key=state.AUTO_APPROVE).click().run()
     assert not at.exception
+    # The dialog restates what the approval rests on; nothing is written before confirming.
+    shown = _texts(at)
+    assert "Approve** automation of" in shown and "Certified threshold" in shown
+    assert "Comment: stable for four weeks" in shown
+    assert _rows(demo_db, "SELECT count(*) FROM decisions") == [(0,)]
+    at.button(key=state.AUTO_CONFIRM).click().run()
+    assert not at.exception
 
     rows = _rows(
         demo_db,
@@ -326,6 +333,7 @@ def test_an_approval_without_comment_is_refused(
     use_db(demo_db)
     at = _open("automation", user="maya")
     at.button(key=state.AUTO_APPROVE).click().run()
+    at.button(key=state.AUTO_CONFIRM).click().run()
     assert any("needs a comment" in e.value for e in at.error)
     assert _rows(demo_db, "SELECT count(*) FROM decisions") == [(0,)]
 
@@ -417,6 +425,10 @@ def test_serve_runs_streamlit_on_the_dashboard_with_the_store() -> None:
     assert command[command.index("--server.address") + 1] == "127.0.0.1"
     shared = streamlit_command("/data/store.duckdb", 8765, address="0.0.0.0")
     assert shared[shared.index("--server.address") + 1] == "0.0.0.0"
+    # Viewer mode: no Deploy button or developer menu for reviewers, unless --dev.
+    assert command[command.index("--client.toolbarMode") + 1] == "viewer"
+    dev = streamlit_command("/data/store.duckdb", 8765, dev=True)
+    assert dev[dev.index("--client.toolbarMode") + 1] == "developer"
 
 
 def test_with_oidc_configured_nobody_gets_in_without_signing_in(
@@ -467,3 +479,92 @@ def test_a_library_error_quoting_a_hostile_value_shows_it_as_written(
     for markup in ("**x**", "[a](b)", ":red[", "`y`"):
         assert markup not in error.value
     assert _rows(path, "SELECT count(*) FROM decisions") == [(0,)]
+
+
+
+def _fresh_store(path: Path) -> Path:
+    """A store after `init --admin ann` and one ingest: extractions, no labels."""
+    import pyarrow as pa
+    from fieldtrust.store.access import first_admin
+    from fieldtrust.store.ingest import ingest_table
+
+    con = store.connect(path)
+    try:
+        first_admin(con, "ann")
+        ingest_table(con, pa.table({
+            "doc_id": [f"d{i}" for i in range(20)], "doc_type": ["invoice"] * 20,
+            "field": ["total"] * 20, "value": ["1.00"] * 20, "confidence": [0.9] * 20,
+            "extracted_at": ["2026-11-24T10:00:00Z"] * 20,
+        }), source="log")
+    finally:
+        con.close()
+    return path
+
+
+def test_a_fresh_store_opens_on_the_getting_started_panel(
+    tmp_path: Path, use_db: Callable[[Path], None]
+) -> None:
+    """Extractions ingested, nothing labelled: the four first steps, not empty charts."""
+    use_db(_fresh_store(tmp_path / "fresh.duckdb"))
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.run()
+    assert not at.exception
+    assert "Getting started" in [h.value for h in at.subheader]
+    shown = _texts(at)
+    assert "1. Ingest your extraction log** (done)" in shown
+    assert "2. Grant roles**" in shown and "2. Grant roles** (done)" not in shown
+    assert [c.value for c in at.code] == [
+        "fieldtrust users grant NAME qa_lead", "fieldtrust sample --week WEEK --out sample.csv",
+        "fieldtrust labels import sample.csv",
+    ]
+    assert not at.get("plotly_chart")
+    assert "nan" not in shown.lower()
+
+
+def test_an_empty_store_shows_every_first_step(
+    empty_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(empty_db)
+    at = _open("overview")
+    assert next(c.value for c in at.code) == "fieldtrust ingest extractions.csv"
+    assert len(at.code) == 4
+
+
+def test_a_reviewer_opens_on_the_review_page(
+    shared_demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    from fieldtrust.dashboard.navigation import page_order
+
+    assert page_order(frozenset({"reviewer"}))[0] == "review"
+    assert page_order(frozenset({"manager"}))[:2] == ("overview", "automation")
+    assert page_order(frozenset({"qa_lead", "admin"}))[0] == "overview"
+    use_db(shared_demo_db)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state[state.AUTH_DEMO_USER] = "ana"  # a reviewer opening the dashboard
+    at.run()
+    assert not at.exception
+    assert at.title[0].value == "Review"
+
+
+def test_cancelling_the_approval_dialog_writes_nothing(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("automation", user="maya")
+    at.text_area(key=state.AUTO_COMMENT).set_value("looked fine")
+    at.button(key=state.AUTO_APPROVE).click().run()
+    at.button(key=state.AUTO_CANCEL).click().run()
+    assert not at.exception
+    assert _rows(demo_db, "SELECT count(*) FROM decisions") == [(0,)]
+    assert not [b for b in at.button if b.key == state.AUTO_CONFIRM]
+
+
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_no_page_of_a_store_without_labels_shows_nan(
+    page: str, tmp_path: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(_fresh_store(tmp_path / "fresh.duckdb"))
+    at = _open(page, user="ann")
+    # Text and metrics (tables show a missing value as an empty, greyed cell).
+    shown = _texts(at) + " ".join(str(m.value) for m in at.metric)
+    assert re.search(r"\bnan\b", shown.lower()) is None, shown

@@ -174,6 +174,7 @@ def test_every_page_then_label_by_keyboard_and_approve(
     _act_as(page, "maya (manager)")
     page.get_by_label("Comment").fill("approved in the end-to-end test")
     page.get_by_role("button", name="Approve").click()
+    page.get_by_role("button", name="Confirm approve").click()
     page.get_by_text("approve of").first.wait_for()
     _settle(page)
     _no_exception(page)

@@ -192,3 +192,27 @@ def test_an_unreadable_manifest_is_a_clear_error(docs: list[Path], tmp_path: Pat
 
     with pytest.raises(ManifestError, match="not a version 1 extraction manifest"):
         batch(FakeClaude(), docs, manifest)
+
+
+def test_a_document_that_failed_is_tried_again_on_a_rerun(
+    docs: list[Path], tmp_path: Path,
+) -> None:
+    outage = {"on": True}
+
+    def result(custom_id: str, params: dict[str, Any]) -> dict[str, Any]:
+        if custom_id.startswith("doc0") and outage["on"]:
+            return {"type": "errored", "error": {"type": "error", "error": {
+                "type": "invalid_request_error", "message": "Could not process document"}}}
+        message = tool_reply("record_invoice", invoice_input(total=entry("880.00")))
+        return {"type": "succeeded", "message": message}
+
+    fake = FakeClaude(batch_result=result)
+    manifest = tmp_path / "run.json"
+    first = batch(fake, docs, manifest)
+    assert (first.ok, first.failed) == (1, 1)
+    outage["on"] = False
+    said: list[str] = []
+    second = batch(fake, docs, manifest, progress=said.append)
+    assert (second.ok, second.failed, second.gaps) == (2, 0, ())
+    assert "retrying 1 document that failed before" in said
+    assert len(fake.batch_creates()) == 2

@@ -374,17 +374,6 @@ VERDICT_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
         ["row 2, column error_type: 'typo' is not in the taxonomy; pick one of misread_characters"],
     ),
     (
-        "incorrect without an error type",
-        {"error_type": ""},
-        ["row 2, column error_type: is missing: an 'incorrect' verdict needs one of"],
-    ),
-    (
-        "incorrect without value or status",
-        {"corrected_value": "", "corrected_status": ""},
-        ["row 2, column corrected_status: an 'incorrect' verdict without corrected_value needs"
-         " corrected_status: 'null' if the field is absent"],
-    ),
-    (
         "other without a detail",
         {"error_type": "other", "error_detail": "  "},
         ["row 2, column error_detail: error_type 'other' needs error_detail"],
@@ -402,10 +391,9 @@ VERDICT_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
         ["row 2, column error_type: a 'correct' verdict takes no error_type"],
     ),
     (
-        "two problems in one row",
+        "a bad error type, even without a correction",
         {"corrected_value": "", "corrected_status": "", "error_type": "typo"},
-        ["row 2, column corrected_status: an 'incorrect' verdict without corrected_value",
-         "row 2, column error_type: 'typo' is not in the taxonomy"],
+        ["row 2, column error_type: 'typo' is not in the taxonomy"],
     ),
     (
         "reviewer with a line break",
@@ -517,3 +505,67 @@ def test_a_bad_acting_user_or_default_reviewer_is_refused(
     with pytest.raises(AccessError, match=r"is not a usable name|is empty"):
         import_labels(stored, write_csv(tmp_path / "l.csv", LABELS), **options)
     assert table_fingerprint(stored) == before
+
+
+def test_a_verdict_only_qa_sheet_imports_with_not_recorded_details(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    """A team's history of extraction id and correct/incorrect, nothing more."""
+    path = write_csv(tmp_path / "history.csv", [
+        {"extraction_id": "e1", "verdict": "correct"},
+        {"extraction_id": "e2", "verdict": "incorrect"},
+        {"extraction_id": "e3", "verdict": "incorrect", "corrected_value": "7"},
+        {"extraction_id": "e4", "verdict": "incorrect", "error_type": "wrong_field"},
+    ])
+    result = run_import(stored, path)
+    assert (result.rows_added, result.rows_without_details) == (4, 3)
+    rows = stored.execute(
+        "SELECT extraction_id, verdict, corrected_value, corrected_status, error_type"
+        " FROM labels ORDER BY extraction_id"
+    ).fetchall()
+    assert rows == [
+        ("e1", "correct", None, None, None),
+        ("e2", "incorrect", None, None, "not_recorded"),
+        ("e3", "incorrect", "7", "present", "not_recorded"),
+        ("e4", "incorrect", None, None, "wrong_field"),
+    ]
+    from fieldtrust.labels.errors_report import error_report
+
+    kinds = {r["error_type"]: r["n_errors"] for r in error_report(stored).to_pylist()}
+    assert kinds == {"not_recorded": 2, "wrong_field": 1}
+
+
+def test_the_dashboards_rules_stay_strict(stored: duckdb.DuckDBPyConnection) -> None:
+    from fieldtrust.labels.errors import LabelFieldError
+    from fieldtrust.labels.verdicts import record_verdict
+
+    with pytest.raises(LabelFieldError, match="error_type is missing"):
+        record_verdict(stored, actor="rita", extraction_id="e1", verdict="incorrect",
+                       corrected_value="2")
+
+
+def test_a_filled_sample_file_imports_as_written(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    from fieldtrust.sampling.draw import sample_items
+    from fieldtrust.sampling.export import write_items_csv
+
+    out = tmp_path / "w02.csv"
+    write_items_csv(sample_items(stored, "2026-W02/v1"), out)
+    with out.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    rows[0].update(verdict="incorrect", reviewer="rita", corrected_status="null",
+                   error_type="other", error_detail="stamp over the total",
+                   labeled_at="2026-01-06T10:00:00Z")
+    rows[1].update(verdict="correct", reviewer="rita")
+    write_csv(out, rows)
+    result = run_import(stored, out)
+    assert (result.rows_added, result.rows_without_details) == (2, 0)
+    stored_rows = stored.execute(
+        "SELECT extraction_id, sample_id, verdict, corrected_status, error_type, error_detail"
+        " FROM labels ORDER BY extraction_id"
+    ).fetchall()
+    first = rows[0]["extraction_id"]
+    assert ("incorrect" if first == "e1" else "correct") == stored_rows[0][2]
+    assert {r[0]: r[3:] for r in stored_rows}[first] == ("null", "other", "stamp over the total")
+    assert {r[1] for r in stored_rows} == {"2026-W02/v1"}

@@ -20,12 +20,16 @@ from fieldtrust.store.access import (
     ROLES,
     bootstrap_admin,
     current_role,
+    current_roles,
+    first_admin,
     grant_role,
     list_users,
     require,
+    revoke_role,
     role_history,
 )
 from fieldtrust.store.errors import AccessError, PermissionDenied
+from fieldtrust.store.verify import verify_history
 
 from tests.conftest import table_fingerprint
 
@@ -54,7 +58,8 @@ def test_require_allows_and_refuses_by_table(con: duckdb.DuckDBPyConnection) -> 
     bootstrap_admin(con, "root")
     for role in ROLE_OR_NONE:
         user = f"pat_{role}"
-        grant_role(con, "root", user, "reviewer")
+        if role == "none":  # held a role once, then lost every one
+            grant_role(con, "root", user, "reviewer")
         grant_role(con, "root", user, role)
     for role, action in PAIRS:
         user = f"pat_{role}"
@@ -107,7 +112,8 @@ def test_library_calls_enforce_the_table(
     con = review_store
     record_verdict(con, actor="dave", extraction_id="e02", verdict="incorrect",
                    corrected_value="12.00", error_type="misread_characters")
-    grant_role(con, "root", "pat", "reviewer")
+    if role == "none":
+        grant_role(con, "root", "pat", "reviewer")
     grant_role(con, "root", "pat", role)
     call = _attempt(con, action, "pat")
     if role in EXPECTED[action]:
@@ -147,27 +153,98 @@ def test_bootstrap_first_grant_must_be_admin(con: duckdb.DuckDBPyConnection) -> 
         bootstrap_admin(con, "mallory")
 
 
-def test_grants_are_appended_and_latest_wins(con: duckdb.DuckDBPyConnection) -> None:
+def test_roles_are_a_set_and_history_keeps_every_change(con: duckdb.DuckDBPyConnection) -> None:
     bootstrap_admin(con, "root")
     grant_role(con, "root", "pat", "reviewer")
     grant_role(con, "root", "pat", "qa_lead")
+    assert current_roles(con, "pat") == {"reviewer", "qa_lead"}
+    assert require(con, "pat", "draw_sample") == "qa_lead"
+    assert require(con, "pat", "label") == "reviewer"  # least privilege is recorded
+    revoke_role(con, "root", "pat", "reviewer")
+    assert current_roles(con, "pat") == {"qa_lead"}
+    grant_role(con, "root", "pat", "reviewer")  # granted again after a revocation
+    assert current_roles(con, "pat") == {"reviewer", "qa_lead"}
     grant_role(con, "root", "pat", "none")
+    assert current_roles(con, "pat") == frozenset()
     assert current_role(con, "pat") is None
-    assert [(g.user_name, g.role) for g in role_history(con)] == [
-        ("root", "admin"), ("pat", "reviewer"), ("pat", "qa_lead"), ("pat", "none")
+    assert [(c.user_name, c.change, c.role) for c in role_history(con)] == [
+        ("root", "grant", "admin"), ("pat", "grant", "reviewer"), ("pat", "grant", "qa_lead"),
+        ("pat", "revoke", "reviewer"), ("pat", "grant", "reviewer"), ("pat", "grant", "none"),
     ]
-    assert [(g.user_name, g.role, g.granted_by) for g in list_users(con)] == [
-        ("pat", "none", "root"), ("root", "admin", "root")
+    assert [(u.user_name, u.roles) for u in list_users(con)] == [
+        ("pat", ()), ("root", ("admin",))
     ]
+    assert verify_history(con).intact
 
 
-def test_last_admin_cannot_be_demoted(con: duckdb.DuckDBPyConnection) -> None:
+def test_one_person_can_administer_and_audit(con: duckdb.DuckDBPyConnection) -> None:
+    assert first_admin(con, "ann") is True
+    assert first_admin(con, "ann") is False  # running init again changes nothing
+    grant_role(con, "ann", "ann", "qa_lead")
+    assert current_role(con, "ann") == "qa_lead, admin"
+    assert require(con, "ann", "draw_sample") == "qa_lead"
+    assert require(con, "ann", "grant_roles") == "admin"
+    with pytest.raises(PermissionDenied, match=r"already has users \(admins: ann\)"):
+        first_admin(con, "bob")
+
+
+def test_revoking_a_role_not_held_or_by_a_non_admin_is_refused(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    bootstrap_admin(con, "root")
+    grant_role(con, "root", "pat", "reviewer")
+    with pytest.raises(AccessError,
+                       match=r"pat does not hold the role manager \(holds: reviewer\)"):
+        revoke_role(con, "root", "pat", "manager")
+    with pytest.raises(PermissionDenied, match=r"pat \(role reviewer\) may not grant roles"):
+        revoke_role(con, "pat", "pat", "reviewer")
+    with pytest.raises(AccessError, match="role 'none' is not one of"):
+        revoke_role(con, "root", "pat", "none")
+    assert current_roles(con, "pat") == {"reviewer"}
+
+
+def test_last_admin_cannot_lose_admin(con: duckdb.DuckDBPyConnection) -> None:
     bootstrap_admin(con, "root")
     with pytest.raises(PermissionDenied, match="root is the last admin"):
-        grant_role(con, "root", "root", "manager")
+        revoke_role(con, "root", "root", "admin")
+    with pytest.raises(PermissionDenied, match="root is the last admin"):
+        grant_role(con, "root", "root", "none")
+    grant_role(con, "root", "root", "manager")  # adding a role is never refused
+    assert current_roles(con, "root") == {"admin", "manager"}
     grant_role(con, "root", "ada", "admin")
-    grant_role(con, "ada", "root", "manager")
-    assert current_role(con, "root") == "manager"
+    revoke_role(con, "ada", "root", "admin")
+    assert current_roles(con, "root") == {"manager"}
+
+
+def test_migration_keeps_replaced_roles_replaced(tmp_path: Path) -> None:
+    """Before roles were sets a grant replaced the role: old stores read as they did."""
+    from fieldtrust.store.chain import chain_rows
+
+    from fieldtrust import store
+
+    path = tmp_path / "old.duckdb"
+    con = store.connect(path)
+    con.execute(
+        "INSERT INTO user_roles VALUES ('root', 'admin', 'root', TIMESTAMP '2026-01-01'),"
+        " ('pat', 'reviewer', 'root', TIMESTAMP '2026-01-02'),"
+        " ('pat', 'qa_lead', 'root', TIMESTAMP '2026-01-03'),"
+        " ('sam', 'reviewer', 'root', TIMESTAMP '2026-01-04'),"
+        " ('sam', 'none', 'root', TIMESTAMP '2026-01-05')"
+    )
+    chain_rows(con, "user_roles", {"user_name": ["root", "pat", "sam"]})
+    # The store as an older fieldtrust left it: no revocations table, 0016 not applied.
+    con.execute("DROP TABLE role_revocations")
+    con.execute("DELETE FROM schema_migrations WHERE name = '0019_store_role_sets'")
+    con.close()
+    con = store.connect(path)
+    assert current_roles(con, "pat") == {"qa_lead"}
+    assert current_roles(con, "sam") == frozenset()
+    assert current_roles(con, "root") == {"admin"}
+    revoked = [(c.user_name, c.role, c.changed_by, c.changed_at.day)
+               for c in role_history(con) if c.change == "revoke"]
+    assert revoked == [("pat", "reviewer", "root", 3)]
+    assert verify_history(con).intact
+    con.close()
 
 
 @pytest.mark.parametrize(

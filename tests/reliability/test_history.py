@@ -37,7 +37,7 @@ from fieldtrust.labels.agreement import adjudicate
 from fieldtrust.labels.assignment import next_items, skip
 from fieldtrust.labels.export import export_labels
 from fieldtrust.labels.verdicts import label_history, record_verdict, supersede
-from fieldtrust.store.access import grant_role
+from fieldtrust.store.access import grant_role, revoke_role
 from fieldtrust.store.chain import CHAINED, chain_head
 from fieldtrust.store.errors import FieldtrustError
 from fieldtrust.store.verify import verify_history
@@ -248,7 +248,7 @@ def test_a_correction_is_a_new_row_and_the_old_one_reads_back(pcon: duckdb.DuckD
         lambda con: approve_as_stated(con, MANAGER, "invoice", "total", 0.8, "x",
                                       certified=0.9),
         lambda con: grant_role(con, "ana", "ana", "admin"),
-        lambda con: grant_role(con, ADMIN, ADMIN, "reviewer"),  # the last admin
+        lambda con: revoke_role(con, ADMIN, ADMIN, "admin"),  # the last admin
     ],
     ids=["label-as-manager", "supersede-missing", "approve-as-reviewer", "approve-off-evidence",
          "self-promotion", "demote-last-admin"],

@@ -252,7 +252,7 @@ def test_a_signed_in_reviewer_cannot_become_a_manager_through_the_demo_picker(
     at.switch_page("app_pages/automation.py").run()
     assert not at.exception
     shown = _all_text(at)
-    assert "Signed in as **ana**" in shown and "role: **reviewer**" in shown
+    assert "Signed in as **ana**" in shown and "roles: **reviewer**" in shown
     assert "Decisions need the manager or admin role; you are ana (reviewer)" in shown
     assert not [b for b in at.button if b.label in ("Approve", "Reject", "Revoke")]
 

@@ -27,6 +27,7 @@ from fieldtrust.governance.policy_settings import set_policy_settings
 from fieldtrust.labels.assignment import next_items, skip
 from fieldtrust.labels.label_import import import_labels
 from fieldtrust.labels.verdicts import record_verdict
+from fieldtrust.store.access import grant_role, revoke_role
 from fieldtrust.store.chain import CHAINED, GENESIS, ChainHead, chain_existing_rows, chain_head
 from fieldtrust.store.migrations import MIGRATIONS
 from fieldtrust.store.verify import HistoryCheck, verify_history
@@ -60,6 +61,8 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         labels_file = path.with_name("offline.csv")
         labels_file.write_text(f"extraction_id,verdict,reviewer\n{extraction},correct,offline\n",
                                encoding="utf-8")
+        grant_role(con, ADMIN, "temp-lead", "qa_lead")
+        revoke_role(con, ADMIN, "temp-lead", "qa_lead")
         import_labels(con, labels_file, actor=QA_LEAD, random_sample=True)
         admin = con.execute("SELECT user_name FROM user_roles WHERE role = 'admin'"
                             " ORDER BY granted_at LIMIT 1").fetchall()[0][0]

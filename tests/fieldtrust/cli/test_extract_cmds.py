@@ -116,8 +116,10 @@ def test_batch_mode_writes_a_manifest_and_resumes(
 
     first = invoke(db_path, *args, "--wait", "0")
 
-    assert first.exit_code == 0
+    assert first.exit_code == 3  # work is pending: not a success yet
     assert json.loads(first.stdout)["pending"] == 2
+    assert f"2 documents are still in a batch: run the same command again (--manifest {manifest})" \
+        in first.stderr
     assert "submitted batch msgbatch_01 with 2 documents" in first.stderr
     fake.polls_before_end = 0
 
@@ -136,3 +138,78 @@ def test_help_has_an_example() -> None:
     assert "Example: ANTHROPIC_API_KEY=... fieldtrust" in result.output
     for option in ("--doc-type", "--model", "--batch", "--manifest", "--form-version"):
         assert option in result.output
+
+
+@pytest.mark.parametrize("options", [["--manifest", "run.json"], ["--wait", "5"],
+                                     ["--poll-interval", "1"]])
+def test_batch_options_without_batch_are_refused(
+    fake: FakeClaude, db_path: Path, options: list[str],
+) -> None:
+    result = CliRunner().invoke(cli, ["--db", str(db_path), "extract",
+                                      str(FIXTURES / "invoice.txt"), "--doc-type", "invoice",
+                                      *options])
+    assert result.exit_code == 2
+    assert f"{options[0]} only apply with --batch" in result.output
+    assert fake.requests == []
+
+
+def test_a_folder_without_documents_is_an_error(
+    fake: FakeClaude, db_path: Path, tmp_path: Path,
+) -> None:
+    empty = tmp_path / "inbox"
+    empty.mkdir()
+    (empty / "notes.docx").write_text("not a format fieldtrust reads")
+    result = invoke(db_path, str(empty), "--doc-type", "invoice")
+    assert result.exit_code == 2
+    assert f"error: no documents in {empty}: fieldtrust reads .pdf .png" in result.stderr
+    assert fake.requests == []
+
+
+def test_an_unreachable_api_is_named_by_its_url(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import socket
+
+    import anthropic
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    monkeypatch.setattr(extract_cmds, "make_client", lambda key: anthropic.Anthropic(
+        api_key=key, base_url=url, max_retries=0, timeout=5))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    result = invoke(db_path, str(FIXTURES / "invoice.txt"), "--doc-type", "invoice", "--json")
+    assert result.exit_code == 1
+    [gap] = json.loads(result.stdout)["gaps"]
+    assert f"could not reach the API at {url}" in gap["message"]
+
+
+def test_help_shows_the_default_model() -> None:
+    from fieldtrust.settings import Settings
+
+    result = CliRunner().invoke(cli, ["extract", "--help"])
+    assert f"default {Settings().model}" in " ".join(result.output.split())
+
+
+def test_redo_says_it_adds_a_second_set_of_rows(fake: FakeClaude, db_path: Path) -> None:
+    invoke(db_path, str(FIXTURES / "invoice.txt"), "--doc-type", "invoice", "--model", MODEL)
+    again = invoke(db_path, str(FIXTURES / "invoice.txt"), "--doc-type", "invoice",
+                   "--model", MODEL, "--redo")
+    assert again.exit_code == 0
+    assert ("--redo: 1 of 1 documents are already in the store; their earlier rows stay and"
+            " this run adds a second set beside them") in again.stderr
+    con = store.connect(db_path, read_only=True)
+    try:
+        runs = con.execute("SELECT count(DISTINCT batch_id) FROM extractions").fetchall()[0][0]
+    finally:
+        con.close()
+    assert runs == 2
+
+
+def test_the_prompt_uses_the_right_article(fake: FakeClaude, db_path: Path) -> None:
+    invoke(db_path, str(FIXTURES / "invoice.txt"), "--doc-type", "invoice", "--model", MODEL)
+    texts = [block.get("text", "") for body in fake.message_bodies()
+             for block in body["messages"][0]["content"]]
+    assert any("The document above is an invoice." in t for t in texts)
+    assert not any(" a invoice" in t for t in texts)

@@ -37,14 +37,14 @@ def store_file(review_store: duckdb.DuckDBPyConnection, db_path: Path) -> Path:
 def test_users_bootstrap_grant_and_list(db_path: Path) -> None:
     assert run(db_path, "users", "grant", "root", "reviewer", "--as", "root")[0] == 2
     code, out, _ = run(db_path, "users", "grant", "root", "admin", "--as", "root")
-    assert (code, out) == (0, "root is now admin (granted by root)\n")
+    assert (code, out) == (0, "root now holds: admin (granted admin by root)\n")
     assert run(db_path, "users", "grant", "alice", "reviewer", "--as", "root")[0] == 0
     code, _, err = run(db_path, "users", "grant", "bob", "admin", "--as", "alice")
     assert code == 2
     assert err.startswith("error: alice (role reviewer) may not grant roles")
     code, out, _ = run(db_path, "users", "list", "--json")
-    assert [(u["user_name"], u["role"]) for u in json.loads(out)] == [
-        ("alice", "reviewer"), ("root", "admin")
+    assert [(u["user_name"], u["roles"]) for u in json.loads(out)] == [
+        ("alice", ["reviewer"]), ("root", ["admin"])
     ]
 
 

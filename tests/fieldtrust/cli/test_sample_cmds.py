@@ -82,7 +82,9 @@ def test_out_writes_escaped_csv_for_labelling(filled: Path, tmp_path: Path) -> N
         "verdict",
         "reviewer",
         "corrected_value",
+        "corrected_status",
         "error_type",
+        "error_detail",
         "labeled_at",
     ]
     values = {r["extraction_id"]: r["value"] for r in rows}
@@ -133,7 +135,7 @@ def test_errors_are_one_line(filled: Path, tmp_path: Path) -> None:
 
 def test_drawing_needs_a_qa_lead(filled: Path) -> None:
     code, out = run(filled, "sample", "--week", WEEK)
-    assert code == 2 and "drawing needs --as NAME, a user with the qa_lead role" in out
+    assert code == 2 and "drawing a sample needs to know who you are: give --as NAME" in out
     result = CliRunner().invoke(
         cli, ["--db", str(filled), "sample", "--week", WEEK, "--as", "root"]
     )

@@ -249,7 +249,7 @@ def test_labels_import_rejects_bad_rows_with_exit_2(
 
 
 @pytest.mark.parametrize(("actor", "message"), [
-    (None, "Missing option '--as'"),
+    (None, "importing labels needs to know who you are: give --as NAME"),
     ("root", None),  # an admin may import
     ("bob", "bob (no role) may not import a file of labels"),
 ])
@@ -285,3 +285,32 @@ def test_labels_group_is_exposed_for_other_commands() -> None:
     assert isinstance(labels_group, click.Group)
     assert cli.get_command(click.Context(cli), "labels") is labels_group
     assert "import" in labels_group.commands
+
+
+@pytest.mark.parametrize("args", [
+    ["--db", "{db}", "info", "--json"],
+    ["info", "--json", "--db", "{db}"],
+    ["info", "--db={db}", "--json"],
+])
+def test_db_is_accepted_before_or_after_the_command(tmp_path: Path, args: list[str]) -> None:
+    db = tmp_path / "s.duckdb"
+    assert run(db, "ingest", write_csv(tmp_path / "a.csv", GOOD)).exit_code == 0
+    result = CliRunner().invoke(cli, [a.replace("{db}", str(db)) for a in args])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["extractions"] == 3
+
+
+def test_config_is_accepted_after_the_command(tmp_path: Path) -> None:
+    config = tmp_path / "team.toml"
+    config.write_text('user = "ann"\ntarget = 0.9\n')
+    result = CliRunner().invoke(cli, ["settings", "--config", str(config)])
+    assert result.exit_code == 0, result.output
+    assert "user = ann" in " ".join(result.output.split())
+    assert "target = 0.9 " in " ".join(result.output.split())
+
+
+def test_options_after_a_double_dash_stay_with_the_command() -> None:
+    from fieldtrust.cli.main import hoist_global_options
+
+    assert hoist_global_options(["serve", "--db", "a", "--", "--db", "b"]) == [
+        "--db", "a", "serve", "--", "--db", "b"]

@@ -193,9 +193,9 @@ LABEL_CASES: tuple[Case, ...] = (
          "reject", ("is separated by semicolons, not commas",)),
     Case("labels_unknown_error_type.csv",
          _csv("x000001,incorrect,nonsense", header="extraction_id,verdict,error_type"),
+         # A verdict without a correction imports (not_recorded history); a bad type does not.
          "reject", ("row 1, column error_type: 'nonsense' is not in the taxonomy",
-                    "row 1, column corrected_status: an 'incorrect' verdict without"
-                    " corrected_value needs corrected_status")),
+                    "rejected, 1 problem")),
     Case("labels_other_without_detail.csv",
          _csv("x000001,incorrect,12.00,other,", header="extraction_id,verdict,corrected_value,"
               "error_type,error_detail"),

@@ -1,0 +1,205 @@
+"""The Label Studio round trip, with the standard library only: tasks out, an export back.
+
+Teams that already label in Label Studio keep doing so; fieldtrust adds what
+Label Studio keeps for its Enterprise edition (agreement between reviewers, a
+tamper-evident history of who labelled what).
+
+* :func:`write_tasks` writes a sample's items as Label Studio tasks (JSON),
+  each carrying the extraction id, sample id, cell, inclusion probability and
+  the value in ``data``, and the marker ``fieldtrust_task``. The stated
+  confidence is left out unless asked for: an annotator who sees it anchors on
+  it.
+* :func:`label_config` is the matching labelling config: the verdict as
+  choices with hotkeys 1 / 2 / 3, then a corrected value and an error type
+  that show only when "incorrect" is picked.
+* :func:`export_rows` reads a Label Studio JSON export (a list of tasks with
+  their annotations) into label rows for :func:`fieldtrust.labels.label_import.import_labels`:
+  every annotation that was not cancelled becomes one label (the annotator's
+  e-mail, else ``label-studio-user-ID``, as reviewer; ``created_at`` as the
+  label time; ``lead_time`` kept). A task's first annotation is its primary
+  review and a second one a blind double review, so agreement and
+  adjudication work as for labels recorded in the dashboard. Cancelled
+  (skipped) annotations are counted and left out. A task that is not
+  fieldtrust's is refused, by its row in the export.
+
+Label Studio's formats: https://labelstud.io/guide/export (JSON), /guide/tasks
+(task data), /tags/choices (``visibleWhen``, ``hotkey``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import quoteattr
+
+import pyarrow as pa
+from fieldtrust.labels.taxonomy import ERROR_TYPES
+from fieldtrust.store.errors import ValidationError
+
+#: Set in every task fieldtrust writes; an export task without it is not ours.
+TASK_MARKER = "fieldtrust_task"
+
+#: Item columns that go into a task's ``data`` (confidence only on request).
+TASK_COLUMNS = (
+    "extraction_id", "sample_id", "cell", "inclusion_prob", "doc_id", "doc_type",
+    "form_version", "field", "value",
+)
+
+#: The verdict choices and their hotkeys, in the order reviewers see them.
+VERDICT_HOTKEYS = (("correct", "1"), ("incorrect", "2"), ("unclear", "3"))
+
+#: Most annotations fieldtrust reads per task: a primary and a blind second review.
+MAX_REVIEWS = 2
+_ROUNDS = ("primary", "second")
+
+
+def task_data(row: dict[str, Any], *, show_confidence: bool = False) -> dict[str, Any]:
+    """The ``data`` of one task: the item's columns, the marker, confidence only if shown."""
+    data = {name: row.get(name) for name in TASK_COLUMNS}
+    data["value"] = "" if data["value"] is None else str(data["value"])
+    if show_confidence:
+        data["confidence"] = row.get("confidence")
+    data[TASK_MARKER] = 1
+    return data
+
+
+def write_tasks(
+    items: pa.Table, path: str | os.PathLike[str], *, show_confidence: bool = False
+) -> int:
+    """Write ``items`` (``sampling.draw.sample_items``) as a Label Studio task list; the count."""
+    missing = [c for c in TASK_COLUMNS if c not in items.column_names]
+    if missing:
+        raise ValueError(f"items lack column {missing[0]!r}; pass sample_items(...) output")
+    tasks = [{"data": task_data(row, show_confidence=show_confidence)}
+             for row in items.to_pylist()]
+    Path(path).write_text(json.dumps(tasks, indent=1, ensure_ascii=False), encoding="utf-8")
+    return len(tasks)
+
+
+def label_config(*, show_confidence: bool = False) -> str:
+    """The labelling config matching :func:`write_tasks` (Label Studio's XML)."""
+    verdicts = "\n".join(
+        f'    <Choice value="{value}" hotkey="{key}"/>' for value, key in VERDICT_HOTKEYS
+    )
+    kinds = "\n".join(f"      <Choice value={quoteattr(k)}/>" for k in ERROR_TYPES)
+    confidence = '\n  <Text name="confidence" value="stated confidence: $confidence"/>' \
+        if show_confidence else ""
+    return f"""<View>
+  <Header value="$doc_type / $field (form $form_version, document $doc_id)"/>
+  <Text name="value" value="$value"/>{confidence}
+  <Choices name="verdict" toName="value" choice="single" required="true" showInline="true">
+{verdicts}
+  </Choices>
+  <View visibleWhen="choice-selected" whenTagName="verdict" whenChoiceValue="incorrect">
+    <Header value="Corrected value (empty: the field is absent)"/>
+    <TextArea name="corrected_value" toName="value" maxSubmissions="1" editable="true"/>
+    <Header value="Why it was wrong"/>
+    <Choices name="error_type" toName="value" choice="single">
+{kinds}
+    </Choices>
+    <TextArea name="error_detail" toName="value" maxSubmissions="1"
+              placeholder="detail (needed for other)"/>
+  </View>
+</View>
+"""
+
+
+@dataclass(frozen=True)
+class ExportRows:
+    """Label rows read from an export, and the annotations left out as cancelled."""
+
+    rows: list[dict[str, Any]]
+    cancelled: int
+
+
+def export_rows(path: str | os.PathLike[str]) -> ExportRows:
+    """Read a Label Studio JSON export into label rows (columns of ``labels import``).
+
+    Row numbers in errors count the export's tasks from 1.
+
+    Raises
+    ------
+    ValidationError
+        The file is not a JSON list of tasks, a task is not fieldtrust's (no
+        ``fieldtrust_task`` marker or no extraction id), or has more than two
+        annotations that were not cancelled.
+    """
+    source = Path(path).name
+    try:
+        tasks = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValidationError(source, [f"cannot read as a Label Studio JSON export: {exc}"]) \
+            from exc
+    if not isinstance(tasks, list):
+        raise ValidationError(source, ["a Label Studio JSON export is a list of tasks"])
+    problems: list[str] = []
+    rows: list[dict[str, Any]] = []
+    cancelled = 0
+    for number, task in enumerate(tasks, start=1):
+        data = task.get("data") if isinstance(task, dict) else None
+        if not isinstance(data, dict) or not data.get(TASK_MARKER) \
+                or not data.get("extraction_id"):
+            task_id = task.get("id") if isinstance(task, dict) else None
+            problems.append(
+                f"row {number} (task {task_id}): not a fieldtrust task (its data has no"
+                f" {TASK_MARKER} marker or no extraction_id); export only the project made"
+                " from `fieldtrust sample --format label-studio`"
+            )
+            continue
+        kept = []
+        for annotation in task.get("annotations") or []:
+            if annotation.get("was_cancelled"):
+                cancelled += 1
+            else:
+                kept.append(annotation)
+        if len(kept) > MAX_REVIEWS:
+            problems.append(
+                f"row {number} (task {task.get('id')}): {len(kept)} annotations; fieldtrust keeps"
+                f" a primary and one blind second review per item: delete the extra ones"
+            )
+            continue
+        kept.sort(key=lambda a: (str(a.get("created_at")), a.get("id") or 0))
+        for review_round, annotation in zip(_ROUNDS, kept, strict=False):
+            rows.append(_label_row(data, annotation, review_round))
+    if problems:
+        raise ValidationError(source, problems[:20], len(problems))
+    return ExportRows(rows, cancelled)
+
+
+def _label_row(
+    data: dict[str, Any], annotation: dict[str, Any], review_round: str
+) -> dict[str, Any]:
+    """One annotation as a label row; what the annotator left empty stays None."""
+    picked: dict[str, Any] = {}
+    for result in annotation.get("result") or []:
+        value = result.get("value") or {}
+        if value.get("choices"):
+            picked[result.get("from_name")] = value["choices"][0]
+        elif value.get("text"):
+            text = value["text"]
+            picked[result.get("from_name")] = text[0] if isinstance(text, list) else text
+    return {
+        "extraction_id": str(data["extraction_id"]),
+        "sample_id": data.get("sample_id") or None,
+        "verdict": picked.get("verdict"),
+        "corrected_value": picked.get("corrected_value") or None,
+        "error_type": picked.get("error_type"),
+        "error_detail": picked.get("error_detail") or None,
+        "reviewer": _annotator(annotation.get("completed_by")),
+        "labeled_at": annotation.get("created_at"),
+        "review_round": review_round,
+        "lead_time_seconds": annotation.get("lead_time"),
+    }
+
+
+def _annotator(completed_by: object) -> str:
+    """The annotator's e-mail when the export has it, else ``label-studio-user-ID``."""
+    if isinstance(completed_by, dict):
+        email = completed_by.get("email")
+        if email:
+            return str(email)
+        completed_by = completed_by.get("id")
+    return f"label-studio-user-{completed_by}"
