@@ -31,7 +31,12 @@ from fieldtrust.governance.decisions import (
     current_policy,
 )
 from fieldtrust.governance.errors import DecisionError
-from fieldtrust.governance.evidence import AuditDesign, Certification, Evidence, freeze
+from fieldtrust.governance.evidence import (
+    AuditDesign,
+    Certification,
+    Evidence,
+    _freeze,  # the acts alone freeze evidence
+)
 from fieldtrust.governance.revocation import RevocationRecommendation, revocation_recommendations
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_returned
@@ -231,7 +236,7 @@ def _record(
             role=role,
             comment=comment.strip(),
             decided_at=_after_latest(tx, doc_type, field),
-            evidence_id=freeze(tx, evidence),
+            evidence_id=_freeze(tx, evidence),
         )
         inserted = tx.execute(
             f"INSERT INTO decisions ({DECISION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"

@@ -179,7 +179,7 @@ def evidence_id_of(payload_json: str) -> str:
     return hashlib.sha256(payload_json.encode("utf-8")).hexdigest()
 
 
-def freeze(con: duckdb.DuckDBPyConnection, evidence: Evidence) -> str:
+def _freeze(con: duckdb.DuckDBPyConnection, evidence: Evidence) -> str:
     """Store ``evidence`` as a snapshot (in the caller's transaction); return its id."""
     text = evidence.to_json()
     evidence_id = evidence_id_of(text)
