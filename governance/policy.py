@@ -20,7 +20,7 @@ from fieldtrust.store.connection import utc_now
 from fieldtrust.store.provenance import code_version, schema_version
 
 #: Bumped when the layout of the exported file changes.
-POLICY_FORMAT = 1
+POLICY_FORMAT = 2
 
 
 def export_policy(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
