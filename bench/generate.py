@@ -251,15 +251,13 @@ def _approve_one(con: Any) -> None:
     """Approve the first automation candidate, so the policy pages show a decision."""
     from fieldtrust.calibration.candidates import automation_candidates
     from fieldtrust.governance.acts import approve
-    from fieldtrust.governance.certification import Criteria
     from fieldtrust.store.scope import Scope, last_weeks
 
-    criteria = Criteria(weeks=8)
     scope = Scope(weeks=last_weeks(con.cursor(), 8))
     found = [a for a in automation_candidates(con, scope) if a.candidate]
     if found:
         approve(con, "maya", found[0].doc_type, found[0].field,
-                "benchmark: approve one candidate", criteria=criteria)
+                "benchmark: approve one candidate")
 
 
 def _counts(con: Any) -> dict[str, Any]:

@@ -2,12 +2,13 @@
 
 One library call per act, the same for the CLI, the dashboard and any script.
 Each act computes its evidence from the store itself, never from what a
-caller cached: approving and rejecting certify the whole stratum afresh
-(:func:`fieldtrust.governance.certification.certify`), revoking attaches the
+caller cached: approving and rejecting certify the whole stratum afresh at
+the store's policy settings (:func:`fieldtrust.governance.certification.certify`;
+a caller's settings may only make it stricter), revoking attaches the
 revocation recommendation later audits give, if any
 (:func:`fieldtrust.governance.revocation.revocation_recommendations`). A
 manager approves what was certified, nothing else: the stratum must be a
-current candidate and the threshold is the certified one.
+current candidate and the threshold is at or above the certified one.
 
 The writer every act ends in, :func:`_record`, is private: a decision cannot
 be recorded on evidence its act did not compute.
@@ -30,11 +31,17 @@ from fieldtrust.governance.decisions import (
     current_policy,
 )
 from fieldtrust.governance.errors import DecisionError
-from fieldtrust.governance.evidence import AuditDesign, Certification, Evidence, freeze
+from fieldtrust.governance.evidence import (
+    AuditDesign,
+    Certification,
+    Evidence,
+    _freeze,  # the acts alone freeze evidence
+)
 from fieldtrust.governance.revocation import RevocationRecommendation, revocation_recommendations
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
+from fieldtrust.store.policy_settings import current_policy_settings
 from fieldtrust.store.provenance import provenance
 from fieldtrust.store.retry import first_row, write_with_retry
 from fieldtrust.store.rollup import extraction_columns_sql
@@ -47,10 +54,14 @@ def approve(
     field: str,
     comment: str,
     *,
-    criteria: Criteria = Criteria(),
+    criteria: Criteria | None = None,
     threshold: float | None = None,
 ) -> Decision:
-    """Approve automation of (doc_type, field) at the threshold certified from the store.
+    """Approve automation of (doc_type, field) at or above the threshold certified from the store.
+
+    The whole stratum is certified afresh at the store's policy settings
+    (:func:`fieldtrust.store.policy_settings.current_policy_settings`, which
+    only an admin changes), over the policy's window.
 
     Parameters
     ----------
@@ -63,34 +74,39 @@ def approve(
     comment
         Why; required.
     criteria
-        What certification demands, and its window of weeks.
+        What the caller's settings ask for: only stricter than the store's
+        policy (refused when looser); None asks nothing.
     threshold
-        If given, it must equal the certified threshold (a guard against
-        approving a number read off an older report or page).
+        If given, it must be at or above the certified threshold (a guard
+        against approving a number read off an older report, another scope or
+        a page's filters); it is the threshold recorded. Default: the
+        certified one.
 
     Raises
     ------
     PermissionDenied
         ``actor`` may not decide.
     DecisionError
-        No comment, an unknown stratum, a stratum that is not a current
-        candidate (the reason is named), or ``threshold`` is not the certified one.
+        No comment, an unknown stratum, criteria looser than the store's
+        policy, a stratum that is not a current candidate (the reason is
+        named), or ``threshold`` is below the certified one.
     """
     actor = _before_certifying(con, actor, "approve", doc_type, field, comment)
+    _check_range(threshold)
     certification = certify(con, doc_type, field, criteria)
     if not certification.candidate or certification.threshold is None:
         raise DecisionError(
-            f"{doc_type}/{field} is not an automation candidate ({reason_text(certification)});"
-            " it cannot be approved"
+            f"{doc_type}/{field} is not an automation candidate ({reason_text(certification)})"
+            " as a whole stratum at the store's policy settings; it cannot be approved"
         )
-    if threshold is not None and not math.isclose(
-        threshold, certification.threshold, abs_tol=1e-12
-    ):
+    if threshold is not None and threshold < certification.threshold - 1e-12:
         raise DecisionError(
-            f"{doc_type}/{field} is certified at {certification.threshold}, not {threshold}:"
-            " approve the certified threshold (re-run `fieldtrust candidates` for fresh numbers)"
+            f"{doc_type}/{field} is certified at {certification.threshold} for the whole"
+            f" stratum; {threshold} is below it: approve at or above the certified threshold"
+            " (re-run `fieldtrust candidates` for fresh numbers)"
         )
-    return _record(con, actor, "approve", doc_type, field, certification.threshold, comment,
+    recorded = certification.threshold if threshold is None else threshold
+    return _record(con, actor, "approve", doc_type, field, recorded, comment,
                    certification=certification)
 
 
@@ -101,7 +117,7 @@ def reject(
     field: str,
     comment: str,
     *,
-    criteria: Criteria = Criteria(),
+    criteria: Criteria | None = None,
     threshold: float | None = None,
 ) -> Decision:
     """Reject automation of (doc_type, field); the stratum's certification now is the evidence.
@@ -124,16 +140,18 @@ def revoke(
     field: str,
     comment: str,
     *,
-    criteria: Criteria = Criteria(),
+    criteria: Criteria | None = None,
     threshold: float | None = None,
 ) -> Decision:
     """Revoke the approval of (doc_type, field); later audits' recommendation is the evidence.
 
-    The evidence holds the stratum's revocation recommendation
-    (``criteria.target`` and ``criteria.confidence``) when its audits since the
-    approval flag it, and none otherwise: a manager may revoke on other grounds,
-    said in the comment. ``threshold``, if given, must be the active one; the
-    active threshold is recorded.
+    The evidence holds the stratum's revocation recommendation (at the store's
+    policy target and confidence, or the stricter ones ``criteria`` asks for;
+    a looser request is not refused, since revoking loosens nothing, but not
+    used either) when its audits since the approval flag it, and none
+    otherwise: a manager may revoke on other grounds, said in the comment.
+    ``threshold``, if given, must be the active one; the active threshold is
+    recorded.
 
     Raises
     ------
@@ -144,9 +162,12 @@ def revoke(
     """
     actor = _before_certifying(con, actor, "revoke", doc_type, field, comment)
     _check_range(threshold)
+    policy = current_policy_settings(con)
+    asked = criteria.asked() if criteria is not None else {}
+    target = max(policy.target, float(asked.get("target", policy.target)))
+    confidence = max(policy.confidence, float(asked.get("confidence", policy.confidence)))
     flagged = next(
-        (r for r in revocation_recommendations(
-            con, target=criteria.target, confidence=criteria.confidence)
+        (r for r in revocation_recommendations(con, target=target, confidence=confidence)
          if (r.doc_type, r.field) == (doc_type, field)),
         None,
     )
@@ -215,7 +236,7 @@ def _record(
             role=role,
             comment=comment.strip(),
             decided_at=_after_latest(tx, doc_type, field),
-            evidence_id=freeze(tx, evidence),
+            evidence_id=_freeze(tx, evidence),
         )
         inserted = tx.execute(
             f"INSERT INTO decisions ({DECISION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -247,10 +268,10 @@ def _check_certified(
         )
     if threshold is None:
         raise DecisionError(f"approving {doc_type}/{field} needs a threshold")
-    if not math.isclose(threshold, certification.threshold, abs_tol=1e-12):
+    if threshold < certification.threshold - 1e-12:
         raise DecisionError(
             f"approving {doc_type}/{field} at {threshold} but the evidence certifies"
-            f" {certification.threshold}: approve the certified threshold"
+            f" {certification.threshold}: approve at or above the certified threshold"
         )
 
 

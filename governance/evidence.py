@@ -37,7 +37,7 @@ from fieldtrust.store.provenance import Provenance
 from fieldtrust.store.retry import first_row
 
 #: Bumped when the layout of :meth:`Evidence.to_dict` changes.
-EVIDENCE_FORMAT = 1
+EVIDENCE_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,13 @@ class Certification:
     audit_weeks: tuple[str, ...]  # weeks of the audit samples behind the labels
     weeks_checked: tuple[WeekCheck, ...]
     form_versions: tuple[VersionCheck, ...]
+    # The form versions the candidacy covers; production sends any other to a human.
+    covered_versions: tuple[str, ...] = ()
+    # The store's policy settings when certified, with who set them and when
+    # (store.policy_settings.PolicySettings.as_dict()).
+    policy: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    stricter: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # what the caller raised
+    held_to: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # the settings used
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form (lists for tuples)."""
@@ -81,7 +88,7 @@ class Certification:
     def from_dict(cls, record: Mapping[str, Any]) -> Certification:
         """Read :meth:`to_dict`'s form back (null accuracies become NaN again)."""
         values = dict(record)
-        for name in ("reasons", "window", "weeks", "audit_weeks"):
+        for name in ("reasons", "window", "weeks", "audit_weeks", "covered_versions"):
             values[name] = tuple(values[name])
         values["weeks_checked"] = tuple(
             WeekCheck(**_nan_for_null(w, "accuracy", "error_lower_bound"))
@@ -172,7 +179,7 @@ def evidence_id_of(payload_json: str) -> str:
     return hashlib.sha256(payload_json.encode("utf-8")).hexdigest()
 
 
-def freeze(con: duckdb.DuckDBPyConnection, evidence: Evidence) -> str:
+def _freeze(con: duckdb.DuckDBPyConnection, evidence: Evidence) -> str:
     """Store ``evidence`` as a snapshot (in the caller's transaction); return its id."""
     text = evidence.to_json()
     evidence_id = evidence_id_of(text)

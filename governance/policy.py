@@ -2,7 +2,9 @@
 
 Only strata whose current decision is an approval appear. A pipeline
 automates an extraction of (doc_type, field) when its stated confidence is
-at or above ``threshold``, and sends everything else to a human.
+at or above ``threshold`` and its form version is one of ``form_versions``
+(the versions the approval's certification covers), and sends everything
+else to a human: any other form version has no evidence of its own.
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ from typing import Any
 
 import duckdb
 from fieldtrust.governance.decisions import current_policy
+from fieldtrust.governance.evidence import evidence_payload
 from fieldtrust.store.chain import chain_head
 from fieldtrust.store.connection import utc_now
 from fieldtrust.store.provenance import code_version, schema_version
 
 #: Bumped when the layout of the exported file changes.
-POLICY_FORMAT = 1
+POLICY_FORMAT = 2
 
 
 def export_policy(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
@@ -26,8 +29,9 @@ def export_policy(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     Keys: ``format``, ``generated_at`` (UTC, ISO), ``schema_version`` (the
     store's newest migration), ``fieldtrust_version``, ``history_head`` and
     ``thresholds``: one object per approved stratum with doc_type, field,
-    threshold, approved_by, approved_at, evidence_id and decision_id, sorted by
-    stratum.
+    threshold, form_versions (the versions covered; every other version goes
+    to a human), approved_by, approved_at, evidence_id and decision_id, sorted
+    by stratum.
 
     ``history_head`` is the head of the history chain (:mod:`fieldtrust.store.chain`):
     ``{"seq": N, "hash": "..."}``, or None for a store that has no chain yet.
@@ -39,6 +43,7 @@ def export_policy(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
             "doc_type": entry.doc_type,
             "field": entry.field,
             "threshold": entry.threshold,
+            "form_versions": _covered_versions(con, entry.decision.evidence_id),
             "approved_by": entry.decision.decided_by,
             "approved_at": entry.decision.decided_at.isoformat(),
             "evidence_id": entry.decision.evidence_id,
@@ -55,6 +60,18 @@ def export_policy(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         "fieldtrust_version": code_version(),
         "thresholds": thresholds,
     }
+
+
+def _covered_versions(con: duckdb.DuckDBPyConnection, evidence_id: str | None) -> list[str]:
+    """The form versions the approval's evidence covers; none known means none covered."""
+    if evidence_id is None:
+        return []
+    certification = evidence_payload(con, evidence_id).get("certification") or {}
+    if "covered_versions" in certification:
+        return [str(v) for v in certification["covered_versions"]]
+    # Evidence frozen before approvals named their versions: the checks that covered.
+    return [str(v["form_version"]) for v in certification.get("form_versions") or []
+            if isinstance(v, dict) and v.get("covered")]
 
 
 def _history_head(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:

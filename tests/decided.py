@@ -23,7 +23,7 @@ def certification(threshold: float | None = 0.95, **changes: Any) -> Certificati
         "method": "stated by a test", "coverage": 0.5, "labels_above": 412, "accuracy": 0.987,
         "accuracy_low": 0.962, "bound_exact_clopper_pearson": True, "n_population": 824,
         "n_labeled": 412, "weeks": (), "audit_weeks": (), "weeks_checked": (),
-        "form_versions": (),
+        "form_versions": (), "covered_versions": ("v1",),
     }
     fields.update(changes)
     return Certification(**fields)

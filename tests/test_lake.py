@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 from fieldtrust.calibration.candidates import automation_candidates
 from fieldtrust.governance.acts import approve
-from fieldtrust.governance.certification import Criteria
+from fieldtrust.governance.policy_settings import set_policy_settings
 from fieldtrust.labels.verdicts import record_verdict
 from fieldtrust.sampling.draw import draw_sample, sample_items
 from fieldtrust.sampling.queue import priority_queue
@@ -66,9 +66,10 @@ def audit(con: duckdb.DuckDBPyConnection, draw: Any, queue: Any) -> dict[str, An
     figures = {(a.doc_type, a.field): (a.candidate, a.reason, a.threshold, a.evidence)
                for a in assessed}
     chosen = next(a for a in assessed if a.candidate)
-    decision = approve(con, "mona", chosen.doc_type, chosen.field, "lake audit",
-                       criteria=Criteria(n_min=N_MIN, target=TARGET,
-                                         min_week_labels=WEEK_LABELS, prior_error=None))
+    # The small lake's bar, set by the admin: approvals are held to the store's policy.
+    set_policy_settings(con, "root", n_min=N_MIN, target=TARGET, min_week_labels=WEEK_LABELS,
+                        prior_error=0.0)
+    decision = approve(con, "mona", chosen.doc_type, chosen.field, "lake audit")
     return {"sampled": sampled, "figures": figures, "approved": (
         decision.doc_type, decision.field, decision.action, decision.threshold),
         "queue": queue(con)}

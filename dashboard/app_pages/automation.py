@@ -2,8 +2,9 @@
 
 Approving, rejecting and revoking call the library's acts
 (:mod:`fieldtrust.governance.acts`), as the CLI does: they check the role,
-certify the whole stratum from the store (not the sidebar's filters or this
-page's cached report) and freeze the evidence. The buttons only appear for
+certify the whole stratum from the store at the store's policy settings (not
+the sidebar's filters, this page's cached report or settings looser than the
+policy) and freeze the evidence. The buttons only appear for
 roles the library's permission table allows to decide.
 Approving and revoking open a dialog that restates the threshold, coverage and
 evidence first.
@@ -100,6 +101,11 @@ def _decision_form(identity: auth.Identity | None, strata: list[views.Stratum]) 
                           format_func=lambda key: labels[key].label)
     stratum = labels[chosen]
     st.markdown(stratum.summary)
+    st.caption(
+        "Approving certifies the whole stratum, every form version, at the store's policy"
+        " settings, whatever these filters show; production automates only the form"
+        " versions the approval covers."
+    )
     st.text_area("Comment", key=state.AUTO_COMMENT,
                  placeholder="Why: what you checked, who agreed, any conditions.")
     approve, reject, revoke, _ = st.columns([1, 1, 1, 3])

@@ -124,7 +124,8 @@ def users_list(ctx: click.Context, history: bool, as_json: bool) -> None:
 @click.option("--doc-type", required=True, help="Document type of the stratum.")
 @click.option("--field", "field_name", required=True, help="Field of the stratum.")
 @click.option("--threshold", type=click.FloatRange(0, 1), default=None,
-              help="approve: must equal the certified threshold (checked); revoke: optional.")
+              help="approve: at or above the certified threshold (checked; default: the"
+              " certified one); revoke: optional.")
 @_AS
 @click.option("--comment", required=True, help="Why (kept with the decision).")
 @click.pass_context
@@ -134,18 +135,22 @@ def decide_cmd(
 ) -> None:
     """Approve, reject or revoke automation of a (doc_type, field) stratum.
 
-    approve certifies the whole stratum from the store (same settings as
-    `fieldtrust candidates`) and takes its certified threshold; a stratum that
-    is not a candidate cannot be approved. reject freezes that certification
-    as its evidence, revoke the revocation recommendation (if any). Needs the
-    role manager or admin.
+    approve certifies the whole stratum from the store at the store's policy
+    settings (`fieldtrust policy settings`) and takes its certified threshold;
+    a stratum that is not a candidate cannot be approved. Settings from
+    flags, the environment or fieldtrust.toml may only make it stricter: a
+    looser one is refused. reject freezes that certification as its
+    evidence, revoke the revocation recommendation (if any). Needs the role
+    manager or admin.
     """
     from fieldtrust.governance import acts
     from fieldtrust.governance.certification import Criteria
     actor = acting_user(ctx, actor, what="deciding")
+    from fieldtrust.governance.evidence import load_evidence
 
+    con = open_db(ctx)
     act = {"approve": acts.approve, "reject": acts.reject, "revoke": acts.revoke}[action]
-    decision = act(open_db(ctx), actor, doc_type, field_name, comment,
+    decision = act(con, actor, doc_type, field_name, comment,
                    criteria=Criteria.of(settings(ctx)), threshold=threshold)
     shown = "" if decision.threshold is None else f" at {decision.threshold}"
     click.echo(
@@ -153,11 +158,18 @@ def decide_cmd(
         f" {decision.decided_by} ({decision.role}); decision {decision.decision_id},"
         f" evidence {decision.evidence_id}"
     )
+    if decision.action == "approve" and decision.evidence_id is not None:
+        certification = load_evidence(con, decision.evidence_id).certification
+        covered = certification.covered_versions if certification else ()
+        click.echo(
+            f"covers form versions {', '.join(covered) or '(none)'}; production sends any"
+            " other version to a human"
+        )
 
 
 @click.group("policy", epilog="Example: fieldtrust policy export --out policy.json")
 def policy_group() -> None:
-    """The current automation policy: approved thresholds per stratum."""
+    """The current automation policy: approved thresholds per stratum, and its settings."""
 
 
 @policy_group.command("export", epilog="Example: fieldtrust policy export --out policy.json")
@@ -179,6 +191,71 @@ def policy_export(ctx: click.Context, out: str | None) -> None:
             f"cannot write {out}: {exc.strerror or exc}", param_hint="--out"
         ) from exc
     click.echo(f"wrote {out}")
+
+
+_POLICY_HELP = {
+    "target": "Accuracy an automated stratum must hold above its threshold.",
+    "confidence": "Confidence (1 - delta) of every certificate and test.",
+    "n_min": "Labels above a threshold before it is tested.",
+    "stability_weeks": "Recent weeks of the window each tested on its own.",
+    "version_share": "Share above the threshold that makes a form version material.",
+    "min_week_labels": "Design-based labels above the threshold each stable week needs.",
+    "prior_error": "Error rate that chooses where the walk starts (label counts only).",
+    "weeks": "The certification window: the store's last N weeks.",
+}
+
+
+@policy_group.command(
+    "settings",
+    epilog="Examples: fieldtrust policy settings --json\n\n"
+    "fieldtrust policy settings --n-min 600 --target 0.97 --as root",
+)
+@click.option("--target", type=float, default=None, help=_POLICY_HELP["target"])
+@click.option("--confidence", type=float, default=None, help=_POLICY_HELP["confidence"])
+@click.option("--n-min", type=int, default=None, help=_POLICY_HELP["n_min"])
+@click.option("--stability-weeks", type=int, default=None, help=_POLICY_HELP["stability_weeks"])
+@click.option("--version-share", type=float, default=None, help=_POLICY_HELP["version_share"])
+@click.option("--min-week-labels", type=int, default=None, help=_POLICY_HELP["min_week_labels"])
+@click.option("--prior-error", type=float, default=None, help=_POLICY_HELP["prior_error"])
+@click.option("--weeks", type=int, default=None, help=_POLICY_HELP["weeks"])
+@click.option("--as", "actor", default=None, metavar="NAME",
+              help="Who changes them (an admin); needed to change anything.")
+@_JSON
+@click.pass_context
+def policy_settings_cmd(ctx: click.Context, actor: str | None, as_json: bool,
+                        **changes: float | int | None) -> None:
+    """Show the policy settings every approval is held to, or (admin, with --as) change them.
+
+    Approvals certify at these settings, stored in the store and chained;
+    flags and FIELDTRUST_* variables may only make an approval stricter.
+    Settings not given keep their value.
+    """
+    from fieldtrust.governance.policy_settings import set_policy_settings
+    from fieldtrust.store.policy_settings import current_policy_settings
+
+    given = {name: value for name, value in changes.items() if value is not None}
+    if given and actor is None:
+        raise click.UsageError("changing the policy settings needs --as NAME (an admin)")
+    if actor is not None and not given:
+        raise click.UsageError(
+            "--as without a setting to change; give e.g. --n-min 600 (or leave out --as to show)"
+        )
+    if given:
+        current = set_policy_settings(open_db(ctx), str(actor), **given)
+    else:
+        current = current_policy_settings(open_db(ctx, read_only=True))
+    shown = current.as_dict()
+    if as_json:
+        echo_json(shown)
+        return
+    if given:
+        click.echo(f"policy settings changed by {current.set_by}: "
+                   + ", ".join(f"{k} = {v}" for k, v in given.items()))
+    who = (f"set by {current.set_by} at {shown['set_at']}" if current.set_by
+           else "the defaults: no admin has set them")
+    click.echo(f"policy settings every approval is held to ({who}):")
+    echo_table([{"setting": name, "value": value, "meaning": _POLICY_HELP[name]}
+                for name, value in current.values().items()])
 
 
 @policy_group.command("show", epilog="Example: fieldtrust policy show")

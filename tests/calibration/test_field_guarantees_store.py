@@ -24,7 +24,7 @@ from calib_store import (
     weeks_from,
 )
 from click.testing import CliRunner
-from fieldtrust.calibration.certify import certify_stratum
+from fieldtrust.governance.certification import certify
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
@@ -110,7 +110,7 @@ def test_c_eight_weeks_one_audited_claims_only_that_week(tmp_path) -> None:  # t
     ids = items[weeks[-1]]["extraction_id"].to_numpy()
     insert_labels(con, ids, population.set_index("extraction_id")["truth"].loc[ids].to_numpy(),
                   sample_id=sample_id)
-    certification = certify_stratum(con, "invoice", "total")
+    certification = certify(con, "invoice", "total")
     con.close()
 
     row = calibrate_json(path)[("invoice", "total")]
@@ -121,6 +121,6 @@ def test_c_eight_weeks_one_audited_claims_only_that_week(tmp_path) -> None:  # t
     assert row["candidate"] is False and row["reason"] == "unaudited_weeks"
     assert row["labels_needed"] is None
     assert abs(row["accuracy"] - last["truth"].mean()) < 0.03  # W48's accuracy, not the window's
-    assert not certification.candidate and certification.form_versions == ()
+    assert not certification.candidate and certification.covered_versions == ()
     result = CliRunner().invoke(cli, ["--db", str(path), "candidates"])
     assert "until they are audited or leave the window" in result.stdout

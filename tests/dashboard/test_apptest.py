@@ -20,7 +20,10 @@ import pytest
 from fieldtrust.dashboard import layout, state
 from fieldtrust.dashboard.layout import EMPTY_HINT
 from fieldtrust.governance.acts import approve
-from fieldtrust.store.access import grant_role
+from fieldtrust.governance.certification import certify
+from fieldtrust.governance.evidence import evidence_payload
+from fieldtrust.governance.policy_settings import set_policy_settings
+from fieldtrust.store.access import grant_role, list_users
 from fieldtrust.store.errors import PermissionDenied
 from streamlit.testing.v1 import AppTest
 
@@ -568,3 +571,74 @@ def test_no_page_of_a_store_without_labels_shows_nan(
     # Text and metrics (tables show a missing value as an empty, greyed cell).
     shown = _texts(at) + " ".join(str(m.value) for m in at.metric)
     assert re.search(r"\bnan\b", shown.lower()) is None, shown
+
+
+#: The sidebar narrowed to the invoice form versions: one version alone has too few
+#: labels a week to certify anything, so the page shows a candidate only on these.
+NARROWED = ["v2", "v3-2026"]
+
+
+def _approve_under_a_narrowed_filter(
+    demo_db: Path, versions: list[str]
+) -> tuple[AppTest, str, str]:
+    """Narrow the sidebar to one form version, then approve the first stratum shown."""
+    at = _open("automation", user="maya")
+    at.multiselect(key=state.FILTER_FORM_VERSIONS).set_value(versions).run()
+    # The first stratum the filtered page shows as a candidate (Approve enabled).
+    for option in at.selectbox(key=state.AUTO_STRATUM).options:
+        at.selectbox(key=state.AUTO_STRATUM).set_value(option).run()
+        if not at.button(key=state.AUTO_APPROVE).disabled:
+            break
+    doc_type, field = at.selectbox(key=state.AUTO_STRATUM).value.split("|")
+    assert "Approving certifies the whole stratum" in _texts(at)
+    at.text_area(key=state.AUTO_COMMENT).set_value("looks fine for the new version")
+    at.button(key=state.AUTO_APPROVE).click().run()
+    at.button(key=state.AUTO_CONFIRM).click().run()  # the dialog restates, then records
+    assert not at.exception
+    return at, doc_type, field
+
+
+def test_an_approval_under_a_narrowed_filter_freezes_the_whole_stratum(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    # Filtered to the invoice versions the page shows invoice/currency certified at a
+    # threshold of its own; the approval records the threshold shown
+    # (at or above the certified one) on the whole stratum's evidence.
+    use_db(demo_db)
+    at, doc_type, field = _approve_under_a_narrowed_filter(demo_db, NARROWED)
+    con = store.connect(demo_db, read_only=True)
+    try:
+        whole = certify(con, doc_type, field)
+        (threshold, evidence_id), = con.execute(
+            "SELECT threshold, evidence_id FROM decisions").fetchall()
+        frozen = evidence_payload(con, evidence_id)["certification"]
+    finally:
+        con.close()
+    assert frozen == whole.to_dict()
+    assert frozen["n_population"] == whole.n_population
+    assert threshold >= whole.threshold  # type: ignore[operator]
+    assert any("approve of" in s.value for s in at.success)
+
+
+def test_a_narrowed_filter_cannot_make_a_non_candidate_approvable(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    # The store's policy asks for 99%: the page (at the settings' 95%, filtered to
+    # v3-2026) still shows a candidate, the whole stratum at the policy is not one.
+    con = store.connect(demo_db)
+    try:
+        admin = next(u.user_name for u in list_users(con) if "admin" in u.roles)
+        set_policy_settings(con, admin, target=0.99)
+        before = table_fingerprint(con)
+    finally:
+        con.close()
+    use_db(demo_db)
+    at, doc_type, field = _approve_under_a_narrowed_filter(demo_db, NARROWED)
+    errors = _shown(" ".join(e.value for e in at.error))
+    assert f"{doc_type}/{field} is not an automation candidate (" in errors
+    assert "as a whole stratum at the store's policy settings" in errors
+    con = store.connect(demo_db, read_only=True)
+    try:
+        assert table_fingerprint(con) == before
+    finally:
+        con.close()

@@ -68,11 +68,12 @@ def test_policy_export_lists_the_active_approvals(
     revoke(review_store, "mona", "invoice", "tax", "v3 copies totals")
     policy = export_policy(review_store)
     assert policy["thresholds"] == [{
-        "doc_type": "invoice", "field": "total", "threshold": 0.95, "approved_by": "mona",
+        "doc_type": "invoice", "field": "total", "threshold": 0.95, "form_versions": ["v1"],
+        "approved_by": "mona",
         "approved_at": total.decided_at.isoformat(), "evidence_id": total.evidence_id,
         "decision_id": total.decision_id,
     }]
-    assert policy["format"] == 1
+    assert policy["format"] == 2
     assert policy["fieldtrust_version"] == fieldtrust.__version__
     assert policy["schema_version"] == review_store.execute(
         "SELECT max(name) FROM schema_migrations").fetchone()[0]  # type: ignore[index]

@@ -64,7 +64,7 @@ def test_approval_freezes_evidence_that_reads_back_unchanged(
     assert canonical_json(payload) == text  # canonical: sorted keys, compact
     assert payload["certification"] == CERTIFIED.to_dict()
     assert payload["revocation"] is None
-    assert payload["format"] == 1
+    assert payload["format"] == 2
     assert payload["stratum"] == {"doc_type": "invoice", "field": "total"}
     assert payload["code_version"] == fieldtrust.__version__
     assert payload["schema_version"].startswith("00")
@@ -114,8 +114,8 @@ def test_evidence_round_trips_through_its_json_form() -> None:
     assert math.isnan(back.certification.weeks_checked[1].accuracy)
     assert dataclasses.replace(back, certification=None) == dataclasses.replace(
         evidence, certification=None)
-    with pytest.raises(DecisionError, match="format 2 is not format 1"):
-        Evidence.from_dict({**json.loads(text), "format": 2})
+    with pytest.raises(DecisionError, match="format 1 is not format 2"):
+        Evidence.from_dict({**json.loads(text), "format": 1})
 
 
 def test_tampered_evidence_is_detected(review_store: duckdb.DuckDBPyConnection) -> None:

@@ -1,4 +1,7 @@
-"""The acts: approving only current candidates at the certified threshold, certified afresh."""
+"""The acts: approving only current candidates at the certified threshold, certified afresh.
+
+The store's policy asks for 50 labels (an admin set it): the acts take it from there.
+"""
 
 from __future__ import annotations
 
@@ -9,21 +12,22 @@ import duckdb
 import numpy as np
 import pytest
 from fieldtrust.governance.acts import approve, reject, revoke
-from fieldtrust.governance.certification import Criteria, certify
+from fieldtrust.governance.certification import certify
 from fieldtrust.governance.decisions import current_policy
 from fieldtrust.governance.errors import DecisionError
 from fieldtrust.governance.evidence import evidence_payload
+from fieldtrust.governance.policy_settings import set_policy_settings
 from fieldtrust.store.errors import PermissionDenied
 from fieldtrust.store.weeks import week_bounds
 
 WEEKS = ("2026-W07", "2026-W08", "2026-W09", "2026-W10")
-CRITERIA = Criteria(n_min=50)
 
 
 @pytest.fixture
 def certified_store(con: duckdb.DuckDBPyConnection, builder: Any) -> duckdb.DuckDBPyConnection:
     """invoice/total: 4 weeks x 120 labels, all correct; invoice/tax: a third wrong."""
     builder.users()
+    set_policy_settings(con, "root", n_min=50)
     rng = np.random.default_rng(5)
     extractions, labels = [], []
     for week in WEEKS:
@@ -56,15 +60,16 @@ def test_a_candidate_is_approved_at_its_certified_threshold_with_its_evidence(
     (candidate,) = [a for a in automation_candidates(certified_store, n_min=50)
                     if a.field == "total"]
     assert candidate.candidate and candidate.threshold is not None
-    decision = approve(certified_store, "mona", "invoice", "total", "four stable weeks",
-                       criteria=CRITERIA)
+    decision = approve(certified_store, "mona", "invoice", "total", "four stable weeks")
     assert (decision.action, decision.threshold) == ("approve", candidate.threshold)
     payload = evidence_payload(certified_store, decision.evidence_id or "")
     assert payload["certification"]["threshold"] == candidate.threshold
     assert payload["certification"]["labels_above"] == candidate.evidence["labels_above"]
     assert payload["certification"]["accuracy_low"] == candidate.evidence["accuracy_low"]
     assert payload["certification"]["candidate"] is True
-    assert payload["certification"]["window"] == []  # every week: Criteria(weeks=None)
+    # The policy's window: the store's last 8 weeks.
+    assert payload["certification"]["window"][-4:] == list(WEEKS)
+    assert len(payload["certification"]["window"]) == 8
     assert "code_version" not in payload["certification"]  # the version is frozen once
     assert [(e.field, e.status) for e in current_policy(certified_store)] == [("total", "active")]
 
@@ -73,14 +78,13 @@ def test_non_candidates_and_other_thresholds_are_refused(
     certified_store: duckdb.DuckDBPyConnection,
 ) -> None:
     with pytest.raises(DecisionError, match=r"invoice/tax is not an automation candidate \("):
-        approve(certified_store, "mona", "invoice", "tax", "please", criteria=CRITERIA)
-    with pytest.raises(DecisionError, match=r"is certified at .*, not 0\.5"):
-        approve(certified_store, "mona", "invoice", "total", "x", criteria=CRITERIA,
-                threshold=0.5)
+        approve(certified_store, "mona", "invoice", "tax", "please")
+    with pytest.raises(DecisionError, match=r"certified at .* stratum; 0\.5 is below it"):
+        approve(certified_store, "mona", "invoice", "total", "x", threshold=0.5)
     with pytest.raises(PermissionDenied, match=r"alice \(role reviewer\) may not approve"):
-        approve(certified_store, "alice", "invoice", "total", "x", criteria=CRITERIA)
+        approve(certified_store, "alice", "invoice", "total", "x")
     with pytest.raises(DecisionError, match=r"no extractions of doc_type 'invoice', field 'iban'"):
-        approve(certified_store, "mona", "invoice", "iban", "x", criteria=CRITERIA)
+        approve(certified_store, "mona", "invoice", "iban", "x")
     assert current_policy(certified_store) == []
 
 
@@ -101,7 +105,7 @@ def test_approval_certifies_the_whole_stratum_whatever_a_caller_looked_at(
 
     filtered = automation_candidates(certified_store, Scope(form_versions=("v1",)), n_min=50)
     assert [a.field for a in filtered if a.candidate] == ["total"]  # what a v1 page shows
-    whole = certify(certified_store, "invoice", "total", CRITERIA)
+    whole = certify(certified_store, "invoice", "total")
     checked = {v.form_version: v for v in whole.form_versions}
     assert checked["v2"].material and not checked["v2"].covered
     assert checked["v2"].labels_above == 0  # the queue labels are not evidence
@@ -111,16 +115,14 @@ def test_approval_certifies_the_whole_stratum_whatever_a_caller_looked_at(
 def test_reject_and_revoke_freeze_what_the_store_says_now(
     certified_store: duckdb.DuckDBPyConnection,
 ) -> None:
-    rejected = reject(certified_store, "mona", "invoice", "tax", "a third wrong",
-                      criteria=CRITERIA)
+    rejected = reject(certified_store, "mona", "invoice", "tax", "a third wrong")
     frozen = evidence_payload(certified_store, rejected.evidence_id or "")
     assert frozen["certification"] == certify(
-        certified_store, "invoice", "tax", CRITERIA).to_dict()
+        certified_store, "invoice", "tax").to_dict()
     assert frozen["certification"]["candidate"] is False
     assert rejected.threshold is None
-    approve(certified_store, "mona", "invoice", "total", "ok", criteria=CRITERIA)
-    revoked = revoke(certified_store, "mona", "invoice", "total", "policy change",
-                     criteria=CRITERIA)
+    approve(certified_store, "mona", "invoice", "total", "ok")
+    revoked = revoke(certified_store, "mona", "invoice", "total", "policy change")
     frozen = evidence_payload(certified_store, revoked.evidence_id or "")
     # No audit since the approval flags it: the evidence says so, with every design.
     assert (frozen["certification"], frozen["revocation"]) == (None, None)
