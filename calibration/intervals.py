@@ -120,13 +120,9 @@ def clopper_pearson_interval(
     Clopper & Pearson (1934), Biometrika 26:404.
     """
     k, n = _counts(successes, trials)
-    alpha = 1.0 - _level(confidence)
-    with np.errstate(invalid="ignore"):
-        low = np.where(k <= 0, 0.0, betaincinv(np.maximum(k, 1e-300), n - k + 1, alpha / 2))
-        high = np.where(k >= n, 1.0, betaincinv(k + 1, np.maximum(n - k, 1e-300), 1 - alpha / 2))
-    low = np.where(n == 0, np.nan, low)
-    high = np.where(n == 0, np.nan, high)
-    return _out(low), _out(high)
+    # The one implementation (calibration.survey); the counts keep their shape here.
+    low, high = survey.clopper_pearson(k, n, confidence=_level(confidence))
+    return _out(low.reshape(k.shape)), _out(high.reshape(k.shape))
 
 
 def error_upper_bound(errors: ArrayLike, trials: ArrayLike, *, delta: float = 0.05) -> Any:
