@@ -13,6 +13,8 @@ Measure the rates with ``python -m pytest -q tests/calibration/test_field_guaran
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from calib_store import band_label
@@ -121,6 +123,93 @@ def boosted_world(rng: np.random.Generator, size: int = 30_000, new_share: float
     truth = rng.random(size) < 1 - np.clip(1.6 * (1 - c) * np.where(new, new_errors, 1.0), 0, 1)
     version = np.where(new, "v2", "v1")
     return c, version, new, truth
+
+
+def with_imported(data: StratumData, confidence: np.ndarray, correct: np.ndarray,
+                  week: np.ndarray, n_week: int) -> StratumData:
+    """``data`` with these labels weighted as a declared random sample of their week.
+
+    What fieldtrust did with queue labels before provenance was recorded: each
+    (doc_type, field, week) they fall in weighted ``N / n``, as
+    ``labels import --random-sample`` still does on purpose.
+    """
+    n = confidence.size
+    _, per_week = np.unique(week, return_inverse=True)
+    pi = np.bincount(per_week)[per_week] / n_week
+    rng = np.random.default_rng(n)
+    return dataclasses.replace(
+        data, confidence=np.r_[data.confidence, confidence],
+        correct=np.r_[data.correct, correct], weight=np.r_[data.weight, 1 / pi],
+        inclusion_prob=np.r_[data.inclusion_prob, pi],
+        from_audit=np.r_[data.from_audit, np.zeros(n, dtype=bool)],
+        week=np.r_[data.week, week], form_version=np.r_[data.form_version, np.full(n, "v1")],
+        u=np.r_[data.u, rng.random(n)], cell=np.r_[data.cell, np.full(n, "", dtype=object)],
+        labels_by_provenance={**data.labels_by_provenance, "random_import": n},
+    )
+
+
+def test_a_queue_labels_never_make_a_wrong_certificate_likely() -> None:
+    """Review-queue labels of low-confidence items beside an audit: <= 5% wrong certificates.
+
+    Two weeks of 30,000 extractions: W48 audited (about 97% above the high
+    thresholds), W47 never audited and worse (at most 85% at every
+    confidence, say a broken form), so the window above any threshold worth
+    certifying is below the target (about 0.91). Reviewers worked the review
+    queue: the 3,000 least confident unlabelled items of each week, about 40%
+    of them wrong. As the library keeps them (non-random: counted, never weighted) W47
+    stays uncovered and nothing certifies. The control arm weights the same
+    labels as a random sample of their week, the old behaviour: W47 turns
+    "covered" by labels that say nothing above the threshold, and most runs
+    certify wrongly, so this test can fail.
+    """
+    size, queue = 30_000, 3_000
+    outcomes = {"non_random": [], "weighted as random": []}
+    candidates = dict.fromkeys(outcomes, 0)
+    queue_wrong = []
+    for seed in range(RUNS):
+        rng = np.random.default_rng([seed, 1])
+        c_audited, c_unaudited = rng.beta(8, 1, size), rng.beta(8, 1, size)
+        truth_audited = rng.random(size) < 1 - 1.2 * (1 - c_audited)
+        truth_unaudited = rng.random(size) < np.minimum(0.85, 1 - 1.2 * (1 - c_unaudited))
+        version = np.full(size, "v1")
+        data, picked = audited_stratum(
+            rng, c_audited, version, np.zeros(size, dtype=bool), truth_audited, rate=0.08,
+            unaudited={"2026-W47": np.bincount(grid_index(c_unaudited), minlength=N_GRID)})
+        free = np.setdiff1d(np.arange(size), picked)
+        queued_audited = free[np.argsort(c_audited[free], kind="stable")[:queue]]
+        queued_unaudited = np.argsort(c_unaudited, kind="stable")[:queue]
+        q_confidence = np.r_[c_audited[queued_audited], c_unaudited[queued_unaudited]]
+        q_correct = np.r_[truth_audited[queued_audited],
+                          truth_unaudited[queued_unaudited]].astype(float)
+        queue_wrong.append(1 - q_correct.mean())
+        q_week = np.r_[np.full(queue, WEEK, dtype=object), np.full(queue, "2026-W47", dtype=object)]
+        arms = {
+            # As load_strata keeps them: beside the design-based labels, for recalibration.
+            "non_random": dataclasses.replace(
+                data, other_confidence=q_confidence, other_correct=q_correct,
+                labels_by_provenance={**data.labels_by_provenance, "non_random": 2 * queue}),
+            "weighted as random": with_imported(data, q_confidence, q_correct, q_week, size),
+        }
+        c = np.r_[c_audited, c_unaudited]
+        truth = np.r_[truth_audited, truth_unaudited]
+        versions = np.full(2 * size, "v1")
+        for name, stratum in arms.items():
+            thresholds, assessment = certify(stratum)
+            bad = wrong(assessment, c, versions, truth)
+            if thresholds.certified is not None:
+                t = round(thresholds.certified.threshold * 200)
+                bad |= bool(truth[grid_index(c) >= t].mean() < TARGET)
+            outcomes[name].append(bad)
+            candidates[name] += assessment.candidate
+        assert arms["non_random"].coverage.uncovered_weeks == ("2026-W47",)
+    rates = {name: float(np.mean(v)) for name, v in outcomes.items()}
+    share = {name: n / RUNS for name, n in candidates.items()}
+    print(f"\n(a) queue labels ({np.mean(queue_wrong):.0%} wrong): wrong certificates"
+          f" non-random {rates['non_random']:.3f} (candidates {share['non_random']:.3f}),"
+          f" weighted as random {rates['weighted as random']:.3f}"
+          f" (candidates {share['weighted as random']:.3f})")
+    assert rates["non_random"] <= ALLOWED
+    assert rates["weighted as random"] >= 0.5  # the control: the old weighting fails
 
 
 @pytest.mark.parametrize("labelled_new", [0.0, 0.25, 0.6, 1.0])
