@@ -356,7 +356,7 @@ ESTIMATES = Case(
 
 def _alerts_prepare(ctx: Context) -> dict[str, Any]:
     state = _read(ctx)
-    state["weeks"] = _window(state["con"], 5)  # the week and the 4 it is compared with
+    state["weeks"] = _window(state["con"], 10)  # the week and the 9 its tests compare with
     return state
 
 
@@ -369,10 +369,10 @@ def _alerts(state: dict[str, Any]) -> object:
 
 ALERTS = Case(
     name="alerts",
-    title="Alerts for the newest week (below target, drop vs 4 weeks, new versions)",
+    title="Alerts for the newest week (below target, drop vs 8 weeks, sustained, new versions)",
     library=Side("sampling.alerts.weekly_alerts", _alerts_prepare, _alerts, None, _close),
     baseline=Side(
-        "one SQL query: Hajek estimates of the 5 weeks compared (no tests)",
+        "one SQL query: Hajek estimates of the 10 weeks compared (no tests)",
         _alerts_prepare,
         _sql_estimates,
         None,

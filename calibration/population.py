@@ -11,7 +11,7 @@ How a stratum's population is split for the certified bound
 * only design-based labels enter (audit labels in their cell's labelled PRN
   prefix, with ``pi = prefix_h / N_h``, and labels of files declared a random
   sample); non-random labels are counted (``labels_by_provenance``) and kept
-  apart for recalibration only.
+  apart (``other_confidence``, ``other_correct``) for recalibration only.
 * a week is *covered* for a stratum when it holds design-based labels of it.
   An audited week (one with usable audit cells) is split into one block per
   confidence band of its sample (when the bands sit on the 0.005 grid and do
@@ -459,7 +459,9 @@ def load_strata(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> list[
     design_based = np.asarray(everything.column("design_based").to_numpy(zero_copy_only=False),
                               dtype=bool)
     items = everything.filter(pa.array(design_based))
-    others = everything.filter(pa.array(~design_based))
+    # Non-random labels, kept apart for recalibration (audit labels waiting
+    # behind a gap in their cell are neither: they wait).
+    others = everything.filter(pc.equal(everything.column("provenance"), "non_random"))
     audit_rows = items.filter(items.column("from_audit"))
     prefix_prob = {
         (str(w), str(c)): float(p) for w, c, p in zip(

@@ -8,6 +8,19 @@ allowed, the one with the lowest cross-validated, design-weighted Brier
 score wins; ties go to the simpler one. ECE before and after is measured on
 the held-out folds.
 
+Non-random labels (the review queue, ad hoc review: STATS.md sections 2 and
+5) may join the fit on request (``non_random=True``). That assumes their
+items were chosen, within the stratum, by stated confidence alone (the
+queue's "least confident first"), so that at a given confidence their
+errors are like everyone's: ``P(correct | c, chosen) = P(correct | c)``. A
+choice that looks at anything else (conflicts with another source, values
+marked unclear, a reviewer's hunch) breaks it. They only ever train: every
+fold's held-out labels, the CV scores and the ECE before and after are the
+design-based labels alone, so the figures stored with a map still describe
+the stratum's extractions. In the fit each non-random label weighs 1 and
+the design-based weights are scaled to average 1, so both count per label
+and the audit's own weights still balance its cells.
+
 Every fitted map is stored as knots of a piecewise-linear function
 (``recalibration_maps`` / ``recalibration_knots``): isotonic regression is
 exactly piecewise linear, Platt's sigmoid is sampled every 0.001. The view
@@ -73,11 +86,13 @@ class RecalibrationResult:
     map: RecalibrationMap
     warning: str | None = None
     map_id: str | None = None  # set once stored
+    n_non_random: int = 0  # non-random labels that joined the fit (never the scores)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (a row of ``fieldtrust recalibrate --json``), without the knots."""
         return {"doc_type": self.doc_type, "field": self.field, "method": self.method,
-                "labels": self.n_labels, "cv_brier": self.cv_brier.get(self.method),
+                "labels": self.n_labels, "non_random_labels": self.n_non_random,
+                "cv_brier": self.cv_brier.get(self.method),
                 "ece_before": self.ece_before, "ece_after": self.ece_after,
                 "map_id": self.map_id, "warning": self.warning}
 
@@ -175,9 +190,18 @@ def cross_validate(
     methods: tuple[str, ...] = METHODS,
     n_folds: int = 5,
     seed: int = 0,
+    non_random_confidence: npt.ArrayLike | None = None,
+    non_random_correct: npt.ArrayLike | None = None,
 ) -> dict[str, FloatArray]:
-    """Out-of-fold predictions of each method (methods that cannot fit a fold are left out)."""
+    """Out-of-fold predictions of each method (methods that cannot fit a fold are left out).
+
+    Folds split the (design-based) labels given first; non-random labels, if
+    any, join every fold's training set and are never held out.
+    """
     c, y, w = check_inputs(confidence, correct, weight)
+    extra_c, extra_y, _ = check_inputs(
+        np.zeros(0) if non_random_confidence is None else non_random_confidence,
+        np.zeros(0) if non_random_correct is None else non_random_correct, None)
     if c.size < n_folds:
         return {"identity": c.copy()} if "identity" in methods else {}
     folds = _folds(y, n_folds, seed)
@@ -186,13 +210,25 @@ def cross_validate(
         pred = np.empty_like(c)
         try:
             for train, test in folds:
-                pred[test] = fit_map(c[train], y[train], weight=w[train], method=method).predict(
+                train_c, train_y, train_w = _training_set(
+                    c[train], y[train], w[train], extra_c, extra_y)
+                pred[test] = fit_map(train_c, train_y, weight=train_w, method=method).predict(
                     c[test]
                 )
         except CalibrationInputError:
             continue  # a method that cannot fit some fold is not a choice
         out[method] = pred
     return out
+
+
+def _training_set(
+    c: FloatArray, y: FloatArray, w: FloatArray, extra_c: FloatArray, extra_y: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Design-based labels (weights scaled to average 1) and non-random ones (weight 1)."""
+    if extra_c.size == 0:
+        return c, y, w
+    scaled = w / w.mean() if w.size else w
+    return np.r_[c, extra_c], np.r_[y, extra_y], np.r_[scaled, np.ones(extra_c.size)]
 
 
 def choose_map(
@@ -205,23 +241,33 @@ def choose_map(
     n_folds: int = 5,
     seed: int = 0,
     n_bins: int = 10,
+    non_random_confidence: npt.ArrayLike | None = None,
+    non_random_correct: npt.ArrayLike | None = None,
 ) -> tuple[RecalibrationMap, dict[str, float], float, float, str | None]:
     """Pick a method by cross-validated Brier score and fit it on all labels.
 
     Returns the map, the CV Brier score of each method tried, ECE before and
     after on the held-out folds, and a warning when the identity was forced.
+    Non-random labels (``non_random_confidence``, ``non_random_correct``)
+    count towards the methods allowed and join every fit; the scores and ECE
+    are the design-based labels' alone (module docstring: the assumption).
     """
     c, y, w = check_inputs(confidence, correct, weight)
+    extra_c, extra_y, _ = check_inputs(
+        np.zeros(0) if non_random_confidence is None else non_random_confidence,
+        np.zeros(0) if non_random_correct is None else non_random_correct, None)
+    n_fit = c.size + extra_c.size
     allowed = allowed_methods(
-        c.size, min_labels_isotonic=min_labels_isotonic, min_labels_platt=min_labels_platt
+        n_fit, min_labels_isotonic=min_labels_isotonic, min_labels_platt=min_labels_platt
     )
     warning = None
     if allowed == ("identity",):
         warning = (
-            f"only {c.size} labels: stated confidence kept (identity map);"
+            f"only {n_fit} labels: stated confidence kept (identity map);"
             f" recalibration needs at least {min_labels_platt}"
         )
-    predictions = cross_validate(c, y, weight=w, methods=allowed, n_folds=n_folds, seed=seed)
+    predictions = cross_validate(c, y, weight=w, methods=allowed, n_folds=n_folds, seed=seed,
+                                 non_random_confidence=extra_c, non_random_correct=extra_y)
     scores = {m: float(np.sum(w * (p - y) ** 2) / np.sum(w)) for m, p in predictions.items()}
     best = min(scores, key=lambda m: (scores[m], METHODS.index(m))) if scores else "identity"
 
@@ -229,7 +275,8 @@ def choose_map(
         return expected_calibration_error(p, y, weight=w, n_bins=n_bins) if c.size else np.nan
 
     after = predictions.get(best, c)
-    fitted = fit_map(c, y, weight=w, method=best)
+    fit_c, fit_y, fit_w = _training_set(c, y, w, extra_c, extra_y)
+    fitted = fit_map(fit_c, fit_y, weight=fit_w, method=best)
     return fitted, scores, ece(c), ece(after), warning
 
 
@@ -266,6 +313,7 @@ def fit_recalibration(
     n_folds: int = 5,
     seed: int = 0,
     n_bins: int = 10,
+    non_random: bool = False,
 ) -> list[RecalibrationResult]:
     """Fit, choose and store a recalibration map for every stratum with labels in ``scope``.
 
@@ -279,11 +327,16 @@ def fit_recalibration(
         Label counts from which isotonic regression, and Platt scaling, may be used.
     n_folds, seed
         Cross-validation folds and their shuffling seed.
+    non_random
+        Let the stratum's non-random labels join the fit (never the scores),
+        assuming their items were chosen by stated confidence alone (module
+        docstring). A stratum without design-based labels gets no map either way.
 
     Returns
     -------
     list of RecalibrationResult
-        One per stratum with labels, with ``map_id`` of the stored map.
+        One per stratum with design-based labels, with ``map_id`` of the
+        stored map (its ``n_labels`` counts the design-based labels only).
         Strata forced to the identity carry a ``warning``.
     """
     if min_labels_platt < 2 or min_labels_isotonic < min_labels_platt:
@@ -295,15 +348,18 @@ def fit_recalibration(
     for data in load_strata(con, scope):
         if data.n_labeled == 0:
             continue
+        extra_c = data.other_confidence if non_random else np.zeros(0)
+        extra_y = data.other_correct if non_random else np.zeros(0)
         fitted, scores, before, after, warning = choose_map(
             data.confidence, data.correct, weight=data.weight,
             min_labels_isotonic=min_labels_isotonic, min_labels_platt=min_labels_platt,
             n_folds=n_folds, seed=seed, n_bins=n_bins,
+            non_random_confidence=extra_c, non_random_correct=extra_y,
         )
         result = RecalibrationResult(
             doc_type=data.doc_type, field=data.field, method=fitted.method,
             n_labels=data.n_labeled, cv_brier=scores, ece_before=before, ece_after=after,
-            map=fitted, warning=warning,
+            map=fitted, warning=warning, n_non_random=int(extra_c.size),
         )
         map_id = store_map(con, result)
         results.append(

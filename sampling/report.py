@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import duckdb
 import pandas as pd
 from fieldtrust.sampling.alerts import (
+    LOOKBACK,
     Alert,
     alert_weeks,
     alerts_from_labels,
@@ -39,7 +40,7 @@ def audit_report(
     weeks: int = 8,
     target: float = 0.95,
     confidence: float = 0.95,
-    lookback: int = 4,
+    lookback: int = LOOKBACK,
 ) -> AuditReport:
     """Trends over the last ``weeks`` sampled weeks and the alerts of the newest one."""
     rows = con.sql("SELECT max(week) FROM audit_samples").fetchall()

@@ -220,15 +220,19 @@ def candidates(
     " extraction (the review queue sorts by it).",
 )
 @click.option("--weeks", type=int, default=None, help="Fit on the last N weeks [setting weeks].")
+@click.option("--non-random", "non_random", is_flag=True,
+              help="Let non-random labels (review queue, ad hoc) join the fit, assuming their"
+              " items were chosen by stated confidence alone; scores stay on audit labels.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
 @click.pass_context
-def recalibrate(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
+def recalibrate(ctx: click.Context, weeks: int | None, non_random: bool, as_json: bool) -> None:
     """Fit and store a confidence recalibration map per (document type, field)."""
     from fieldtrust.calibration.recalibrate import fit_recalibration
 
     conf = settings(ctx, weeks=weeks)
     con = open_db(ctx)
-    results = fit_recalibration(con, _scope(con, conf.weeks), seed=conf.seed)
+    results = fit_recalibration(con, _scope(con, conf.weeks), seed=conf.seed,
+                                non_random=non_random)
     rows = [r.to_dict() for r in results]
     if as_json:
         echo_json(rows)

@@ -231,7 +231,6 @@ def report(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
         weeks=resolved.weeks,
         target=resolved.target,
         confidence=resolved.confidence,
-        lookback=resolved.stability_weeks,
     )
     if as_json:
         echo_json(

@@ -1,7 +1,9 @@
 """The field scenarios through real stores and the CLI (smaller versions of test_field_guarantees).
 
 (a) labels of the review queue (low confidence first) added to an audited
-history change no certificate and no design-based count; (b) a partly
+history change no certificate and no design-based count, and imported
+without ``--random-sample`` they never let an unaudited, worse week certify
+(imported as a random sample, the same file does); (b) a partly
 labelled boosted week is weighed by its labelled prefix; (c) eight weeks with
 only the last audited: every figure says it covers that week only.
 """
@@ -9,8 +11,10 @@ only the last audited: every figure says it covers that week only.
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
+import pandas as pd
 import pytest
 from calib_store import (
     DesignSpec,
@@ -28,6 +32,7 @@ from fieldtrust.governance.certification import certify
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
+from tests.conftest import Builder
 
 WEEKS = weeks_from("2026-W41", 4)
 
@@ -64,6 +69,67 @@ def test_a_queue_labels_change_no_certificate(tmp_path, seed: int) -> None:  # t
     for key in ("n_labeled", "certified_threshold", "accuracy", "accuracy_low", "candidate",
                 "covered_weeks"):
         assert after[key] == before[key], key
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_imported_queue_labels_never_cover_an_unaudited_week(tmp_path, seed: int) -> None:  # type: ignore[no-untyped-def]
+    """test_field_guarantees' scenario (a) through ``labels import`` and ``calibrate --json``.
+
+    W47 (never audited, at most 85% accurate) and W48 (audited, about 97% at
+    the top); the review queue's 2,000 least confident items of each week,
+    labelled and imported. Without ``--random-sample`` nothing certifies; the
+    same file declared a random sample certifies a threshold above which the
+    window is below target (the control arm).
+    """
+    weeks = weeks_from("2026-W47", 2)
+    rng = np.random.default_rng(seed)
+    population = pd.concat([
+        generate_population([StratumSpec(
+            "invoice", "total", per_week=20_000,
+            p_correct=lambda c: np.minimum(0.85, 1 - 1.2 * (1 - c)))], weeks[:1], rng),
+        generate_population([StratumSpec(
+            "invoice", "total", per_week=20_000, p_correct=lambda c: 1 - 1.2 * (1 - c))],
+            weeks[1:], rng),
+    ], ignore_index=True)
+    path = tmp_path / "store.duckdb"
+    con = store.connect(path)
+    insert_extractions(con, population)
+    Builder(con).users()
+    audited = population[population["week"] == weeks[1]]
+    cells, items = draw_samples(audited, DesignSpec(rate=0.1), rng)
+    sample_id = insert_sample(con, weeks[1], cells[weeks[1]], items[weeks[1]])
+    ids = items[weeks[1]]["extraction_id"].to_numpy()
+    insert_labels(con, ids, population.set_index("extraction_id")["truth"].loc[ids].to_numpy(),
+                  sample_id=sample_id)
+    con.close()
+    free = population[~population["extraction_id"].isin(ids)]
+    queue = free.groupby("week", group_keys=False).apply(lambda w: w.nsmallest(2000, "confidence"))
+    queue_file = tmp_path / "queue.csv"
+    queue.assign(verdict=np.where(queue["truth"], "correct", "incorrect"))[
+        ["extraction_id", "verdict"]].to_csv(queue_file, index=False)
+    declared = tmp_path / "declared.duckdb"
+    shutil.copy(path, declared)
+
+    rows = {}
+    for db, flags in ((path, []), (declared, ["--random-sample"])):
+        result = CliRunner().invoke(cli, ["--db", str(db), "labels", "import", str(queue_file),
+                                          *flags, "--as", "carol"])
+        assert result.exit_code == 0, result.output
+        rows[db] = calibrate_json(db)[("invoice", "total")]
+    kept, weighted = rows[path], rows[declared]
+    assert kept["labels_by_provenance"]["non_random"] == 4000
+    assert kept["n_labeled"] == ids.size
+    assert kept["uncovered_weeks"] == ["2026-W47"] and kept["reason"] == "unaudited_weeks"
+    assert kept["certified_threshold"] is None and kept["candidate"] is False
+    # The control: declared a random sample, the labels cover W47 and a threshold
+    # certifies above which the window's truth is below the target.
+    assert weighted["uncovered_weeks"] == [] and weighted["certified_threshold"] is not None
+    above = population["confidence"] >= weighted["certified_threshold"] - 1e-12
+    truth_above = population.loc[above, "truth"].mean()
+    print(f"\n(a, CLI seed {seed}) non-random: certified {kept['certified_threshold']};"
+          f" declared random: certified {weighted['certified_threshold']}"
+          f" (candidate {weighted['candidate']}), true accuracy above {truth_above:.3f}")
+    assert truth_above < 0.95
 
 
 def test_b_a_partly_labelled_week_is_weighed_by_its_prefix(tmp_path) -> None:  # type: ignore[no-untyped-def]

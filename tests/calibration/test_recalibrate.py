@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from calib_store import DesignSpec, StratumSpec, build_store, weeks_from
+from calib_store import DesignSpec, StratumSpec, build_store, insert_labels, weeks_from
 from fieldtrust.calibration.errors import CalibrationInputError
+from fieldtrust.calibration.metrics import expected_calibration_error
 from fieldtrust.calibration.recalibrate import (
     allowed_methods,
     choose_map,
@@ -159,3 +160,88 @@ def test_refitting_makes_a_new_current_map(fitted_store) -> None:
 def test_bad_minimums_are_refused(con) -> None:
     with pytest.raises(CalibrationInputError, match="min_labels_platt <= min_labels_isotonic"):
         fit_recalibration(con, min_labels_isotonic=10, min_labels_platt=50)
+
+
+def test_non_random_labels_train_but_are_never_scored() -> None:
+    """Queue labels join every fit (weight 1, design weights scaled to average 1) and
+    never the held-out scores: the ECE before is the audit labels' own."""
+    rng = np.random.default_rng(3)
+    c = rng.beta(8, 1, 1500)
+    y = (rng.random(c.size) < np.where(c < 0.9, 0.6, 0.98)).astype(int)  # a step: isotonic
+    w = rng.uniform(10, 30, c.size)
+    queue_c = rng.uniform(0.3, 0.8, 800)
+    queue_y = (rng.random(queue_c.size) < 0.6).astype(int)
+    fitted, scores, before, _, _ = choose_map(
+        c, y, weight=w, non_random_confidence=queue_c, non_random_correct=queue_y)
+    alone, alone_scores, alone_before, _, _ = choose_map(c, y, weight=w)
+    assert fitted.method == "isotonic"
+    assert before == pytest.approx(expected_calibration_error(c, y, weight=w, n_bins=10))
+    assert before == alone_before and set(scores) == set(alone_scores)
+    # Independently: scikit-learn on the union with those weights.
+    model = IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1).fit(
+        np.r_[c, queue_c], np.r_[y, queue_y], sample_weight=np.r_[w / w.mean(), np.ones(800)])
+    grid = np.linspace(0.3, 1.0, 141)
+    np.testing.assert_allclose(fitted.predict(grid), model.predict(grid), atol=1e-9)
+    assert not np.allclose(fitted.predict(grid), alone.predict(grid))
+    # Labels counted towards the methods allowed: 40 audit labels alone keep the identity.
+    _, few_scores, *_, warning = choose_map(c[:40], y[:40], weight=w[:40],
+                                            non_random_confidence=queue_c,
+                                            non_random_correct=queue_y)
+    assert warning is None and "platt" in few_scores
+    assert choose_map(c[:40], y[:40], weight=w[:40])[-1] is not None
+
+
+def test_queue_labels_chosen_by_confidence_sharpen_the_map_where_audits_are_few() -> None:
+    """Simulation of the assumption (P(correct | c, chosen) = P(correct | c)).
+
+    A stratum audited at random (200 labels, few below 0.7) and a review queue
+    of its 1,000 least confident items. Chosen by confidence alone, the queue's
+    labels bring the map closer to the truth below 0.7; chosen by outcome
+    (items a second source contradicts, mostly wrong) they pull it below the
+    truth: the assumption is what makes them usable.
+    """
+    grid = np.linspace(0.5, 0.7, 21)
+    errors: dict[str, list[float]] = {"audit only": [], "queue by confidence": [],
+                                      "queue by outcome": []}
+    for seed in range(30):
+        rng = np.random.default_rng([seed, 5])
+        c = rng.beta(6, 1.2, 20_000)
+        p = c**3
+        y = (rng.random(c.size) < p).astype(int)
+        audit = rng.choice(c.size, 200, replace=False)
+        rest = np.setdiff1d(np.arange(c.size), audit)
+        by_confidence = rest[np.argsort(c[rest])[:1000]]
+        wrong_ones = rest[y[rest] == 0]
+        by_outcome = wrong_ones[np.argsort(c[wrong_ones])[:700]]
+        by_outcome = np.r_[by_outcome, rest[y[rest] == 1][:300]]
+        weight = np.full(200, c.size / 200)
+        for name, queue in (("audit only", None), ("queue by confidence", by_confidence),
+                            ("queue by outcome", by_outcome)):
+            extra = {} if queue is None else {"non_random_confidence": c[queue],
+                                              "non_random_correct": y[queue]}
+            fitted, *_ = choose_map(c[audit], y[audit], weight=weight, min_labels_platt=50,
+                                    min_labels_isotonic=1000, seed=seed, **extra)
+            errors[name].append(float(np.mean(np.abs(fitted.predict(grid) - grid**3))))
+    mean = {name: float(np.mean(v)) for name, v in errors.items()}
+    print("\nrecalibration, mean |map - truth| on [0.5, 0.7]: "
+          + ", ".join(f"{k} {v:.3f}" for k, v in mean.items()))
+    assert mean["queue by confidence"] < 0.7 * mean["audit only"]
+    assert mean["queue by outcome"] > mean["audit only"]
+
+
+def test_fit_recalibration_uses_queue_labels_only_when_asked(con) -> None:
+    population = build_store(
+        con, [StratumSpec("invoice", "total", per_week=3000)], weeks=weeks_from("2026-W01", 1),
+        design=DesignSpec(rate=0.05), seed=2,
+    )
+    labelled = {r[0] for r in con.execute("SELECT extraction_id FROM labels").fetchall()}
+    queue = population[~population["extraction_id"].isin(labelled)].nsmallest(400, "confidence")
+    insert_labels(con, queue["extraction_id"].to_numpy(), queue["truth"].to_numpy(),
+                  random_sample=False, prefix="Q")
+    plain = fit_recalibration(con, seed=1)[0]
+    with_queue = fit_recalibration(con, seed=1, non_random=True)[0]
+    assert (plain.n_non_random, with_queue.n_non_random) == (0, 400)
+    assert plain.n_labels == with_queue.n_labels == len(labelled)
+    assert plain.ece_before == with_queue.ece_before  # scored on the audit labels alone
+    assert with_queue.to_dict()["non_random_labels"] == 400
+    assert not np.allclose(plain.map.predict([0.5, 0.6]), with_queue.map.predict([0.5, 0.6]))

@@ -4,12 +4,22 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from fieldtrust.sampling.alerts import below_target_p_value, lower_rate_p_value, weekly_alerts
+from fieldtrust.sampling.alerts import (
+    LOOKBACK,
+    alert_weeks,
+    below_target_p_value,
+    below_target_p_values,
+    count_tests,
+    lower_rate_p_value,
+    lower_rate_p_values,
+    weekly_alerts,
+)
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample
-from fieldtrust.sampling.estimates import weekly_estimates
+from fieldtrust.sampling.estimates import audit_labels, weekly_estimates
 from fieldtrust.sampling.report import audit_report
 from fieldtrust.sampling.stratified import clopper_pearson
+from fieldtrust.store import rollup
 from fieldtrust.store.scope import Scope
 from scipy import stats
 
@@ -52,13 +62,19 @@ def test_injected_drop_fires(con: duckdb.DuckDBPyConnection, world) -> None:
     build(con, world, last_week_accuracy=0.75)
     alerts = weekly_alerts(con, target=0.95)
     kinds = {(a.kind, a.doc_type, a.field) for a in alerts}
-    assert kinds == {("below_target", "invoice", "total"), ("drop", "invoice", "total")}
+    # 75% in one week is enough for the two weeks pooled to fall below the baseline too.
+    assert kinds == {("below_target", "invoice", "total"), ("drop", "invoice", "total"),
+                     ("sustained_drop", "invoice", "total")}
     drop = next(a for a in alerts if a.kind == "drop")
     assert drop.week == WEEKS[-1]
     assert drop.estimate < 0.85 < drop.baseline
     assert drop.interval[0] < drop.estimate < drop.interval[1]
     assert drop.p_value < 0.05
     assert "fell from" in drop.message and "2026-W44..2026-W47" in drop.message
+    sustained = next(a for a in alerts if a.kind == "sustained_drop")
+    assert drop.estimate < sustained.estimate < sustained.baseline
+    assert "2026-W44..2026-W46" in sustained.message
+    assert "in 2026-W47 and 2026-W48" in sustained.message
     # The drop is this week's: a week earlier everything was fine.
     assert weekly_alerts(con, WEEKS[-2], target=0.95) == []
 
@@ -117,3 +133,45 @@ def test_report_reads_once_and_agrees_with_the_parts(con: duckdb.DuckDBPyConnect
     pd.testing.assert_frame_equal(report.overall, overall)
     assert report.alerts == weekly_alerts(con, target=0.95)
     assert report.alerts
+    # 4 strata x (below target, drop, sustained drop): the note counts every test.
+    labels = audit_labels(con, Scope(weeks=alert_weeks(WEEKS[-1], LOOKBACK)))
+    assert count_tests(con, labels, WEEKS[-1]) == 12
+    assert report.alert_note.startswith("12 tests this week, false discovery rate held at 5%")
+    assert "a false alert shows in at most 5% of weeks" in report.alert_note
+
+
+def test_vectorised_p_values_match_the_scalar_ones() -> None:
+    estimate = np.array([0.9, 0.97, 1.0, np.nan, 0.8])
+    n_eff = np.array([100.0, 250.5, 40.0, 50.0, 0.0])
+    below = below_target_p_values(estimate, n_eff, 0.95)
+    for i in range(estimate.size):
+        np.testing.assert_equal(below[i], below_target_p_value(estimate[i], n_eff[i], 0.95))
+    assert below[2] == 1.0 and np.isnan(below[3]) and np.isnan(below[4])
+    p1, n1 = np.array([0.8, 0.99, 1.0, 0.9]), np.array([100, 100, 50, 0])
+    p0, n0 = np.array([0.9, 1.0, 1.0, 0.9]), np.array([400, 400, 200, 400])
+    drop = lower_rate_p_values(p1, n1, p0, n0)
+    assert drop[0] == pytest.approx(lower_rate_p_value(0.80, 100, 0.90, 400), rel=1e-12)
+    assert drop[1] == pytest.approx(0.1) and drop[2] == 0.5 and np.isnan(drop[3])
+
+
+def test_alerts_read_labels_never_the_extraction_rows(
+    con: duckdb.DuckDBPyConnection, world
+) -> None:
+    """Alerts read the labels, the sampled copy and the rollup: scrambling every
+    extraction row (their count unchanged) changes neither the alerts nor the test count."""
+    build(con, world, last_week_accuracy=0.75)
+    rollup.refresh_rollups(con)
+    labels = audit_labels(con, Scope(weeks=alert_weeks(WEEKS[-1], LOOKBACK)))
+    before = weekly_alerts(con, target=0.95)
+    tests = count_tests(con, labels, WEEKS[-1])
+    assert before and tests > len(before)
+    con.execute("UPDATE extractions SET doc_type = 'scrambled', field = 'scrambled',"
+                " form_version = 'scrambled', confidence = 0.01,"
+                " extracted_at = TIMESTAMP '2001-01-01 00:00:00'")
+    assert rollup.is_current(con)
+    assert weekly_alerts(con, target=0.95) == before
+    labels = audit_labels(con, Scope(weeks=alert_weeks(WEEKS[-1], LOOKBACK)))
+    assert count_tests(con, labels, WEEKS[-1]) == tests
+    # The control: once the copy is rebuilt from the scrambled rows, nothing alerts.
+    rollup.refresh_sampled(con)
+    assert weekly_alerts(con, target=0.95) == []

@@ -19,6 +19,7 @@ from tests.calibration.calib_store import (
     StratumSpec,
     add_stratum,
     build_store,
+    insert_labels,
     weeks_from,
 )
 
@@ -159,9 +160,22 @@ def test_recalibrate_stores_maps(tmp_path, db) -> None:
     rows = json.loads(out)
     assert {(r["doc_type"], r["field"]) for r in rows} == {
         ("invoice", "total"), ("handwritten_receipt", "tax"), ("invoice", "date")}
-    con = store.connect(copy, read_only=True)
+    assert all(r["non_random_labels"] == 0 for r in rows)
+    con = store.connect(copy)
     assert con.execute("SELECT count(*) FROM current_recalibration_maps").fetchone()[0] == 3
+    # The review queue: the 300 least confident unlabelled invoice totals.
+    queue = [r[0] for r in con.execute(
+        "SELECT extraction_id FROM extractions WHERE doc_type = 'invoice' AND field = 'total'"
+        " AND extraction_id NOT IN (SELECT extraction_id FROM labels)"
+        " ORDER BY confidence, extraction_id LIMIT 300").fetchall()]
+    insert_labels(con, queue, np.arange(300) % 3 > 0, random_sample=False, prefix="Q")
     con.close()
+    code, out, _ = run(copy, "recalibrate", "--json", "--weeks", "3", "--non-random")
+    assert code == 0
+    with_queue = {(r["doc_type"], r["field"]): r for r in json.loads(out)}
+    assert with_queue[("invoice", "total")]["non_random_labels"] == 300
+    assert with_queue[("invoice", "date")]["non_random_labels"] == 0
+    assert sorted(r["labels"] for r in with_queue.values()) == sorted(r["labels"] for r in rows)
 
 
 @pytest.mark.parametrize("command", ["calibrate", "candidates", "recalibrate"])
