@@ -49,6 +49,7 @@ from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_returned, chain_rows
 from fieldtrust.store.connection import utc_now
 from fieldtrust.store.errors import AccessError, ValidationError
+from fieldtrust.store.ingest import EXTRACTION_COLUMNS
 from fieldtrust.store.readers import (
     MAX_PROBLEMS,
     Snapshot,
@@ -91,18 +92,7 @@ OPTIONAL_COLUMNS = (
 )
 #: Columns a sample file carries for the reviewer's eyes; read past, not stored.
 CONTEXT_COLUMNS = (
-    "doc_id",
-    "doc_type",
-    "form_version",
-    "field",
-    "value",
-    "value_status",
-    "confidence",
-    "model",
-    "extracted_at",
-    "conflict",
-    "conflict_value",
-    "source_excerpt",
+    *(c for c in EXTRACTION_COLUMNS if c != "extraction_id"),
     "cell",
     "inclusion_prob",
     # written by `labels export`: the label's history, read past so an export imports

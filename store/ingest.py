@@ -91,7 +91,8 @@ DERIVED_ID = ("doc_id", "doc_type", "field", "model", "extracted_at")
 #: ("reading a.csv"); ``done`` of ``total`` steps are finished.
 Progress = Callable[[str, int, int], None]
 
-_STORED = (
+#: An extraction's columns, in stored order, before its document location.
+EXTRACTION_COLUMNS = (
     "extraction_id",
     "doc_id",
     "doc_type",
@@ -105,8 +106,8 @@ _STORED = (
     "conflict",
     "conflict_value",
     "source_excerpt",
-    *STORED_COLUMNS,
 )
+_STORED = (*EXTRACTION_COLUMNS, *STORED_COLUMNS)
 #: The columns a stored extraction has (besides batch_id).
 STORED_COLUMNS = _STORED
 

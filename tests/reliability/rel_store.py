@@ -8,7 +8,6 @@ every table the history and injection tests look at has rows.
 from __future__ import annotations
 
 import datetime as dt
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -84,15 +83,6 @@ def build_store(path: Path, *, rows: int = 240) -> dict[str, Any]:
         return {"sample_id": sample.sample_id, "labelled": [i.extraction_id for i in items]}
     finally:
         con.close()
-
-
-def copy_store(source: Path, target: Path) -> Path:
-    """Copy a closed store file (and its WAL, if any) to ``target``."""
-    shutil.copyfile(source, target)
-    wal = source.with_name(source.name + ".wal")
-    if wal.exists():
-        shutil.copyfile(wal, target.with_name(target.name + ".wal"))
-    return target
 
 
 def rows_of(con: duckdb.DuckDBPyConnection, table: str) -> set[tuple[Any, ...]]:

@@ -350,25 +350,26 @@ def test_labels_export_csv_defuses_formulas_and_parquet_keeps_values(
         assert escape_cell(text) in shown, text
 
 
+def _hostile_sample_csv(con: duckdb.DuckDBPyConnection, folder: Path) -> Path:
+    """The hostile rows ingested, all drawn into a sample and written out for labelling."""
+    ingest_table(con, _hostile_rows(), source="hostile")
+    sample = draw_sample(con, "2026-W48", Design(base_rate=1.0, minimum=2), seed=2,
+                         actor=QA_LEAD, redraw=True)
+    out = folder / "items.csv"
+    write_items_csv(sample_items(con, sample.sample_id), out)
+    return out
+
+
 def test_sample_csv_defuses_formulas_in_every_column(
     pcon: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
-    ingest_table(pcon, _hostile_rows(), source="hostile")
-    sample = draw_sample(pcon, "2026-W48", Design(base_rate=1.0, minimum=2), seed=2,
-                         actor=QA_LEAD, redraw=True)
-    out = tmp_path / "items.csv"
-    write_items_csv(sample_items(pcon, sample.sample_id), out)
-    _assert_no_live_formula(out)
+    _assert_no_live_formula(_hostile_sample_csv(pcon, tmp_path))
 
 
 def test_sample_csv_defuses_formula_looking_ids_and_they_import_back(
     pcon: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
-    ingest_table(pcon, _hostile_rows(), source="hostile")
-    sample = draw_sample(pcon, "2026-W48", Design(base_rate=1.0, minimum=2), seed=2,
-                         actor=QA_LEAD, redraw=True)
-    out = tmp_path / "items.csv"
-    write_items_csv(sample_items(pcon, sample.sample_id), out)
+    out = _hostile_sample_csv(pcon, tmp_path)
     _assert_no_live_formula(out)
     # A reviewer fills the verdict column of the hostile rows and imports the file back.
     rows = _cells(out)
