@@ -138,3 +138,17 @@ def as_read(markdown: str) -> str:
     import re
 
     return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)
+
+
+def dashboard_as(path: Path, monkeypatch: Any, user: str | None = None) -> Any:
+    """The real dashboard entry point (AppTest) on ``path`` after one run, as ``user`` if given."""
+    from fieldtrust.dashboard import state
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("FIELDTRUST_DB", str(path))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py"),
+                           default_timeout=120)
+    if user is not None:
+        at.session_state[state.AUTH_DEMO_USER] = user
+    at.run()
+    return at

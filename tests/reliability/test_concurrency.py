@@ -34,28 +34,16 @@ from fieldtrust.labels.assignment import next_items
 from fieldtrust.labels.verdicts import record_verdict
 from fieldtrust.store.errors import StoreLockedError
 from fieldtrust.store.verify import verify_history
-from rel_store import record_figure
-from streamlit.testing.v1 import AppTest
+from rel_store import dashboard_as, record_figure
 
 from fieldtrust import store
 from tests.conftest import file_rows, store_held, table_fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
-APP = str(ROOT / "dashboard" / "app.py")
 
 
 #: The new week the ingests add (2026-W49) may lie ahead of the clock: accept it.
 FUTURE_WEEK_OK = {"FIELDTRUST_FUTURE_DAYS": "3650"}
-
-
-def _dashboard(path: Path, monkeypatch: pytest.MonkeyPatch, user: str | None = None) -> AppTest:
-    """The real entry point on ``path`` after one run, acting as ``user`` when given."""
-    monkeypatch.setenv("FIELDTRUST_DB", str(path))
-    at = AppTest.from_file(APP, default_timeout=120)
-    if user is not None:
-        at.session_state[state.AUTH_DEMO_USER] = user
-    at.run()
-    return at
 
 
 def _week_49(folder: Path, rows: int) -> Path:
@@ -71,7 +59,7 @@ def _labels_by(path: Path, reviewer: str) -> int:
 def test_a_verdict_while_the_store_is_busy_gives_a_friendly_message(
     populated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    at = _dashboard(populated, monkeypatch, "ben")
+    at = dashboard_as(populated, monkeypatch, "ben")
     at.switch_page("app_pages/review.py").run()
     assert not at.exception
     before = _labels_by(populated, "ben")
@@ -100,7 +88,7 @@ def test_a_demo_user_picked_while_the_store_is_busy_is_kept(
     populated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The pick arrives in a run that ends on the busy warning: the next run acts as ben."""
-    at = _dashboard(populated, monkeypatch)
+    at = dashboard_as(populated, monkeypatch)
     assert at.selectbox(key=state.AUTH_DEMO_USER).value != "ben"
     at.switch_page("app_pages/review.py")
     with store_held(populated):
@@ -117,7 +105,7 @@ def test_a_verdict_saved_just_before_the_store_got_busy_still_says_saved(
     populated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The write lands, then the page's next read finds the store busy: both are said."""
-    at = _dashboard(populated, monkeypatch, "ben")
+    at = dashboard_as(populated, monkeypatch, "ben")
     at.switch_page("app_pages/review.py").run()
     # What the review page leaves for the next run after a verdict is saved.
     at.session_state[state.REVIEW_FLASH] = ("success", "Recorded **correct** for doc1 · total.")
@@ -134,7 +122,7 @@ def test_a_busy_moment_does_not_change_who_the_demo_user_is(
     populated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The page drawn while the store is busy has no picker; the next must still act as ben."""
-    at = _dashboard(populated, monkeypatch)
+    at = dashboard_as(populated, monkeypatch)
     at.selectbox(key=state.AUTH_DEMO_USER).set_value("ben").run()
     at.switch_page("app_pages/review.py").run()
     with store_held(populated):

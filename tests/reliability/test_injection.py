@@ -51,6 +51,7 @@ from rel_store import (
     QA_LEAD,
     WEEK_START,
     as_read,
+    dashboard_as,
     extraction_rows,
 )
 
@@ -425,9 +426,7 @@ def test_hostile_scope_filters_match_nothing_and_run_nothing(
 def test_the_review_page_shows_hostile_extractions_as_written(
     pcon: duckdb.DuckDBPyConnection, populated: Path, monkeypatch: pytest.MonkeyPatch, text: str
 ) -> None:
-    from fieldtrust.dashboard import state
     from fieldtrust.dashboard.layout import code_span, plain
-    from streamlit.testing.v1 import AppTest
 
     rows = extraction_rows(2, seed=9, prefix="md",
                            start=WEEK_START + dt.timedelta(days=7)).to_pylist()
@@ -439,11 +438,7 @@ def test_the_review_page_shows_hostile_extractions_as_written(
                  window=TimeWindow(ahead=dt.timedelta(days=3650)))
     draw_sample(pcon, "2026-W49", Design(base_rate=1.0, minimum=2), seed=1, actor=QA_LEAD)
     pcon.close()
-    monkeypatch.setenv("FIELDTRUST_DB", str(populated))
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py"),
-                           default_timeout=120)
-    at.session_state[state.AUTH_DEMO_USER] = "ben"
-    at.run()
+    at = dashboard_as(populated, monkeypatch, "ben")
     at.switch_page("app_pages/review.py").run()
     assert not at.exception
     shown_field = text if at.subheader[0].value.endswith(plain(text)) else "total"
@@ -457,13 +452,8 @@ def test_the_review_form_stores_hostile_text_and_refuses_incomplete_input(
     populated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from fieldtrust.dashboard import state
-    from streamlit.testing.v1 import AppTest
 
-    monkeypatch.setenv("FIELDTRUST_DB", str(populated))
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py"),
-                           default_timeout=120)
-    at.session_state[state.AUTH_DEMO_USER] = "ben"
-    at.run()
+    at = dashboard_as(populated, monkeypatch, "ben")
     at.switch_page("app_pages/review.py").run()
     corrected = HOSTILE[0] + " " + HOSTILE[7] + " " + HOSTILE[6]
     at.text_input(key=state.REVIEW_CORRECTED).set_value(corrected)
