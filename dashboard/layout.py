@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import streamlit as st
-from fieldtrust.dashboard import data
+from fieldtrust.dashboard import data, state
+from fieldtrust.labels.forms import form_fields
 
 EMPTY_HINT = (
     "No extractions yet: run `fieldtrust demo` (a demo store to explore) or"
@@ -115,6 +117,26 @@ def fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
+
+
+def verdict_fields(verdict: str, form: state.VerdictForm) -> dict[str, str | None]:
+    """The label fields of ``verdict`` from ``form``'s widgets as they stand (one rule for both)."""
+    return form_fields(
+        verdict,
+        corrected_value=st.session_state.get(form.corrected_value),
+        field_absent=bool(st.session_state.get(form.field_absent)),
+        error_type=st.session_state.get(form.error_type),
+        error_detail=st.session_state.get(form.error_detail),
+    )
+
+
+def lazy_tabs(sections: Mapping[str, Callable[[], None]], key: str) -> None:
+    """Tabs titled by ``sections``' keys; only the open tab runs its section (and its queries)."""
+    tabs = st.tabs(list(sections), key=key, on_change="rerun")
+    for tab, show in zip(tabs, sections.values(), strict=True):
+        if tab.open:
+            with tab:
+                show()
 
 
 def flash(key: str) -> None:

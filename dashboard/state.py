@@ -7,6 +7,8 @@ tests set or read a widget by the same name the page uses.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 # The store's data version read at the start of this run (the cache key of every read).
 DATA_VERSION = "data.version"
 
@@ -69,6 +71,19 @@ AUTO_CONFIRM = "automation.confirm"  # the dialog's confirm button
 AUTO_CANCEL = "automation.cancel"
 AUTO_DIALOG = "automation.dialog"  # (action, stratum key) of the open confirmation dialog
 
+
+@dataclass(frozen=True)
+class VerdictForm:
+    """The keys of one verdict form's widgets: the review page's and the adjudication's."""
+
+    corrected_value: str
+    field_absent: str
+    error_type: str
+    error_detail: str
+
+
+REVIEW_FORM = VerdictForm(REVIEW_CORRECTED, REVIEW_ABSENT, REVIEW_ERROR_TYPE, REVIEW_ERROR_DETAIL)
+AUDIT_ADJ_FORM = VerdictForm(AUDIT_ADJ_VALUE, AUDIT_ADJ_ABSENT, AUDIT_ADJ_TYPE, AUDIT_ADJ_DETAIL)
 
 # Document viewer (review, priority queue, adjudication).
 VIEWER_REVIEW_ZOOM = "viewer.review_zoom"

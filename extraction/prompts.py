@@ -72,26 +72,30 @@ def instruction(schemas: Sequence[DocSchema]) -> str:
 
 def format_retry(problems: Sequence[str]) -> str:
     """The tool_result text sent back when the input broke a format rule."""
-    listed = "\n".join(f"- {p}" for p in problems)
-    return (
-        "The recorded values break the format rules:\n"
-        f"{listed}\n"
+    return _retry(
+        "The recorded values break the format rules:",
+        problems,
         "Read the document again and call the tool again with every field. Fix only"
-        " these problems; keep null for values the document does not have."
+        " these problems; keep null for values the document does not have.",
     )
 
 
 def conflict_retry(messages: Sequence[str]) -> str:
     """The tool_result text sent back when the values disagree with each other."""
-    listed = "\n".join(f"- {m}" for m in messages)
-    return (
-        "The recorded values do not add up:\n"
-        f"{listed}\n"
+    return _retry(
+        "The recorded values do not add up:",
+        messages,
         "Read the line items, tax and total on the document again and call the tool"
         " again with every field. If you misread a number, correct it. If the"
         " document itself prints these numbers, keep them exactly as printed: do not"
-        " change a printed number to make the sum match."
+        " change a printed number to make the sum match.",
     )
+
+
+def _retry(headline: str, problems: Sequence[str], advice: str) -> str:
+    """A retry's text: the headline, one line per problem, then what to do."""
+    listed = "\n".join(f"- {p}" for p in problems)
+    return f"{headline}\n{listed}\n{advice}"
 
 
 def nudge(schemas: Sequence[DocSchema]) -> str:

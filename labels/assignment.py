@@ -152,7 +152,7 @@ def next_items(
 
     def work(tx: duckdb.DuckDBPyConnection) -> list[ReviewItem]:
         require(tx, actor, "label")
-        sample = _resolve_sample(tx, sample_id)
+        sample = resolve_sample(tx, sample_id)
         held = _items(tx, actor, sample, open_only=True)
         need = count - len(held)
         if need > 0:
@@ -257,7 +257,7 @@ def sample_progress(
     con: duckdb.DuckDBPyConnection, sample_id: str | None = None
 ) -> SampleProgress:
     """Items, labelled items, double-review items and their second labels, assignments, skips."""
-    sample = _resolve_sample(con, sample_id)
+    sample = resolve_sample(con, sample_id)
     row = first_row(con.execute(
         """
         SELECT count(*) AS items,
@@ -278,11 +278,18 @@ def sample_progress(
     return SampleProgress(sample, *(int(v) for v in row))
 
 
-def _resolve_sample(con: duckdb.DuckDBPyConnection, sample_id: str | None) -> str:
+def resolve_sample(con: duckdb.DuckDBPyConnection, sample_id: str | None) -> str:
+    """``sample_id`` if the store holds it, else the newest sample when it is None.
+
+    Raises
+    ------
+    LabelError
+        No such sample, or none drawn yet.
+    """
     if sample_id is None:
         current = current_sample(con)
         if current is None:
-            raise LabelError("no audit sample has been drawn yet: run `fieldtrust sample draw`")
+            raise LabelError("no audit sample has been drawn yet: run `fieldtrust sample --week W`")
         return current
     rows = con.execute("SELECT 1 FROM audit_samples WHERE sample_id = ?", [sample_id]).fetchall()
     row = first_row(rows)

@@ -49,6 +49,7 @@ from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_returned, chain_rows
 from fieldtrust.store.connection import utc_now
 from fieldtrust.store.errors import AccessError, ValidationError
+from fieldtrust.store.ingest import EXTRACTION_COLUMNS, first_batch
 from fieldtrust.store.readers import (
     MAX_PROBLEMS,
     Snapshot,
@@ -91,18 +92,7 @@ OPTIONAL_COLUMNS = (
 )
 #: Columns a sample file carries for the reviewer's eyes; read past, not stored.
 CONTEXT_COLUMNS = (
-    "doc_id",
-    "doc_type",
-    "form_version",
-    "field",
-    "value",
-    "value_status",
-    "confidence",
-    "model",
-    "extracted_at",
-    "conflict",
-    "conflict_value",
-    "source_excerpt",
+    *(c for c in EXTRACTION_COLUMNS if c != "extraction_id"),
     "cell",
     "inclusion_prob",
     # written by `labels export`: the label's history, read past so an export imports
@@ -217,7 +207,7 @@ def import_labels(
     copy: Snapshot | None = snapshot(path, fmt)
     sha = copy.sha256
     ensure_utc(con)
-    earlier = _import_for(con, sha)
+    earlier = first_batch(con, sha, "label_imports")
     if earlier is not None:
         drop_snapshot(copy)
         batch_id, rows = earlier
@@ -312,15 +302,6 @@ def _unescape(con: duckdb.DuckDBPyConnection, raw: Staged) -> None:
         return
     sets = ", ".join(f"{quote_ident(c)} = {unescape_sql(quote_ident(c))}" for c in columns)
     con.execute(f"UPDATE {raw.relation} SET {sets}")
-
-
-def _import_for(con: duckdb.DuckDBPyConnection, sha: str) -> tuple[str, int] | None:
-    row = con.execute(
-        "SELECT batch_id, rows_in_file FROM label_imports WHERE source_sha256 = ?"
-        " ORDER BY imported_at LIMIT 1",
-        [sha],
-    ).fetchone()
-    return None if row is None else (str(row[0]), int(row[1]))
 
 
 def _col(dtypes: dict[str, str], name: str) -> tuple[str | None, str | None]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import duckdb
 import pyarrow as pa
-from fieldtrust.labels.assignment import current_sample
+from fieldtrust.labels.assignment import resolve_sample
 from fieldtrust.labels.errors import LabelError
 from fieldtrust.store.retry import first_row
 
@@ -78,7 +78,7 @@ def cell_progress(con: duckdb.DuckDBPyConnection, sample_id: str | None = None) 
     LabelError
         No such sample, or none drawn yet.
     """
-    sample = _existing_sample(con, sample_id)
+    sample = resolve_sample(con, sample_id)
     return con.sql(_CELL_PROGRESS_SQL, params={"sample": sample}).to_arrow_table()
 
 
@@ -134,15 +134,3 @@ def item_context(
     confidence, conflict, conflict_value, labelled = row
     return ItemContext(extraction_id, float(confidence), bool(conflict), conflict_value,
                        int(labelled))
-
-
-def _existing_sample(con: duckdb.DuckDBPyConnection, sample_id: str | None) -> str:
-    if sample_id is None:
-        newest = current_sample(con)
-        if newest is None:
-            raise LabelError("no audit sample has been drawn yet: run `fieldtrust sample --week W`")
-        return newest
-    found = con.execute("SELECT 1 FROM audit_samples WHERE sample_id = ?", [sample_id]).fetchall()
-    if not found:
-        raise LabelError(f"no audit sample {sample_id!r}; samples look like '2026-W48/v1'")
-    return sample_id

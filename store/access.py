@@ -184,13 +184,7 @@ def grant_role(con: duckdb.DuckDBPyConnection, actor: str, user: str, role: str)
             require(tx, actor, "grant_roles")
             if role == "none":
                 _refuse_removing_last_admin(tx, user)
-        granted_at = _after_latest(tx, user)
-        inserted = tx.execute(
-            "INSERT INTO user_roles (user_name, role, granted_by, granted_at) VALUES (?, ?, ?, ?)"
-            " RETURNING *",
-            [user, role, actor, granted_at],
-        )
-        chain_returned(tx, "user_roles", inserted)
+        granted_at = _append_role_change(tx, "user_roles", _GRANT_SQL, user, role, actor)
         return RoleGrant(user, role, actor, granted_at)
 
     return write_with_retry(con, work, what=f"granting {role} to {user}")
@@ -252,13 +246,9 @@ def revoke_role(
             )
         if role == "admin":
             _refuse_removing_last_admin(tx, user)
-        revoked_at = _after_latest(tx, user)
-        inserted = tx.execute(
-            "INSERT INTO role_revocations (user_name, role, revoked_by, revoked_at)"
-            " VALUES (?, ?, ?, ?) RETURNING *",
-            [user, role, actor, revoked_at],
+        revoked_at = _append_role_change(
+            tx, "role_revocations", _REVOKE_SQL, user, role, actor
         )
-        chain_returned(tx, "role_revocations", inserted)
         return RoleRevocation(user, role, actor, revoked_at)
 
     return write_with_retry(con, work, what=f"revoking {role} from {user}")
@@ -335,6 +325,25 @@ def _refuse_removing_last_admin(con: duckdb.DuckDBPyConnection, user: str) -> No
         raise PermissionDenied(
             f"{user} is the last admin: grant admin to someone else before taking it from {user}"
         )
+
+
+_GRANT_SQL = (
+    "INSERT INTO user_roles (user_name, role, granted_by, granted_at) VALUES (?, ?, ?, ?)"
+    " RETURNING *"
+)
+_REVOKE_SQL = (
+    "INSERT INTO role_revocations (user_name, role, revoked_by, revoked_at)"
+    " VALUES (?, ?, ?, ?) RETURNING *"
+)
+
+
+def _append_role_change(
+    tx: duckdb.DuckDBPyConnection, table: str, sql: str, user: str, role: str, actor: str
+) -> dt.datetime:
+    """Insert one chained row (user, role, by, at) of ``table`` with ``sql``; returns its time."""
+    at = _after_latest(tx, user)
+    chain_returned(tx, table, tx.execute(sql, [user, role, actor, at]))
+    return at
 
 
 def _after_latest(con: duckdb.DuckDBPyConnection, user: str) -> dt.datetime:

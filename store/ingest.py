@@ -91,7 +91,8 @@ DERIVED_ID = ("doc_id", "doc_type", "field", "model", "extracted_at")
 #: ("reading a.csv"); ``done`` of ``total`` steps are finished.
 Progress = Callable[[str, int, int], None]
 
-_STORED = (
+#: An extraction's columns, in stored order, before its document location.
+EXTRACTION_COLUMNS = (
     "extraction_id",
     "doc_id",
     "doc_type",
@@ -105,8 +106,8 @@ _STORED = (
     "conflict",
     "conflict_value",
     "source_excerpt",
-    *STORED_COLUMNS,
 )
+_STORED = (*EXTRACTION_COLUMNS, *STORED_COLUMNS)
 #: The columns a stored extraction has (besides batch_id).
 STORED_COLUMNS = _STORED
 
@@ -183,7 +184,7 @@ def ingest_files(
             source, fmt = Path(path).name, detect_format(path)
             report(f"reading {source}", 3 * index, total)
             copy = snapshot(path, fmt)
-            if _batch_for(con, copy.sha256) is not None:
+            if first_batch(con, copy.sha256) is not None:
                 drop_snapshot(copy)
                 report(f"skipping {source}: ingested before", 3 * index + 1, total)
                 inputs.append(_Input(source, fmt, copy.sha256, None))
@@ -240,7 +241,7 @@ def ingest_table(
     """
     sha = source_sha256 or arrow_sha256(table)
     ensure_utc(con)
-    if _batch_for(con, sha) is not None:
+    if first_batch(con, sha) is not None:
         with transaction(con):
             return _store(con, _Input(source, fmt, sha, None))
     staged = None
@@ -437,10 +438,22 @@ def _typed_select(dtypes: dict[str, str]) -> str:
 # --- writing ------------------------------------------------------------------------
 
 
-def _batch_for(con: duckdb.DuckDBPyConnection, sha: str) -> tuple[str, int] | None:
+#: Each table of file batches, with the column that orders its batches in time.
+_BATCH_TIMES = {"ingest_batches": "ingested_at", "label_imports": "imported_at"}
+
+
+def first_batch(
+    con: duckdb.DuckDBPyConnection, sha: str, batches: str = "ingest_batches"
+) -> tuple[str, int] | None:
+    """(batch_id, rows_in_file) of the first batch that read a file of SHA-256 ``sha``.
+
+    ``batches`` is ``ingest_batches`` (extraction files) or ``label_imports``
+    (labels files); None when no batch read such a file.
+    """
+    order = _BATCH_TIMES[batches]
     row = con.execute(
-        "SELECT batch_id, rows_in_file FROM ingest_batches WHERE source_sha256 = ?"
-        " ORDER BY ingested_at LIMIT 1",
+        f"SELECT batch_id, rows_in_file FROM {quote_ident(batches)} WHERE source_sha256 = ?"
+        f" ORDER BY {quote_ident(order)} LIMIT 1",
         [sha],
     ).fetchone()
     return None if row is None else (str(row[0]), int(row[1]))
@@ -449,7 +462,7 @@ def _batch_for(con: duckdb.DuckDBPyConnection, sha: str) -> tuple[str, int] | No
 def _store(con: duckdb.DuckDBPyConnection, item: _Input) -> IngestResult:
     """Insert one validated input's new rows; runs inside the transaction."""
     # Asked again here: the same content may come twice in one call.
-    earlier = _batch_for(con, item.sha256)
+    earlier = first_batch(con, item.sha256)
     if earlier is not None or item.staged is None:
         batch_id, rows = earlier or ("", 0)
         return IngestResult(batch_id, item.source, item.fmt, rows, 0, rows)

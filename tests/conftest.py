@@ -1,5 +1,6 @@
 """Fixtures shared by every test: real DuckDB files in tmp_path, the one store builder
-(:class:`Builder`) and the one table fingerprint (:func:`table_fingerprint`).
+(:class:`Builder`), the one table fingerprint (:func:`table_fingerprint`) and helpers
+on closed store files (:func:`file_rows`, :func:`copy_store`, :func:`store_held`).
 
 Audit samples, labels and grants are written with SQL by the builder (the
 sampling and labels packages write them in production, and are tested on
@@ -8,10 +9,14 @@ their own); the rows follow the schema in store/migrations.py.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
 import os
+import shutil
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -85,6 +90,43 @@ def file_fingerprint(path: str | os.PathLike[str], tables: Sequence[str] | None 
         return table_fingerprint(connection, tables)
     finally:
         connection.close()
+
+
+def file_rows(
+    path: str | os.PathLike[str], sql: str, params: Sequence[object] | None = None
+) -> list[tuple[Any, ...]]:
+    """The rows ``sql`` returns from the (closed) store file at ``path``, opened read-only."""
+    connection = store.connect(path, read_only=True)
+    try:
+        return connection.execute(sql, list(params or [])).fetchall()
+    finally:
+        connection.close()
+
+
+def copy_store(source: Path, target: Path) -> Path:
+    """Copy a (closed) store file and its WAL, if any."""
+    shutil.copyfile(source, target)
+    wal = source.with_name(source.name + ".wal")
+    if wal.exists():
+        shutil.copyfile(wal, target.with_name(target.name + ".wal"))
+    return target
+
+
+@contextlib.contextmanager
+def store_held(path: Path) -> Iterator[None]:
+    """Another process (an ingest, say) holding the store file read-write for the block."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time, duckdb; con = duckdb.connect(sys.argv[1]);"
+         " print('ready', flush=True); time.sleep(120)", str(path)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 # --- the store builder ----------------------------------------------------------

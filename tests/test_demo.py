@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
+from fieldtrust.store.ingest import EXTRACTION_COLUMNS
 from fieldtrust.store.labelled import labelled_items
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -472,19 +473,5 @@ def test_cli_help_has_an_example() -> None:
 
 def test_generated_table_has_the_ingest_columns() -> None:
     table = generate_demo(seed=7, rows=10).extractions
-    assert table.column_names == [
-        "extraction_id",
-        "doc_id",
-        "doc_type",
-        "form_version",
-        "field",
-        "value",
-        "value_status",
-        "confidence",
-        "model",
-        "extracted_at",
-        "conflict",
-        "conflict_value",
-        "source_excerpt",
-    ]
+    assert table.column_names == list(EXTRACTION_COLUMNS)
     assert table.schema.field("extracted_at").type == pa.timestamp("us")

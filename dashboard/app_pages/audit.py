@@ -22,7 +22,6 @@ from fieldtrust.dashboard import (
     views,
 )
 from fieldtrust.labels.agreement import adjudicate
-from fieldtrust.labels.forms import form_fields
 from fieldtrust.labels.taxonomy import ERROR_TYPES
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import SampleResult, draw_sample
@@ -154,13 +153,7 @@ def _alerts_section(week: str, settings: object) -> None:
 
 def _on_adjudicate(identity: auth.Identity, extraction_id: str) -> None:
     verdict = st.session_state.get(state.AUDIT_ADJ_VERDICT, "correct")
-    fields = form_fields(
-        verdict,
-        corrected_value=st.session_state.get(state.AUDIT_ADJ_VALUE),
-        field_absent=bool(st.session_state.get(state.AUDIT_ADJ_ABSENT)),
-        error_type=st.session_state.get(state.AUDIT_ADJ_TYPE),
-        error_detail=st.session_state.get(state.AUDIT_ADJ_DETAIL),
-    )
+    fields = layout.verdict_fields(verdict, state.AUDIT_ADJ_FORM)
     try:
         data.write(adjudicate, identity.user, extraction_id, verdict, **fields)
     except FieldtrustError as exc:
@@ -207,6 +200,13 @@ def _errors_section(scope: object) -> None:
     downloads.show_table("error_report", report)
 
 
+def _trend_and_alerts_section(week: str, scope: object, settings: object) -> None:
+    st.subheader(f"Alerts for {week}")
+    _alerts_section(week, settings)
+    st.subheader("Weekly trend")
+    _trend_section(scope, settings)
+
+
 st.title("Weekly audit")
 settings = views.settings()
 scope = sidebar.current_scope()
@@ -215,25 +215,13 @@ weeks = data.cached("filter_options").weeks
 week = st.selectbox("Audit week", list(reversed(weeks)), key=state.AUDIT_WEEK)
 
 # Lazy tabs: only the open tab runs its queries (the trend and alerts are the costly ones).
-design_tab, progress_tab, trend_tab, adjudication_tab, errors_tab = st.tabs(
-    ["Design and draw", "Labelling progress", "Trend and alerts", "Adjudication", "Error types"],
-    key=state.AUDIT_TAB, on_change="rerun",
+layout.lazy_tabs(
+    {
+        "Design and draw": lambda: _design_section(identity, week),
+        "Labelling progress": lambda: _progress_section(week),
+        "Trend and alerts": lambda: _trend_and_alerts_section(week, scope, settings),
+        "Adjudication": lambda: _adjudication_section(identity, scope),
+        "Error types": lambda: _errors_section(scope),
+    },
+    key=state.AUDIT_TAB,
 )
-if design_tab.open:
-    with design_tab:
-        _design_section(identity, week)
-if progress_tab.open:
-    with progress_tab:
-        _progress_section(week)
-if trend_tab.open:
-    with trend_tab:
-        st.subheader(f"Alerts for {week}")
-        _alerts_section(week, settings)
-        st.subheader("Weekly trend")
-        _trend_section(scope, settings)
-if adjudication_tab.open:
-    with adjudication_tab:
-        _adjudication_section(identity, scope)
-if errors_tab.open:
-    with errors_tab:
-        _errors_section(scope)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import streamlit as st
 from fieldtrust.dashboard import auth, data, downloads, layout, sidebar, state, viewer, views
 from fieldtrust.labels.assignment import ReviewItem, next_items, skip
-from fieldtrust.labels.forms import form_fields
 from fieldtrust.labels.progress import ItemContext
 from fieldtrust.labels.taxonomy import ERROR_TYPES
 from fieldtrust.labels.verdicts import record_verdict
@@ -23,13 +22,7 @@ SKIP_REASON = "skipped by reviewer (next)"
 
 def _verdict(identity: auth.Identity, item: ReviewItem, verdict: str) -> None:
     """Button callback: record the verdict; the rerun then shows the next item."""
-    fields = form_fields(
-        verdict,
-        corrected_value=st.session_state.get(state.REVIEW_CORRECTED),
-        field_absent=bool(st.session_state.get(state.REVIEW_ABSENT)),
-        error_type=st.session_state.get(state.REVIEW_ERROR_TYPE),
-        error_detail=st.session_state.get(state.REVIEW_ERROR_DETAIL),
-    )
+    fields = layout.verdict_fields(verdict, state.REVIEW_FORM)
     try:
         data.write(
             record_verdict, actor=identity.user, extraction_id=item.extraction_id,
@@ -163,11 +156,7 @@ def _priority_tab() -> None:
 
 st.title("Review")
 identity = auth.current_identity()
-audit_tab, priority_tab = st.tabs(["Assigned audit items", "Priority queue"],
-                                  key=state.REVIEW_TAB, on_change="rerun")
-if audit_tab.open:
-    with audit_tab:
-        _audit_tab(identity)
-if priority_tab.open:
-    with priority_tab:
-        _priority_tab()
+layout.lazy_tabs(
+    {"Assigned audit items": lambda: _audit_tab(identity), "Priority queue": _priority_tab},
+    key=state.REVIEW_TAB,
+)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +21,7 @@ from fieldtrust.sampling.draw import draw_sample
 
 from fieldtrust import store
 from fieldtrust.demo.users import ensure_demo_ready
+from tests.conftest import copy_store
 
 DEMO_ROWS = 300_000
 DEMO_SEED = 7
@@ -65,15 +65,6 @@ def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def copy_store(source: Path, target: Path) -> Path:
-    """Copy a (closed) store file and its WAL, if any."""
-    shutil.copyfile(source, target)
-    wal = source.with_name(source.name + ".wal")
-    if wal.exists():
-        shutil.copyfile(wal, target.with_name(target.name + ".wal"))
-    return target
-
-
 @pytest.fixture
 def demo_db(demo_template: Path, tmp_path: Path) -> Path:
     """A private copy of the demo store (tests write labels and decisions to it)."""
@@ -87,11 +78,9 @@ def shared_demo_db(demo_template: Path, tmp_path_factory: pytest.TempPathFactory
 
 
 @pytest.fixture
-def empty_db(tmp_path: Path) -> Path:
+def empty_db(db_path: Path) -> Path:
     """A migrated store with no extractions."""
-    path = tmp_path / "empty.duckdb"
-    store.connect(path).close()
-    return path
+    return db_path
 
 
 @pytest.fixture

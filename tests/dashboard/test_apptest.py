@@ -28,7 +28,7 @@ from fieldtrust.store.errors import PermissionDenied
 from streamlit.testing.v1 import AppTest
 
 from fieldtrust import store
-from tests.conftest import Builder, table_fingerprint
+from tests.conftest import Builder, file_rows, store_held, table_fingerprint
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 
@@ -63,14 +63,6 @@ def _texts(at: AppTest) -> str:
     parts += [w.value for w in at.warning] + [s.value for s in at.success]
     parts += [e.value for e in at.error] + [c.value for c in at.caption]
     return _shown("\n".join(str(p) for p in parts))
-
-
-def _rows(path: Path, sql: str, params: list[object] | None = None) -> list[tuple[object, ...]]:
-    con = store.connect(path, read_only=True)
-    try:
-        return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
 
 
 @pytest.mark.parametrize("page", sorted(PAGES))
@@ -176,41 +168,51 @@ def test_labelling_writes_a_label_and_moves_on(
 ) -> None:
     use_db(demo_db)
     at = _open("review", user="ana")
-    held = _rows(demo_db, "SELECT sample_id, extraction_id FROM assignments WHERE reviewer = 'ana'")
+    held = file_rows(
+        demo_db, "SELECT sample_id, extraction_id FROM assignments WHERE reviewer = 'ana'"
+    )
     assert len(held) == 1
     sample_id, extraction_id = held[0]
 
     at.button(key=state.REVIEW_CORRECT).click().run()
     assert not at.exception
 
-    labels = _rows(
+    labels = file_rows(
         demo_db,
         "SELECT sample_id, verdict, reviewer, review_round FROM labels WHERE extraction_id = ?",
         [extraction_id],
     )
     assert labels == [(sample_id, "correct", "ana", "primary")]
     assert any("Recorded **correct**" in s.value for s in at.success)
-    held = _rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ana'")
+    held = file_rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ana'")
     assert len(held) == 2  # the next item is assigned and shown
 
 
-def test_an_incorrect_verdict_records_the_correction_and_error_type(
-    demo_db: Path, use_db: Callable[[Path], None]
+@pytest.mark.parametrize(
+    ("error_type", "detail"),
+    [("misread_characters", None), ("other", "stamp over the amount")],
+    ids=["misread_characters", "other_with_its_detail"],
+)
+def test_an_incorrect_verdict_records_the_correction_error_type_and_detail(
+    demo_db: Path, use_db: Callable[[Path], None], error_type: str, detail: str | None
 ) -> None:
     use_db(demo_db)
     at = _open("review", user="ben")
-    (held,) = _rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ben'")
+    (held,) = file_rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ben'")
     at.text_input(key=state.REVIEW_CORRECTED).set_value("12.50")
-    at.selectbox(key=state.REVIEW_ERROR_TYPE).set_value("misread_characters")
+    at.selectbox(key=state.REVIEW_ERROR_TYPE).set_value(error_type)
+    if detail is not None:
+        at.text_input(key=state.REVIEW_ERROR_DETAIL).set_value(detail)
     at.button(key=state.REVIEW_INCORRECT).click().run()
     assert not at.exception
-    labels = _rows(
+    assert not at.error, at.error[0].value
+    labels = file_rows(
         demo_db,
-        "SELECT verdict, corrected_value, corrected_status, error_type, reviewer FROM labels"
-        " WHERE extraction_id = ?",
+        "SELECT verdict, corrected_value, corrected_status, error_type, error_detail, reviewer,"
+        " review_round FROM labels WHERE extraction_id = ?",
         [held[0]],
     )
-    assert labels == [("incorrect", "12.50", "present", "misread_characters", "ben")]
+    assert labels == [("incorrect", "12.50", "present", error_type, detail, "ben", "primary")]
 
 
 def test_an_incomplete_incorrect_verdict_is_refused_with_the_library_message(
@@ -218,32 +220,11 @@ def test_an_incomplete_incorrect_verdict_is_refused_with_the_library_message(
 ) -> None:
     use_db(demo_db)
     at = _open("review", user="chloe")
-    before = _rows(demo_db, "SELECT count(*) FROM labels")
+    before = file_rows(demo_db, "SELECT count(*) FROM labels")
     at.button(key=state.REVIEW_INCORRECT).click().run()
     assert not at.exception
     assert any("corrected_status" in _shown(e.value) for e in at.error)
-    assert _rows(demo_db, "SELECT count(*) FROM labels") == before
-
-
-def test_review_records_error_type_other_with_its_detail(
-    demo_db: Path, use_db: Callable[[Path], None]
-) -> None:
-    use_db(demo_db)
-    at = _open("review", user="ben")
-    (held,) = _rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ben'")
-    at.text_input(key=state.REVIEW_CORRECTED).set_value("12.50")
-    at.selectbox(key=state.REVIEW_ERROR_TYPE).set_value("other")
-    at.text_input(key=state.REVIEW_ERROR_DETAIL).set_value("stamp over the amount")
-    at.button(key=state.REVIEW_INCORRECT).click().run()
-    assert not at.exception
-    assert not at.error, at.error[0].value
-    labels = _rows(
-        demo_db,
-        "SELECT verdict, corrected_value, error_type, error_detail, review_round FROM labels"
-        " WHERE extraction_id = ? AND reviewer = 'ben'",
-        [held[0]],
-    )
-    assert labels == [("incorrect", "12.50", "other", "stamp over the amount", "primary")]
+    assert file_rows(demo_db, "SELECT count(*) FROM labels") == before
 
 
 def test_adjudication_records_error_type_other_with_its_detail(
@@ -261,7 +242,7 @@ def test_adjudication_records_error_type_other_with_its_detail(
     at.button(key=state.AUDIT_ADJ_SUBMIT).click().run()
     assert not at.exception
     assert not at.error, at.error[0].value
-    labels = _rows(
+    labels = file_rows(
         demo_db,
         "SELECT verdict, corrected_value, corrected_status, error_type, error_detail, reviewer"
         " FROM labels WHERE extraction_id = ? AND review_round = 'adjudication'",
@@ -276,11 +257,11 @@ def test_next_skips_the_item_and_records_the_skip(
 ) -> None:
     use_db(demo_db)
     at = _open("review", user="ana")
-    (first,) = _rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ana'")
+    (first,) = file_rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ana'")
     at.button(key=state.REVIEW_SKIP).click().run()
     assert not at.exception
-    assert _rows(demo_db, "SELECT extraction_id, reviewer FROM skips") == [(first[0], "ana")]
-    (now,) = _rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ana'")
+    assert file_rows(demo_db, "SELECT extraction_id, reviewer FROM skips") == [(first[0], "ana")]
+    (now,) = file_rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ana'")
     assert now[0] != first[0]
 
 
@@ -307,11 +288,11 @@ def test_an_approval_writes_a_decision_with_its_evidence(
     shown = _texts(at)
     assert "Approve** automation of" in shown and "Certified threshold" in shown
     assert "Comment: stable for four weeks" in shown
-    assert _rows(demo_db, "SELECT count(*) FROM decisions") == [(0,)]
+    assert file_rows(demo_db, "SELECT count(*) FROM decisions") == [(0,)]
     at.button(key=state.AUTO_CONFIRM).click().run()
     assert not at.exception
 
-    rows = _rows(
+    rows = file_rows(
         demo_db,
         "SELECT d.doc_type, d.field, d.action, d.threshold, d.decided_by, d.role, d.comment,"
         " e.payload_json FROM decisions d JOIN evidence_snapshots e USING (evidence_id)",
@@ -338,7 +319,7 @@ def test_an_approval_without_comment_is_refused(
     at.button(key=state.AUTO_APPROVE).click().run()
     at.button(key=state.AUTO_CONFIRM).click().run()
     assert any("needs a comment" in e.value for e in at.error)
-    assert _rows(demo_db, "SELECT count(*) FROM decisions") == [(0,)]
+    assert file_rows(demo_db, "SELECT count(*) FROM decisions") == [(0,)]
 
 
 def test_a_reviewer_cannot_approve(demo_db: Path, use_db: Callable[[Path], None]) -> None:
@@ -365,11 +346,11 @@ def test_a_qa_lead_draws_a_new_sample_version(
     use_db(demo_db)
     at = _open("audit", user="quinn")
     week = at.selectbox(key=state.AUDIT_WEEK).value
-    before = _rows(demo_db, "SELECT count(*) FROM audit_samples WHERE week = ?", [week])[0][0]
+    before = file_rows(demo_db, "SELECT count(*) FROM audit_samples WHERE week = ?", [week])[0][0]
     at.number_input(key=state.AUDIT_MINIMUM).set_value(12).run()
     at.button(key=state.AUDIT_DRAW).click().run()
     assert not at.exception
-    after = _rows(demo_db, "SELECT count(*), max(drawn_by) FROM audit_samples WHERE week = ?",
+    after = file_rows(demo_db, "SELECT count(*), max(drawn_by) FROM audit_samples WHERE week = ?",
                   [week])[0]
     assert after == (before + 1, "quinn")
     assert any("Drew sample" in s.value for s in at.success)
@@ -387,21 +368,11 @@ def test_a_busy_store_gives_a_friendly_warning(
     demo_db: Path, use_db: Callable[[Path], None]
 ) -> None:
     # Another process holds the file read-write (an ingest, say) for longer than we wait.
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time, duckdb; con = duckdb.connect(sys.argv[1]);"
-         " print('ready', flush=True); time.sleep(30)", str(demo_db)],
-        stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+    with store_held(demo_db):
         use_db(demo_db)
         at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
         assert not at.exception
         assert any("The store is busy" in w.value for w in at.warning)
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_serve_refuses_a_missing_store_without_demo(tmp_path: Path) -> None:
@@ -481,7 +452,7 @@ def test_a_library_error_quoting_a_hostile_value_shows_it_as_written(
     assert error.value == layout.plain(expected)
     for markup in ("**x**", "[a](b)", ":red[", "`y`"):
         assert markup not in error.value
-    assert _rows(path, "SELECT count(*) FROM decisions") == [(0,)]
+    assert file_rows(path, "SELECT count(*) FROM decisions") == [(0,)]
 
 
 
@@ -558,7 +529,7 @@ def test_cancelling_the_approval_dialog_writes_nothing(
     at.button(key=state.AUTO_APPROVE).click().run()
     at.button(key=state.AUTO_CANCEL).click().run()
     assert not at.exception
-    assert _rows(demo_db, "SELECT count(*) FROM decisions") == [(0,)]
+    assert file_rows(demo_db, "SELECT count(*) FROM decisions") == [(0,)]
     assert not [b for b in at.button if b.key == state.AUTO_CONFIRM]
 
 

@@ -18,7 +18,7 @@ from fieldtrust.labels.assignment import next_items, skip
 from PIL import Image
 
 from fieldtrust import store
-from tests.dashboard.conftest import copy_store
+from tests.conftest import copy_store
 from tests.dashboard.test_browser import (  # noqa: F401 (fixtures)
     CHROMIUM,
     _act_as,

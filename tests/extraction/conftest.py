@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -10,21 +11,18 @@ from fieldtrust.extraction.documents import Document, load_document
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-@pytest.fixture
-def invoice_txt() -> Document:
-    return load_document(FIXTURES / "invoice.txt")
+def _loaded(name: str) -> Callable[[], Document]:
+    """A fixture loading the sample document ``name``; it takes the name it is assigned to."""
+
+    @pytest.fixture
+    def document() -> Document:
+        """The sample document, loaded."""
+        return load_document(FIXTURES / name)
+
+    return document
 
 
-@pytest.fixture
-def receipt_txt() -> Document:
-    return load_document(FIXTURES / "receipt_no_tax.txt")
-
-
-@pytest.fixture
-def receipt_png() -> Document:
-    return load_document(FIXTURES / "receipt.png")
-
-
-@pytest.fixture
-def invoice_pdf() -> Document:
-    return load_document(FIXTURES / "invoice.pdf")
+invoice_txt = _loaded("invoice.txt")
+receipt_txt = _loaded("receipt_no_tax.txt")
+receipt_png = _loaded("receipt.png")
+invoice_pdf = _loaded("invoice.pdf")

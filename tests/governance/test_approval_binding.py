@@ -29,7 +29,7 @@ from fieldtrust.governance.policy_settings import set_policy_settings
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
-from tests.conftest import Builder, table_fingerprint
+from tests.conftest import Builder, file_fingerprint, table_fingerprint
 
 WEEKS = ("2026-W07", "2026-W08", "2026-W09", "2026-W10")
 APPROVE = ["decide", "approve", "--doc-type", "invoice", "--field", "total", "--as", "mona",
@@ -69,14 +69,6 @@ def _run(path: Path, args: list[str], **env: str) -> tuple[int, str]:
     return result.exit_code, result.stdout + result.stderr
 
 
-def _fingerprint(path: Path) -> dict[str, tuple[int, str]]:
-    con = store.connect(path, read_only=True)
-    try:
-        return table_fingerprint(con)
-    finally:
-        con.close()
-
-
 @pytest.mark.parametrize(("variable", "value", "message"), [
     ("FIELDTRUST_TARGET", "0.5", "target 0.5 (from your settings) is looser than the store's"
      " policy (0.95)"),
@@ -88,13 +80,13 @@ def _fingerprint(path: Path) -> dict[str, tuple[int, str]]:
 def test_lowered_settings_in_the_environment_cannot_loosen_an_approval(
     approvable: Path, variable: str, value: str, message: str
 ) -> None:
-    before = _fingerprint(approvable)
+    before = file_fingerprint(approvable)
     code, out = _run(approvable, APPROVE, **{variable: value})
     assert code == 2, out
     assert message in out
     assert "an admin changes it with `fieldtrust policy settings" in out
     assert "Traceback" not in out
-    assert _fingerprint(approvable) == before
+    assert file_fingerprint(approvable) == before
 
 
 def test_a_stricter_setting_is_honoured_and_the_approval_names_its_form_versions(
@@ -127,32 +119,32 @@ def test_an_admin_raising_the_bar_makes_an_approvable_stratum_refused(approvable
     code, out = _run(approvable, ["policy", "settings", "--json"])
     shown = json.loads(out)
     assert (shown["n_min"], shown["target"], shown["set_by"]) == (5000, 0.95, "root")
-    before = _fingerprint(approvable)
+    before = file_fingerprint(approvable)
     code, out = _run(approvable, APPROVE)
     assert code == 2, out
     assert "invoice/total is not an automation candidate (" in out
     assert "as a whole stratum at the store's policy settings" in out
-    assert _fingerprint(approvable) == before
+    assert file_fingerprint(approvable) == before
 
 
 @pytest.mark.parametrize("who", ["mona", "carol", "alice"])
 def test_only_an_admin_changes_the_policy(approvable: Path, who: str) -> None:
-    before = _fingerprint(approvable)
+    before = file_fingerprint(approvable)
     code, out = _run(approvable, ["policy", "settings", "--n-min", "1", "--target", "0.5",
                                   "--as", who])
     assert code == 2, out
     assert f"{who} (role " in out and "may not" in out
-    assert _fingerprint(approvable) == before
+    assert file_fingerprint(approvable) == before
     code, out = _run(approvable, ["policy", "settings", "--n-min", "1"])  # no --as
     assert code == 2 and "needs --as NAME" in out
-    assert _fingerprint(approvable) == before
+    assert file_fingerprint(approvable) == before
 
 
 def test_an_out_of_range_policy_setting_is_refused(approvable: Path) -> None:
-    before = _fingerprint(approvable)
+    before = file_fingerprint(approvable)
     code, out = _run(approvable, ["policy", "settings", "--target", "1.5", "--as", "root"])
     assert code == 2 and "policy setting target = 1.5 must be strictly between 0 and 1" in out
-    assert _fingerprint(approvable) == before
+    assert file_fingerprint(approvable) == before
 
 
 def test_the_threshold_must_be_at_or_above_the_certified_one(approvable: Path) -> None:

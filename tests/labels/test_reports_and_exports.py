@@ -82,22 +82,23 @@ def test_policy_export_lists_the_active_approvals(
     assert json.loads(policy_json(policy)) == policy
 
 
-def _history(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
+def _exported_history(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[str, str]:
+    """Three labels, one superseded, exported to ``path``: the old and new label ids."""
     first = record_verdict(con, actor="alice", extraction_id="e00", verdict="incorrect",
                            corrected_value="=HYPERLINK(\"http://x\")", error_type="other",
                            error_detail="@SUM(A1)")
     second = supersede(con, actor="alice", label_id=first.label_id, verdict="incorrect",
                        corrected_value="-12.50", error_type="normalisation")
     record_verdict(con, actor="bob", extraction_id="e01", verdict="correct")
+    assert export_labels(con, path) == 3
     return first.label_id, second.label_id
 
 
 def test_labels_export_csv_keeps_history_and_escapes_formulas(
     review_store: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
-    first, second = _history(review_store)
     path = tmp_path / "labels.csv"
-    assert export_labels(review_store, path) == 3
+    first, second = _exported_history(review_store, path)
     with path.open(newline="") as handle:
         rows = {r["label_id"]: r for r in csv.DictReader(handle)}
     assert set(rows) >= {first, second}
@@ -115,9 +116,8 @@ def test_labels_export_csv_keeps_history_and_escapes_formulas(
 def test_labels_export_parquet_keeps_values_exact(
     review_store: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
-    first, second = _history(review_store)
     path = tmp_path / "labels.parquet"
-    assert export_labels(review_store, path) == 3
+    first, second = _exported_history(review_store, path)
     rows = {r["label_id"]: r for r in pq.read_table(path).to_pylist()}
     assert rows[second]["corrected_value"] == "-12.50"
     assert rows[first]["superseded_by"] == second

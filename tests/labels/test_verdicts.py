@@ -171,6 +171,21 @@ def _label_in_thread(
         con.close()
 
 
+def _label_at_once(path: Path, work: list[tuple[str, list[str]]]) -> list[tuple[str, str, str]]:
+    """Each (reviewer, items) labelled in a thread of its own, all starting together."""
+    outcomes: list[tuple[str, str, str]] = []
+    start = threading.Barrier(len(work))
+    threads = [
+        threading.Thread(target=_label_in_thread, args=(path, name, items, outcomes, start))
+        for name, items in work
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return outcomes
+
+
 def _many_items(con: duckdb.DuckDBPyConnection, count: int) -> list[str]:
     ids = [f"x{i:03d}" for i in range(count)]
     Builder(con).extractions([
@@ -184,18 +199,7 @@ def test_concurrent_reviewers_never_lose_a_label(
     review_store: duckdb.DuckDBPyConnection, db_path: Path
 ) -> None:
     ids = _many_items(review_store, 60)
-    outcomes: list[tuple[str, str, str]] = []
-    start = threading.Barrier(2)
-    threads = [
-        threading.Thread(target=_label_in_thread,
-                         args=(db_path, "alice", ids[:30], outcomes, start)),
-        threading.Thread(target=_label_in_thread,
-                         args=(db_path, "bob", ids[30:], outcomes, start)),
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    outcomes = _label_at_once(db_path, [("alice", ids[:30]), ("bob", ids[30:])])
     assert all(outcome == "ok" for *_, outcome in outcomes)
     rows = review_store.execute(
         "SELECT reviewer, count(*) FROM labels GROUP BY reviewer ORDER BY reviewer"
@@ -210,16 +214,7 @@ def test_racing_on_the_same_items_one_wins_the_other_is_told(
     review_store: duckdb.DuckDBPyConnection, db_path: Path
 ) -> None:
     ids = _many_items(review_store, 40)
-    outcomes: list[tuple[str, str, str]] = []
-    start = threading.Barrier(2)
-    threads = [
-        threading.Thread(target=_label_in_thread, args=(db_path, name, ids, outcomes, start))
-        for name in ("alice", "bob")
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    outcomes = _label_at_once(db_path, [("alice", ids), ("bob", ids)])
     winners = {(e, r) for r, e, o in outcomes if o == "ok"}
     losers = {(e, r) for r, e, o in outcomes if o == "conflict"}
     assert len(outcomes) == 80

@@ -13,9 +13,10 @@ from typing import Any
 
 import duckdb
 import pytest
-from rel_store import build_store, copy_store
+from rel_store import build_store
 
 from fieldtrust import store
+from tests.conftest import copy_store
 
 
 @pytest.fixture(scope="session")

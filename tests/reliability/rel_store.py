@@ -8,7 +8,6 @@ every table the history and injection tests look at has rows.
 from __future__ import annotations
 
 import datetime as dt
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -86,15 +85,6 @@ def build_store(path: Path, *, rows: int = 240) -> dict[str, Any]:
         con.close()
 
 
-def copy_store(source: Path, target: Path) -> Path:
-    """Copy a closed store file (and its WAL, if any) to ``target``."""
-    shutil.copyfile(source, target)
-    wal = source.with_name(source.name + ".wal")
-    if wal.exists():
-        shutil.copyfile(wal, target.with_name(target.name + ".wal"))
-    return target
-
-
 def rows_of(con: duckdb.DuckDBPyConnection, table: str) -> set[tuple[Any, ...]]:
     """Every row of ``table`` as a set of tuples (for "old rows unchanged" checks)."""
     return set(con.execute(f"SELECT * FROM {store.sql.quote_ident(table)}").fetchall())
@@ -148,3 +138,17 @@ def as_read(markdown: str) -> str:
     import re
 
     return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)
+
+
+def dashboard_as(path: Path, monkeypatch: Any, user: str | None = None) -> Any:
+    """The real dashboard entry point (AppTest) on ``path`` after one run, as ``user`` if given."""
+    from fieldtrust.dashboard import state
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("FIELDTRUST_DB", str(path))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py"),
+                           default_timeout=120)
+    if user is not None:
+        at.session_state[state.AUTH_DEMO_USER] = user
+    at.run()
+    return at

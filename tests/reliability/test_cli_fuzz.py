@@ -28,9 +28,8 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from rel_store import record_figure
 
-from fieldtrust import store
 from fieldtrust.cli.main import cli
-from tests.conftest import table_fingerprint
+from tests.conftest import file_fingerprint
 
 EXAMPLES = 120
 
@@ -142,14 +141,14 @@ def test_random_argv_never_crashes_and_an_exit_2_changes_nothing(
     def run(data: st.DataObject) -> None:
         path = data.draw(st.sampled_from(COMMANDS))
         argv = _argv(data, path, folder, files)
-        before = _fingerprint(populated)
+        before = file_fingerprint(populated)
         result = CliRunner().invoke(cli, ["--db", str(populated), *argv])
         shown = f"fieldtrust {' '.join(map(repr, argv))}\n{result.output}"
         assert result.exit_code in (0, 2), (shown, result.exc_info)
         assert result.exception is None or isinstance(result.exception, SystemExit), shown
         assert "Traceback" not in result.output, shown
         if result.exit_code == 2:
-            assert _fingerprint(populated) == before, shown
+            assert file_fingerprint(populated) == before, shown
         tried[" ".join(path)] = tried.get(" ".join(path), 0) + 1
         exits[result.exit_code] += 1
 
@@ -157,14 +156,6 @@ def test_random_argv_never_crashes_and_an_exit_2_changes_nothing(
     record_figure("cli_fuzz", {"examples": sum(tried.values()), "commands": len(tried),
                                "exits": exits, "seconds": round(time.monotonic() - started, 1)})
     assert len(tried) >= len(COMMANDS) // 2  # the draw reaches most commands
-
-
-def _fingerprint(path: Path) -> dict[str, tuple[int, str]]:
-    con = store.connect(path, read_only=True)
-    try:
-        return table_fingerprint(con)
-    finally:
-        con.close()
 
 
 def test_the_fuzz_knows_every_command() -> None:

@@ -34,65 +34,37 @@ from fieldtrust.labels.assignment import next_items
 from fieldtrust.labels.verdicts import record_verdict
 from fieldtrust.store.errors import StoreLockedError
 from fieldtrust.store.verify import verify_history
-from rel_store import record_figure
-from streamlit.testing.v1 import AppTest
+from rel_store import dashboard_as, record_figure
 
 from fieldtrust import store
-from tests.conftest import table_fingerprint
+from tests.conftest import file_rows, store_held, table_fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
-APP = str(ROOT / "dashboard" / "app.py")
 
 
 #: The new week the ingests add (2026-W49) may lie ahead of the clock: accept it.
 FUTURE_WEEK_OK = {"FIELDTRUST_FUTURE_DAYS": "3650"}
 
 
-@contextlib.contextmanager
-def _store_held(path: Path) -> Iterator[None]:
-    """Another process (an ingest, say) holding the store read-write for the block."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time, duckdb; con = duckdb.connect(sys.argv[1]);"
-         " print('ready', flush=True); time.sleep(120)", str(path)],
-        stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
-        yield
-    finally:
-        holder.kill()
-        holder.wait()
-
-
-def _dashboard(path: Path, monkeypatch: pytest.MonkeyPatch, user: str | None = None) -> AppTest:
-    """The real entry point on ``path`` after one run, acting as ``user`` when given."""
-    monkeypatch.setenv("FIELDTRUST_DB", str(path))
-    at = AppTest.from_file(APP, default_timeout=120)
-    if user is not None:
-        at.session_state[state.AUTH_DEMO_USER] = user
-    at.run()
-    return at
+def _week_49(folder: Path, rows: int) -> Path:
+    """The new week the ingests add (2026-W49): ``rows`` extractions in one Parquet file."""
+    return write_big_parquet(folder / "week 49.parquet", rows, week_start="2026-11-30",
+                             prefix="w49-")
 
 
 def _labels_by(path: Path, reviewer: str) -> int:
-    con = store.connect(path, read_only=True)
-    try:
-        return int(con.execute("SELECT count(*) FROM labels WHERE reviewer = ?",
-                               [reviewer]).fetchall()[0][0])
-    finally:
-        con.close()
+    return int(file_rows(path, "SELECT count(*) FROM labels WHERE reviewer = ?", [reviewer])[0][0])
 
 
 def test_a_verdict_while_the_store_is_busy_gives_a_friendly_message(
     populated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    at = _dashboard(populated, monkeypatch, "ben")
+    at = dashboard_as(populated, monkeypatch, "ben")
     at.switch_page("app_pages/review.py").run()
     assert not at.exception
     before = _labels_by(populated, "ben")
 
-    with _store_held(populated):
+    with store_held(populated):
         at.button(key=state.REVIEW_CORRECT).click().run()
         assert not at.exception, at.exception[0].message
         shown = [w.value for w in at.warning] + [e.value for e in at.error]
@@ -116,10 +88,10 @@ def test_a_demo_user_picked_while_the_store_is_busy_is_kept(
     populated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The pick arrives in a run that ends on the busy warning: the next run acts as ben."""
-    at = _dashboard(populated, monkeypatch)
+    at = dashboard_as(populated, monkeypatch)
     assert at.selectbox(key=state.AUTH_DEMO_USER).value != "ben"
     at.switch_page("app_pages/review.py")
-    with _store_held(populated):
+    with store_held(populated):
         at.selectbox(key=state.AUTH_DEMO_USER).set_value("ben").run()
         assert any("The store is busy" in w.value for w in at.warning)
     at.run()
@@ -133,11 +105,11 @@ def test_a_verdict_saved_just_before_the_store_got_busy_still_says_saved(
     populated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The write lands, then the page's next read finds the store busy: both are said."""
-    at = _dashboard(populated, monkeypatch, "ben")
+    at = dashboard_as(populated, monkeypatch, "ben")
     at.switch_page("app_pages/review.py").run()
     # What the review page leaves for the next run after a verdict is saved.
     at.session_state[state.REVIEW_FLASH] = ("success", "Recorded **correct** for doc1 · total.")
-    with _store_held(populated):
+    with store_held(populated):
         at.run()
         assert not at.exception
         assert any("The store is busy" in w.value for w in at.warning)
@@ -150,10 +122,10 @@ def test_a_busy_moment_does_not_change_who_the_demo_user_is(
     populated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The page drawn while the store is busy has no picker; the next must still act as ben."""
-    at = _dashboard(populated, monkeypatch)
+    at = dashboard_as(populated, monkeypatch)
     at.selectbox(key=state.AUTH_DEMO_USER).set_value("ben").run()
     at.switch_page("app_pages/review.py").run()
-    with _store_held(populated):
+    with store_held(populated):
         at.run()
         assert any("The store is busy" in w.value for w in at.warning)
     at.run()
@@ -379,8 +351,7 @@ def test_reviewers_on_two_dashboards_and_a_cli_ingest_share_the_store(
     populated: Path, sample_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FIELDTRUST_DB", str(populated))
-    new_week = write_big_parquet(tmp_path / "week 49.parquet", NEW_WEEK_ROWS,
-                                 week_start="2026-11-30", prefix="w49-")
+    new_week = _week_49(tmp_path, NEW_WEEK_ROWS)
     con = store.connect(populated, read_only=True)
     try:
         before = {name: _count(con, "SELECT count(*) FROM labels WHERE reviewer = ?", [name])
@@ -493,8 +464,7 @@ def test_eight_reviewers_in_two_processes_and_a_cli_ingest_share_the_store(
 ) -> None:
     """Four reviewers here, four in a second process (two dashboards' write paths), an ingest."""
     monkeypatch.setenv("FIELDTRUST_DB", str(populated))
-    new_week = write_big_parquet(tmp_path / "week 49.parquet", CI_WEEK_ROWS,
-                                 week_start="2026-11-30", prefix="w49-")
+    new_week = _week_49(tmp_path, CI_WEEK_ROWS)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "FIELDTRUST_DB": str(populated)}
     stop = tmp_path / "ingest finished"  # reviewers keep labelling until the ingest is done
     here = [Reviewer(name) for name in THREAD_REVIEWERS[:4]]

@@ -24,9 +24,10 @@ from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.store.access import bootstrap_admin, grant_role
 from fieldtrust.store.ingest import ingest_files
 from fieldtrust.store.verify import verify_history
-from rel_store import ADMIN, QA_LEAD, copy_store, record_figure
+from rel_store import ADMIN, QA_LEAD, record_figure
 
 from fieldtrust import store
+from tests.conftest import copy_store
 
 pytestmark = pytest.mark.slow
 

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from rel_store import QA_LEAD, WEEK_START, copy_store, extraction_rows, record_figure
+from rel_store import QA_LEAD, WEEK_START, extraction_rows, record_figure
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
-from tests.conftest import table_fingerprint
+from tests.conftest import copy_store, file_fingerprint
 
 #: Room for the populated store (a few MB) and the writes that fail on it.
 DISK_MB = 24
@@ -60,14 +60,6 @@ def _fill(folder: Path) -> Path:
     assert full.value.errno == errno.ENOSPC
     (folder / "probe").unlink(missing_ok=True)
     return filler
-
-
-def _fingerprint(path: Path) -> dict[str, tuple[int, str]]:
-    con = store.connect(path, read_only=True)
-    try:
-        return table_fingerprint(con)
-    finally:
-        con.close()
 
 
 def _week_file(folder: Path) -> Path:
@@ -113,7 +105,7 @@ def test_a_full_disk_fails_cleanly_and_the_next_run_succeeds(
     db = copy_store(populated, small_disk / "store.duckdb")
     files = {"week": str(_week_file(tmp_path)), "labels": str(_labels_file(tmp_path, db))}
     argv = ["--db", str(db), *(a.format(**files) for a in COMMANDS[name])]
-    before = _fingerprint(db)
+    before = file_fingerprint(db)
     if "copy" in name:
         # The private copy of the input file is what no longer fits.
         monkeypatch.setattr(tempfile, "tempdir", str(small_disk))
@@ -125,9 +117,9 @@ def test_a_full_disk_fails_cleanly_and_the_next_run_succeeds(
     assert "Traceback" not in failed.output
     assert "other writers kept changing" not in failed.stderr
     filler.unlink()
-    assert _fingerprint(db) == before
+    assert file_fingerprint(db) == before
     again = CliRunner().invoke(cli, argv)
     assert again.exit_code == 0, (again.output, again.exc_info)
-    assert _fingerprint(db) != before
+    assert file_fingerprint(db) != before
     record_figure(f"disk_full_{name.split()[0]}{'_copy' if 'copy' in name else ''}",
                   {"refused": failed.stderr.strip(), "then": "succeeded"})

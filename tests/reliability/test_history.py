@@ -110,21 +110,22 @@ def _record(con: duckdb.DuckDBPyConnection, sample_id: str) -> object:
     return record_verdict(con, actor="ben", extraction_id=item.extraction_id, verdict="correct")
 
 
-def _supersede_own(con: duckdb.DuckDBPyConnection, sample_id: str) -> object:
-    live = con.execute(
+def _live_primary_of_ana(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """ana's primary labels that nothing supersedes, by label id."""
+    return [label_id for (label_id,) in con.execute(
         "SELECT label_id FROM labels l WHERE reviewer = 'ana' AND review_round = 'primary'"
         " AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)"
-        " ORDER BY label_id LIMIT 1"
-    ).fetchall()[0][0]
+        " ORDER BY label_id"
+    ).fetchall()]
+
+
+def _supersede_own(con: duckdb.DuckDBPyConnection, sample_id: str) -> object:
+    live = _live_primary_of_ana(con)[0]
     return supersede(con, actor="ana", label_id=live, verdict="correct")
 
 
 def _supersede_as_lead(con: duckdb.DuckDBPyConnection, sample_id: str) -> object:
-    live = con.execute(
-        "SELECT label_id FROM labels l WHERE reviewer = 'ana' AND review_round = 'primary'"
-        " AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)"
-        " ORDER BY label_id DESC LIMIT 1"
-    ).fetchall()[0][0]
+    live = _live_primary_of_ana(con)[-1]
     return supersede(con, actor=QA_LEAD, label_id=live, verdict="unclear")
 
 

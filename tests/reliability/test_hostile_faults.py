@@ -46,7 +46,7 @@ from rel_store import ADMIN, QA_LEAD, extraction_rows
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
-from tests.conftest import table_fingerprint
+from tests.conftest import file_fingerprint, table_fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "dashboard" / "app.py")
@@ -55,14 +55,6 @@ HEADER = "extraction_id,doc_id,doc_type,field,confidence,extracted_at\n"
 
 def _run(db: Path, *args: str, env: dict[str, str] | None = None) -> Any:
     return CliRunner(env=env).invoke(cli, ["--db", str(db), *args])
-
-
-def _fingerprint(path: Path) -> dict[str, tuple[int, str]]:
-    con = store.connect(path, read_only=True)
-    try:
-        return table_fingerprint(con)
-    finally:
-        con.close()
 
 
 def _csv(path: Path, *rows: str) -> Path:
@@ -86,13 +78,13 @@ def _holder(path: Path) -> subprocess.Popen[bytes]:
 
 
 def test_demo_force_refuses_a_real_store_and_changes_nothing(populated: Path) -> None:
-    before, inode = _fingerprint(populated), populated.stat().st_ino
+    before, inode = file_fingerprint(populated), populated.stat().st_ino
     result = _run(populated, "demo", "--rows", "600", "--force", "--no-labels")
     assert result.exit_code == 2, result.output
     assert "is not a demo store (240 extractions without demo truth; 1 ingested files)" \
         in result.stderr
     assert populated.stat().st_ino == inode
-    assert _fingerprint(populated) == before
+    assert file_fingerprint(populated) == before
 
 
 def test_demo_force_rebuilds_a_demo_store_in_place_and_waits_for_its_lock(tmp_path: Path) -> None:
@@ -133,7 +125,7 @@ def test_absurd_extraction_times_are_refused_with_row_column_and_value(
     assert result.exit_code == 2
     assert f"row 2, column extracted_at: '{stamp}' is outside the accepted times, 2000-01-01" \
         in result.stderr
-    assert _fingerprint(db_path)["extractions"][0] == 0
+    assert file_fingerprint(db_path)["extractions"][0] == 0
 
 
 def test_a_typed_year_9999_parquet_time_is_refused_too(
@@ -348,14 +340,14 @@ def test_a_truncated_store_file_is_an_error_line(populated: Path, tmp_path: Path
 
 def test_an_export_to_an_unwritable_path_is_an_error_line(populated: Path,
                                                          tmp_path: Path) -> None:
-    before = _fingerprint(populated)
+    before = file_fingerprint(populated)
     missing = tmp_path / "no" / "such" / "dir"
     exported = _run(populated, "labels", "export", "--out", str(missing / "l.csv"))
     assert exported.exit_code == 2 and exported.stderr.startswith("error: cannot write")
     sampled = _run(populated, "sample", "--week", "2026-W48", "--redraw", "--out",
                    str(missing / "s.csv"), "--as", QA_LEAD)
     assert sampled.exit_code == 2 and "nothing was drawn" in sampled.stderr
-    assert _fingerprint(populated) == before
+    assert file_fingerprint(populated) == before
 
 
 def test_read_commands_leave_a_foreign_duckdb_file_alone_and_init_asks_for_adopt(
@@ -552,7 +544,7 @@ def test_lookalike_keys_are_refused_with_row_and_code_point(
     assert f"row 2, column doc_type: '{doc_type[:4]}" in result.stderr
     assert f"holds the invisible character {point}" in result.stderr
     assert doc_type not in result.stderr  # shown with the code point, never raw
-    assert _fingerprint(db_path)["extractions"][0] == 0
+    assert file_fingerprint(db_path)["extractions"][0] == 0
 
 
 def test_keys_have_a_length_limit(con: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:

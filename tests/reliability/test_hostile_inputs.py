@@ -27,11 +27,11 @@ from click.testing import CliRunner
 from corpus.hostile_files import EXTRACTION_CASES, LABEL_CASES, Case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rel_store import QA_LEAD, copy_store, record_figure
+from rel_store import QA_LEAD, record_figure
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
-from tests.conftest import file_fingerprint
+from tests.conftest import copy_store, file_fingerprint
 
 TRIED: Counter[str] = Counter()
 #: Labels are imported by the populated store's qa_lead.

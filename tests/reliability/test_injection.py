@@ -51,6 +51,7 @@ from rel_store import (
     QA_LEAD,
     WEEK_START,
     as_read,
+    dashboard_as,
     extraction_rows,
 )
 
@@ -350,25 +351,26 @@ def test_labels_export_csv_defuses_formulas_and_parquet_keeps_values(
         assert escape_cell(text) in shown, text
 
 
+def _hostile_sample_csv(con: duckdb.DuckDBPyConnection, folder: Path) -> Path:
+    """The hostile rows ingested, all drawn into a sample and written out for labelling."""
+    ingest_table(con, _hostile_rows(), source="hostile")
+    sample = draw_sample(con, "2026-W48", Design(base_rate=1.0, minimum=2), seed=2,
+                         actor=QA_LEAD, redraw=True)
+    out = folder / "items.csv"
+    write_items_csv(sample_items(con, sample.sample_id), out)
+    return out
+
+
 def test_sample_csv_defuses_formulas_in_every_column(
     pcon: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
-    ingest_table(pcon, _hostile_rows(), source="hostile")
-    sample = draw_sample(pcon, "2026-W48", Design(base_rate=1.0, minimum=2), seed=2,
-                         actor=QA_LEAD, redraw=True)
-    out = tmp_path / "items.csv"
-    write_items_csv(sample_items(pcon, sample.sample_id), out)
-    _assert_no_live_formula(out)
+    _assert_no_live_formula(_hostile_sample_csv(pcon, tmp_path))
 
 
 def test_sample_csv_defuses_formula_looking_ids_and_they_import_back(
     pcon: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
-    ingest_table(pcon, _hostile_rows(), source="hostile")
-    sample = draw_sample(pcon, "2026-W48", Design(base_rate=1.0, minimum=2), seed=2,
-                         actor=QA_LEAD, redraw=True)
-    out = tmp_path / "items.csv"
-    write_items_csv(sample_items(pcon, sample.sample_id), out)
+    out = _hostile_sample_csv(pcon, tmp_path)
     _assert_no_live_formula(out)
     # A reviewer fills the verdict column of the hostile rows and imports the file back.
     rows = _cells(out)
@@ -424,9 +426,7 @@ def test_hostile_scope_filters_match_nothing_and_run_nothing(
 def test_the_review_page_shows_hostile_extractions_as_written(
     pcon: duckdb.DuckDBPyConnection, populated: Path, monkeypatch: pytest.MonkeyPatch, text: str
 ) -> None:
-    from fieldtrust.dashboard import state
     from fieldtrust.dashboard.layout import code_span, plain
-    from streamlit.testing.v1 import AppTest
 
     rows = extraction_rows(2, seed=9, prefix="md",
                            start=WEEK_START + dt.timedelta(days=7)).to_pylist()
@@ -438,11 +438,7 @@ def test_the_review_page_shows_hostile_extractions_as_written(
                  window=TimeWindow(ahead=dt.timedelta(days=3650)))
     draw_sample(pcon, "2026-W49", Design(base_rate=1.0, minimum=2), seed=1, actor=QA_LEAD)
     pcon.close()
-    monkeypatch.setenv("FIELDTRUST_DB", str(populated))
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py"),
-                           default_timeout=120)
-    at.session_state[state.AUTH_DEMO_USER] = "ben"
-    at.run()
+    at = dashboard_as(populated, monkeypatch, "ben")
     at.switch_page("app_pages/review.py").run()
     assert not at.exception
     shown_field = text if at.subheader[0].value.endswith(plain(text)) else "total"
@@ -456,13 +452,8 @@ def test_the_review_form_stores_hostile_text_and_refuses_incomplete_input(
     populated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from fieldtrust.dashboard import state
-    from streamlit.testing.v1 import AppTest
 
-    monkeypatch.setenv("FIELDTRUST_DB", str(populated))
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py"),
-                           default_timeout=120)
-    at.session_state[state.AUTH_DEMO_USER] = "ben"
-    at.run()
+    at = dashboard_as(populated, monkeypatch, "ben")
     at.switch_page("app_pages/review.py").run()
     corrected = HOSTILE[0] + " " + HOSTILE[7] + " " + HOSTILE[6]
     at.text_input(key=state.REVIEW_CORRECTED).set_value(corrected)

@@ -18,6 +18,7 @@ from fieldtrust.sampling.draw import (
     sample_items,
 )
 from fieldtrust.sampling.errors import SamplingError
+from fieldtrust.sampling.export import ITEM_COLUMNS
 from fieldtrust.sampling.prn import prn
 from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.scope import Scope
@@ -300,19 +301,8 @@ def test_sample_items_in_review_order(con: duckdb.DuckDBPyConnection, world) -> 
     world.insert(con, world.frame(WEEK, 800, seed=16))
     sample = draw_sample(con, WEEK, seed=SEED, actor=world.qa_lead)
     items = sample_items(con, sample.sample_id)
-    assert items.column_names == [
-        "extraction_id",
-        "doc_id",
-        "doc_type",
-        "form_version",
-        "field",
-        "value",
-        "confidence",
-        "cell",
-        "inclusion_prob",
-        "double_review",
-        "sample_id",
-    ]
+    # the columns the export writes, with the double-review flag before the sample id
+    assert items.column_names == [*ITEM_COLUMNS[:-1], "double_review", "sample_id"]
     frame = items.to_pandas()
     frame["u"] = [prn(SEED, WEEK, i) for i in frame["extraction_id"]]
     assert frame.equals(frame.sort_values(["cell", "u"], kind="stable"))

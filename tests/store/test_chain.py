@@ -9,12 +9,10 @@ read-write connection.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -35,6 +33,7 @@ from fieldtrust.store.verify import HistoryCheck, verify_history
 from fieldtrust import store
 from fieldtrust.cli.main import cli
 from fieldtrust.demo.build import build_demo
+from tests.conftest import copy_store
 
 ROOT = Path(__file__).resolve().parents[2]
 ADMIN, QA_LEAD, MANAGER = "root", "quinn", "maya"
@@ -74,16 +73,13 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def path(template: Path, tmp_path: Path) -> Path:
-    target = tmp_path / "store.duckdb"
-    shutil.copyfile(template, target)
-    return target
+    return copy_store(template, tmp_path / "store.duckdb")
 
 
 @pytest.fixture
-def con(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
-    connection = store.connect(path)
-    yield connection
-    connection.close()
+def db_path(path: Path) -> Path:
+    """The shared ``con`` fixture opens this module's copy of the template."""
+    return path
 
 
 def _one(con: duckdb.DuckDBPyConnection, sql: str) -> object:
@@ -402,11 +398,17 @@ def test_two_processes_writing_at_once_keep_one_chain(path: Path) -> None:
 # --- the migration chains an existing store once -------------------------------------------
 
 
-def test_the_migration_chains_existing_rows_in_insertion_order(tmp_path: Path) -> None:
-    path = tmp_path / "old.duckdb"
+def _store_before_migrations(path: Path) -> duckdb.DuckDBPyConnection:
+    """A plain connection to a new file holding only the (empty) table of applied migrations."""
     old = duckdb.connect(str(path))
     old.execute("CREATE TABLE schema_migrations (name VARCHAR PRIMARY KEY,"
                 " applied_at TIMESTAMP NOT NULL)")
+    return old
+
+
+def test_the_migration_chains_existing_rows_in_insertion_order(tmp_path: Path) -> None:
+    path = tmp_path / "old.duckdb"
+    old = _store_before_migrations(path)
     for migration in MIGRATIONS[: [m.name for m in MIGRATIONS].index("0013_store_history_chain")]:
         old.execute(migration.sql)
         old.execute("INSERT INTO schema_migrations VALUES (?, now()::TIMESTAMP)",
@@ -439,10 +441,7 @@ def test_the_migration_chains_existing_rows_in_insertion_order(tmp_path: Path) -
 
 def test_a_store_opened_only_read_only_has_no_chain_yet(tmp_path: Path) -> None:
     path = tmp_path / "old.duckdb"
-    old = duckdb.connect(str(path))
-    old.execute("CREATE TABLE schema_migrations (name VARCHAR PRIMARY KEY,"
-                " applied_at TIMESTAMP NOT NULL)")
-    old.close()
+    _store_before_migrations(path).close()
     con = duckdb.connect(str(path), read_only=True)
     try:
         with pytest.raises(store.StoreError, match="has no history chain yet"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -206,16 +207,27 @@ def test_refresh_shows_progress_lines_off_a_terminal_and_none_with_json(
     assert json.loads(quiet.stdout)["rows_counted"] == 10
 
 
-def test_the_confidence_histogram_of_a_lake_is_read_from_its_rollup(
+@pytest.fixture
+def lake_and_ingested(
     rows: pa.Table, ingested: Path, tmp_path: Path
+) -> Iterator[tuple[duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection]]:
+    """A store counting the rows as a Parquet lake, and the store that ingested them."""
+    lake = fresh_store(tmp_path / "b.duckdb")
+    refresh_source(lake, open_source(SourceConfig("parquet", str(
+        write_parquet_lake(rows, tmp_path / "lake")))))
+    reference = duckdb.connect(str(ingested), read_only=True)
+    yield lake, reference
+    reference.close()
+    lake.close()
+
+
+def test_the_confidence_histogram_of_a_lake_is_read_from_its_rollup(
+    lake_and_ingested: tuple[duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection],
 ) -> None:
     from fieldtrust.calibration.histogram import confidence_histogram
     from fieldtrust.store import Scope
 
-    con = fresh_store(tmp_path / "b.duckdb")
-    refresh_source(con, open_source(SourceConfig("parquet", str(
-        write_parquet_lake(rows, tmp_path / "lake")))))
-    reference = duckdb.connect(str(ingested), read_only=True)
+    con, reference = lake_and_ingested
     for scope in (Scope(), Scope(weeks=("2026-W03",))):
         lake = confidence_histogram(con, "invoice", "total", scope, bins=20)
         rows_ = confidence_histogram(reference, "invoice", "total", scope, bins=20)
@@ -224,15 +236,12 @@ def test_the_confidence_histogram_of_a_lake_is_read_from_its_rollup(
 
 
 def test_the_audit_planner_of_a_lake_store_counts_the_week_from_its_rollup(
-    rows: pa.Table, ingested: Path, tmp_path: Path
+    lake_and_ingested: tuple[duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection],
 ) -> None:
     from fieldtrust.sampling.cells import plan_cells
     from fieldtrust.sampling.design import Design
 
-    con = fresh_store(tmp_path / "b.duckdb")
-    refresh_source(con, open_source(SourceConfig("parquet", str(
-        write_parquet_lake(rows, tmp_path / "lake")))))
-    reference = duckdb.connect(str(ingested), read_only=True)
+    con, reference = lake_and_ingested
     lake = plan_cells(con, "2026-W03", Design())
     stored = plan_cells(reference, "2026-W03", Design())
     assert lake.drop(columns="form_versions").equals(stored.drop(columns="form_versions"))

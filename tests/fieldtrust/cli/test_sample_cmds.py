@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from click.testing import CliRunner
-from fieldtrust.sampling.export import escape_cell
+from fieldtrust.sampling.export import ITEM_COLUMNS, LABEL_COLUMNS, escape_cell
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
@@ -68,25 +68,7 @@ def test_out_writes_escaped_csv_for_labelling(filled: Path, tmp_path: Path) -> N
     assert code == 0 and "wrote 3000 items" in out
     with out_file.open(newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert list(rows[0]) == [
-        "extraction_id",
-        "doc_id",
-        "doc_type",
-        "form_version",
-        "field",
-        "value",
-        "confidence",
-        "cell",
-        "inclusion_prob",
-        "sample_id",
-        "verdict",
-        "reviewer",
-        "corrected_value",
-        "corrected_status",
-        "error_type",
-        "error_detail",
-        "labeled_at",
-    ]
+    assert list(rows[0]) == [*ITEM_COLUMNS, *LABEL_COLUMNS]
     values = {r["extraction_id"]: r["value"] for r in rows}
     assert values[f"{WEEK}-000000"] == "'=SUM(A1)"
     assert values[f"{WEEK}-000001"] == "'+1"

@@ -11,9 +11,9 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from fieldtrust import store
 from fieldtrust.cli.main import cli
 from fieldtrust.cli.store_cmds import labels_group
+from tests.conftest import file_rows
 
 HEADER = ["extraction_id", "doc_id", "doc_type", "field", "value", "confidence", "extracted_at"]
 GOOD = [
@@ -36,16 +36,12 @@ def run(db: Path, *args: str | Path) -> Result:
 
 
 def counts(db: Path) -> tuple[int, int, int]:
-    con = store.connect(db, read_only=True)
-    try:
-        row = con.execute(
-            "SELECT (SELECT count(*) FROM extractions), (SELECT count(*) FROM ingest_batches),"
-            " (SELECT count(*) FROM labels)"
-        ).fetchone()
-        assert row is not None
-        return int(row[0]), int(row[1]), int(row[2])
-    finally:
-        con.close()
+    (row,) = file_rows(
+        db,
+        "SELECT (SELECT count(*) FROM extractions), (SELECT count(*) FROM ingest_batches),"
+        " (SELECT count(*) FROM labels)",
+    )
+    return int(row[0]), int(row[1]), int(row[2])
 
 
 def test_ingest_prints_rows_read_added_and_already_stored(tmp_path: Path) -> None:
@@ -205,12 +201,10 @@ def test_labels_import_happy_path_and_again(tmp_path: Path) -> None:
     assert result.stdout == (
         "labels.csv: 3 rows read, 2 labels added, 0 already stored, 1 without a verdict\n"
     )
-    con = store.connect(db, read_only=True)
-    assert con.execute("SELECT extraction_id, reviewer FROM labels ORDER BY 1").fetchall() == [
+    assert file_rows(db, "SELECT extraction_id, reviewer FROM labels ORDER BY 1") == [
         ("x1", "alice"),
         ("x2", "bob"),
     ]
-    con.close()
     again = run(db, "labels", "import", labels, "--as", "carol")
     assert again.exit_code == 0
     assert "0 labels added" in again.stdout
