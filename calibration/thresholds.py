@@ -32,7 +32,7 @@ from fieldtrust.calibration.design import (
     kept_counts,
     kept_labels,
 )
-from fieldtrust.calibration.errors import CalibrationInputError
+from fieldtrust.calibration.errors import CalibrationInputError, check_fraction
 from fieldtrust.calibration.intervals import labels_needed, labels_needed_at_rate
 from fieldtrust.calibration.population import load_strata
 from fieldtrust.store.scope import Scope
@@ -161,10 +161,8 @@ def _point(sums: _Sums, k: int, bound: Bound) -> ThresholdPoint:
 
 
 def _check(target: float, confidence: float, n_min: int) -> None:
-    if not 0.0 < target < 1.0:
-        raise CalibrationInputError(f"target {target!r} is not strictly between 0 and 1")
-    if not 0.0 < confidence < 1.0:
-        raise CalibrationInputError(f"confidence {confidence!r} is not strictly between 0 and 1")
+    check_fraction("target", target)
+    check_fraction("confidence", confidence)
     if n_min < 1:
         raise CalibrationInputError(f"n_min must be at least 1, got {n_min}")
 

@@ -18,6 +18,7 @@ each week's cells as separate strata. The arithmetic lives in
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -133,8 +134,15 @@ def estimate_labels(
     ``weeks`` restricts to some of their weeks, so several windows can be
     estimated from one read (the alerts do).
     """
-    frame = estimate_frame(con, labels, by=by, confidence=confidence, weeks=weeks)
+    frame = _estimates(con, labels, _checked_grouping(by), confidence, weeks)
     return pa.Table.from_pandas(frame, schema=_estimate_schema(by), preserve_index=False)
+
+
+def estimate_frame(
+    con: duckdb.DuckDBPyConnection, labels: pa.Table, **options: Any
+) -> pd.DataFrame:
+    """:func:`estimate_labels` (the same options) as a pandas frame, for this package's alerts."""
+    return estimate_labels(con, labels, **options).to_pandas()
 
 
 def empty_estimates(by: Sequence[str] = ("doc_type", "field")) -> pa.Table:
@@ -148,16 +156,11 @@ def _estimate_schema(by: Sequence[str]) -> pa.Schema:
                      + list(_ESTIMATE_TYPES.items()))
 
 
-def estimate_frame(
-    con: duckdb.DuckDBPyConnection,
-    labels: pa.Table,
-    *,
-    by: Sequence[str] = ("doc_type", "field"),
-    confidence: float = 0.95,
-    weeks: Sequence[str] | None = None,
+def _estimates(
+    con: duckdb.DuckDBPyConnection, labels: pa.Table, columns: list[str], confidence: float,
+    weeks: Sequence[str] | None,
 ) -> pd.DataFrame:
-    """:func:`estimate_labels` as a pandas frame, for this package's alerts."""
-    columns = _checked_grouping(by)
+    """The rows of :func:`estimate_labels`, grouped by ``columns`` (checked)."""
     strata = _stratum_counts(con, labels, columns, weeks)
     if strata.empty:
         return pd.DataFrame(columns=[*columns, *ESTIMATE_COLUMNS])
@@ -216,7 +219,7 @@ def overall_estimate(
 
     Show it beside the worst strata, never alone (STATS.md section 1).
     """
-    table = estimate_frame(con, audit_labels(con, scope), by=(), confidence=confidence)
+    table = estimate_table(con, scope, by=(), confidence=confidence).to_pandas()
     if table.empty:
         nan = float("nan")
         return ProportionEstimate(nan, nan, nan, nan, 0, 0.0, 0.0, 0)

@@ -100,22 +100,17 @@ class DesignPreview:
     """What drawing a week with a design would give, per cell and in total."""
 
     week: str
-    cells: pa.Table  # one row per cell, columns PREVIEW_COLUMNS
     n_population: int
     n_sample: int
     budget: int | None  # None without a label budget
     over_budget: bool  # the minimums alone exceed the budget
+    cells: pa.Table  # one row per cell, columns PREVIEW_COLUMNS
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (what ``fieldtrust plan --json`` prints), cells as a list of rows."""
-        return {
-            "week": self.week,
-            "n_population": self.n_population,
-            "n_sample": self.n_sample,
-            "budget": self.budget,
-            "over_budget": self.over_budget,
-            "cells": self.cells.to_pylist(),
-        }
+        """What ``fieldtrust plan --json`` prints: the totals, then the cells as rows."""
+        totals = {name: getattr(self, name) for name in self.__dataclass_fields__
+                  if name != "cells"}
+        return {**totals, "cells": self.cells.to_pylist()}
 
 
 def preview_design(
@@ -143,9 +138,9 @@ def preview_design(
     total = int(cells["n_sample"].sum())
     return DesignPreview(
         week=week,
-        cells=pa.Table.from_pandas(cells[list(PREVIEW_COLUMNS)], preserve_index=False),
         n_population=int(cells["n_population"].sum()),
         n_sample=total,
         budget=design.budget,
         over_budget=design.budget is not None and total > design.budget,
+        cells=pa.Table.from_pandas(cells[list(PREVIEW_COLUMNS)], preserve_index=False),
     )
