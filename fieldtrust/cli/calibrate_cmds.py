@@ -108,7 +108,7 @@ def _weeks_text(scope: Scope) -> str:
 )
 @_bar_options("Confidence of certified thresholds and intervals")
 @click.pass_context
-def calibrate(ctx: click.Context, as_json: bool, **bar: float | int | None) -> None:
+def calibrate(ctx: click.Context, /, as_json: bool, **bar: float | int | None) -> None:
     """Per (document type, field): accuracy, calibration and thresholds."""
     from fieldtrust.calibration.report import calibration_report
 
@@ -166,7 +166,7 @@ def _candidate_row(a: CandidateAssessment) -> dict[str, Any]:
 )
 @_bar_options("Confidence of the guarantee")
 @click.pass_context
-def candidates(ctx: click.Context, as_json: bool, **bar: float | int | None) -> None:
+def candidates(ctx: click.Context, /, as_json: bool, **bar: float | int | None) -> None:
     """Strata that may be automated above a threshold, with evidence; why others may not."""
     from fieldtrust.calibration.candidates import automation_candidates
 
