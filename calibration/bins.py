@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+import pyarrow as pa
 from fieldtrust.calibration.errors import CalibrationInputError
 from fieldtrust.calibration.intervals import jeffreys_interval, wilson_interval
 
@@ -129,7 +130,7 @@ def reliability_bins(
     strategy: str = "quantile",
     interval: str = "wilson",
     level: float = 0.95,
-) -> pd.DataFrame:
+) -> pa.Table:
     """Reliability table: per bin, labels, mean stated confidence, accuracy, interval.
 
     Parameters
@@ -154,8 +155,8 @@ def reliability_bins(
 
     Returns
     -------
-    pandas.DataFrame
-        One row per bin, empty bins included (``n = 0``, NaN means): ``bin``,
+    pyarrow.Table
+        One row per bin, empty bins included (``n = 0``, null means): ``bin``,
         ``lower``, ``upper`` (edges; a label equal to an inner edge falls in the
         lower bin), ``n``, ``weight``, ``mean_confidence``, ``accuracy``,
         ``accuracy_low``, ``accuracy_high``, ``small`` (fewer than 30 labels).
@@ -177,7 +178,7 @@ def reliability_bins(
     with np.errstate(invalid="ignore"):
         successes = np.clip(np.nan_to_num(stats.accuracy) * n_eff, 0.0, n_eff)
     low, high = method(successes, n_eff, confidence=level)
-    return pd.DataFrame(
+    frame = pd.DataFrame(
         {
             "bin": np.arange(n_bins),
             "lower": stats.edges[:-1],
@@ -191,3 +192,4 @@ def reliability_bins(
             "small": stats.count < SMALL_BIN,
         }
     )
+    return pa.Table.from_pandas(frame, preserve_index=False)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from fieldtrust.calibration import survey
-from fieldtrust.calibration.errors import CalibrationInputError
+from fieldtrust.calibration.errors import CalibrationInputError, check_fraction
 from scipy.special import bdtr, betaincinv, ndtri
 
 ArrayLike = npt.ArrayLike
@@ -24,20 +24,9 @@ FloatArray = npt.NDArray[np.float64]
 MAX_LABELS_SEARCHED = 10_000_000
 
 
-def _level(confidence: float) -> float:
-    if not 0.0 < confidence < 1.0:
-        raise CalibrationInputError(
-            f"confidence {confidence!r} is not strictly between 0 and 1; use e.g. 0.95"
-        )
-    return float(confidence)
-
-
 def _delta(delta: float) -> float:
-    if not 0.0 < delta < 1.0:
-        raise CalibrationInputError(
-            f"delta {delta!r} is not strictly between 0 and 1; use e.g. 0.05 (95% confidence)"
-        )
-    return float(delta)
+    """``delta`` as a float, checked to lie in (0, 1)."""
+    return check_fraction("delta", delta, "use e.g. 0.05 (95% confidence)")
 
 
 def _counts(successes: ArrayLike, trials: ArrayLike) -> tuple[FloatArray, FloatArray]:
@@ -56,6 +45,11 @@ def _out(value: FloatArray) -> Any:
     return float(value) if np.ndim(value) == 0 else value
 
 
+def _two_sided(low: FloatArray, high: FloatArray, n: FloatArray) -> tuple[Any, Any]:
+    """An interval's ends as returned: NaN where there are no trials."""
+    return _out(np.where(n == 0, np.nan, low)), _out(np.where(n == 0, np.nan, high))
+
+
 def wilson_interval(
     successes: ArrayLike, trials: ArrayLike, *, confidence: float = 0.95
 ) -> tuple[Any, Any]:
@@ -71,7 +65,7 @@ def wilson_interval(
     17:857, method 3. Brown, Cai & DasGupta (2001), Statistical Science 16:101.
     """
     k, n = _counts(successes, trials)
-    z = ndtri(0.5 + 0.5 * _level(confidence))
+    z = ndtri(0.5 + 0.5 * survey.checked_confidence(confidence))
     with np.errstate(invalid="ignore", divide="ignore"):
         p = k / n
         denom = 2 * (n + z**2)
@@ -79,9 +73,7 @@ def wilson_interval(
         half = z / denom * np.sqrt(4 * n * p * (1 - p) + z**2)
         low = np.where(k == 0, 0.0, center - half)
         high = np.where(k == n, 1.0, center + half)
-    low = np.where(n == 0, np.nan, low)
-    high = np.where(n == 0, np.nan, high)
-    return _out(low), _out(high)
+    return _two_sided(low, high, n)
 
 
 def jeffreys_interval(
@@ -97,13 +89,11 @@ def jeffreys_interval(
     Brown, Cai & DasGupta (2001), Statistical Science 16:101, section 4.1.2.
     """
     k, n = _counts(successes, trials)
-    alpha = 1.0 - _level(confidence)
+    alpha = 1.0 - survey.checked_confidence(confidence)
     with np.errstate(invalid="ignore"):
         low = np.where(k == 0, 0.0, betaincinv(k + 0.5, n - k + 0.5, alpha / 2))
         high = np.where(k == n, 1.0, betaincinv(k + 0.5, n - k + 0.5, 1 - alpha / 2))
-    low = np.where(n == 0, np.nan, low)
-    high = np.where(n == 0, np.nan, high)
-    return _out(low), _out(high)
+    return _two_sided(low, high, n)
 
 
 def clopper_pearson_interval(
@@ -121,7 +111,7 @@ def clopper_pearson_interval(
     """
     k, n = _counts(successes, trials)
     # The one implementation (calibration.survey); the counts keep their shape here.
-    low, high = survey.clopper_pearson(k, n, confidence=_level(confidence))
+    low, high = survey.clopper_pearson(k, n, confidence=confidence)
     return _out(low.reshape(k.shape)), _out(high.reshape(k.shape))
 
 
@@ -176,7 +166,7 @@ def korn_graubard_interval(
     ----------
     Korn & Graubard (1998), Survey Methodology 24:193. STATS.md section 3.
     """
-    return survey.korn_graubard_interval(estimate, variance, labels, confidence=_level(confidence))
+    return survey.korn_graubard_interval(estimate, variance, labels, confidence=confidence)
 
 
 def _certifies(errors: ArrayLike, trials: ArrayLike, max_error: float, delta: float) -> Any:
@@ -189,10 +179,8 @@ def _certifies(errors: ArrayLike, trials: ArrayLike, max_error: float, delta: fl
 
 
 def _check_target(target: float) -> float:
-    max_error = 1.0 - target
-    if not 0.0 < max_error < 1.0:
-        raise CalibrationInputError(f"target {target!r} is not strictly between 0 and 1")
-    return max_error
+    """``1 - target``, the error rate a target allows (the target checked to lie in (0, 1))."""
+    return 1.0 - check_fraction("target", target)
 
 
 def labels_needed(errors: int, *, target: float = 0.95, delta: float = 0.05) -> int:

@@ -13,7 +13,7 @@ from typing import Any
 
 import duckdb
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 from fieldtrust.calibration.candidates import CandidateAssessment, assess
 from fieldtrust.calibration.errors import CalibrationInputError
 from fieldtrust.calibration.intervals import korn_graubard_interval
@@ -41,7 +41,7 @@ class StratumReport:
     """One (doc_type, field): table row, reliability bins, thresholds, candidacy."""
 
     table: StratumTable
-    bins: pd.DataFrame
+    bins: pa.Table  # calibration.bins.reliability_bins
     thresholds: ThresholdResult
     assessment: CandidateAssessment
     coverage: Coverage | None = None
@@ -97,7 +97,7 @@ class StratumReport:
         if include_bins:
             out["bins"] = [
                 {k: (_num(v) if isinstance(v, float) else v) for k, v in row.items()}
-                for row in self.bins.astype(object).to_dict(orient="records")
+                for row in self.bins.to_pylist()
             ]
         return out
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from fieldtrust.calibration.errors import CalibrationInputError
+from fieldtrust.calibration.errors import CalibrationInputError, check_fraction
 from scipy import stats
 from scipy.special import betaincinv, ndtri
 
@@ -42,12 +42,9 @@ FloatArray = npt.NDArray[np.float64]
 LONELY_VARIANCE = 0.25
 
 
-def _check_confidence(confidence: float) -> float:
-    if not 0.0 < confidence < 1.0:
-        raise CalibrationInputError(
-            f"confidence {confidence!r} is not strictly between 0 and 1; use 0.95"
-        )
-    return float(confidence)
+def checked_confidence(confidence: float) -> float:
+    """``confidence`` as a float, or a :class:`CalibrationInputError` outside (0, 1)."""
+    return check_fraction("confidence", confidence, "use e.g. 0.95")
 
 
 def clopper_pearson(
@@ -67,7 +64,7 @@ def clopper_pearson(
     """
     if sided not in ("two", "upper", "lower"):
         raise CalibrationInputError(f"sided must be 'two', 'upper' or 'lower', got {sided!r}")
-    alpha = 1 - _check_confidence(confidence)
+    alpha = 1 - checked_confidence(confidence)
     x = np.atleast_1d(np.asarray(successes, dtype=np.float64))
     size = np.atleast_1d(np.asarray(n, dtype=np.float64))
     x, size = np.broadcast_arrays(x, size)
@@ -92,7 +89,7 @@ def zero_variance_floor(n: npt.ArrayLike, *, confidence: float = 0.95) -> FloatA
     mean whose interval is as wide as the cell's exact one, per label.
     """
     size = np.asarray(n, dtype=np.float64)
-    z = float(ndtri(0.5 + 0.5 * _check_confidence(confidence)))
+    z = float(ndtri(0.5 + 0.5 * checked_confidence(confidence)))
     low, high = clopper_pearson(np.zeros_like(size), size, confidence=confidence)
     with np.errstate(invalid="ignore"):
         out = size * ((high - low) / (2 * z)) ** 2
@@ -124,7 +121,7 @@ def effective_size(
     if df is not None:
         freedom = np.broadcast_to(np.asarray(df, dtype=np.float64), raw.shape)
         usable = (count > 1) & (freedom >= 1)
-        level = 1 - (1 - _check_confidence(confidence)) / 2
+        level = 1 - (1 - checked_confidence(confidence)) / 2
         factor[usable] = (
             stats.t.ppf(level, count[usable] - 1) / stats.t.ppf(level, freedom[usable])
         ) ** 2

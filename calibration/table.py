@@ -13,6 +13,7 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+import pyarrow as pa
 from fieldtrust.calibration import survey
 from fieldtrust.calibration.bins import reliability_bins
 from fieldtrust.calibration.metrics import calibration_metrics
@@ -49,6 +50,14 @@ class StratumTable:
     ece: float
     ece_debiased: float
     brier: float
+
+
+#: Column types of :func:`calibration_table` (kept when no stratum has extractions).
+_TABLE_SCHEMA = pa.schema(
+    [("doc_type", pa.string()), ("field", pa.string()), ("n_population", pa.int64()),
+     ("n_labeled", pa.int64())]
+    + [(name, pa.float64()) for name in list(StratumTable.__dataclass_fields__)[4:]]
+)
 
 
 def weighted_accuracy(
@@ -145,8 +154,8 @@ def stratum_bins(
     strategy: str = "quantile",
     interval: str = "wilson",
     confidence: float = 0.95,
-) -> pd.DataFrame:
-    """Design-weighted reliability bins of one stratum's labels."""
+) -> pa.Table:
+    """Design-weighted reliability bins of one stratum's labels (as :func:`reliability_bins`)."""
     return reliability_bins(
         data.confidence, data.correct, weight=data.weight,
         n_bins=n_bins, strategy=strategy, interval=interval, level=confidence,
@@ -160,14 +169,17 @@ def calibration_table(
     confidence: float = 0.95,
     n_bins: int = 10,
     strategy: str = "quantile",
-) -> pd.DataFrame:
+) -> pa.Table:
     """The calibration table of every stratum with extractions in ``scope``.
 
-    One row per (doc_type, field), columns as :class:`StratumTable`. To split
-    by form version, pass a ``Scope`` with ``form_versions``.
+    One row per (doc_type, field), columns as :class:`StratumTable` (null
+    where a figure is undefined). To split by form version, pass a ``Scope``
+    with ``form_versions``.
     """
     rows = [
         vars(stratum_table(s, confidence=confidence, n_bins=n_bins, strategy=strategy))
         for s in load_strata(con, scope)
     ]
-    return pd.DataFrame(rows, columns=list(StratumTable.__dataclass_fields__))
+    frame = pd.DataFrame(rows, columns=list(StratumTable.__dataclass_fields__))
+    return pa.Table.from_pandas(frame, schema=_TABLE_SCHEMA, preserve_index=False)
+

@@ -20,6 +20,7 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+import pyarrow as pa
 from fieldtrust.calibration.design import (
     GRID,
     N_GRID,
@@ -31,7 +32,7 @@ from fieldtrust.calibration.design import (
     kept_counts,
     kept_labels,
 )
-from fieldtrust.calibration.errors import CalibrationInputError
+from fieldtrust.calibration.errors import CalibrationInputError, check_fraction
 from fieldtrust.calibration.intervals import labels_needed, labels_needed_at_rate
 from fieldtrust.calibration.population import load_strata
 from fieldtrust.store.scope import Scope
@@ -160,10 +161,8 @@ def _point(sums: _Sums, k: int, bound: Bound) -> ThresholdPoint:
 
 
 def _check(target: float, confidence: float, n_min: int) -> None:
-    if not 0.0 < target < 1.0:
-        raise CalibrationInputError(f"target {target!r} is not strictly between 0 and 1")
-    if not 0.0 < confidence < 1.0:
-        raise CalibrationInputError(f"confidence {confidence!r} is not strictly between 0 and 1")
+    check_fraction("target", target)
+    check_fraction("confidence", confidence)
     if n_min < 1:
         raise CalibrationInputError(f"n_min must be at least 1, got {n_min}")
 
@@ -326,13 +325,13 @@ def threshold_table(
     target: float = 0.95,
     confidence: float = 0.95,
     n_min: int = 100,
-) -> pd.DataFrame:
+) -> pa.Table:
     """Every candidate threshold with its coverage, accuracy and lower bound.
 
-    One row per candidate (high to low): ``threshold``, ``coverage``,
-    ``n_population_above``, ``labels_above``, ``accuracy``, ``accuracy_low``
-    (``1 -`` the upper bound at ``1 - confidence``, computed even where the
-    walk would skip or stop), ``tested`` (enough labels to be tested),
+    One row per candidate (high to low): the fields of :class:`ThresholdPoint`
+    (``accuracy_low`` is ``1 -`` the upper bound at ``1 - confidence``,
+    computed even where the walk would skip or stop; ``accuracy`` is null
+    without labels above), then ``tested`` (enough labels to be tested),
     ``certified`` (certified by the fixed-sequence walk), ``point`` (the point
     threshold). Data for the dashboard's threshold chart.
     """
@@ -343,16 +342,25 @@ def threshold_table(
     result = select_thresholds(design, labels, target=target, confidence=confidence, n_min=n_min)
     bounds = error_bounds(design, labels, grid, delta=delta)
     rows = [_point(sums, k, bounds.at(i)) for i, k in enumerate(grid.tolist())]
-    frame = pd.DataFrame([vars(row) for row in rows])
-    if frame.empty:
-        frame = pd.DataFrame(columns=[*ThresholdPoint.__dataclass_fields__])
+    columns = [*ThresholdPoint.__dataclass_fields__]
+    frame = pd.DataFrame([vars(row) for row in rows], columns=columns)
     certified_at = result.certified.threshold if result.certified else np.inf
     frame["tested"] = (frame["labels_above"] >= n_min) & (frame["labels_used"] >= n_min)
     frame["certified"] = frame["threshold"] >= certified_at
     frame["certified"] &= frame["tested"]
     point_at = result.point.threshold if result.point else np.nan
     frame["point"] = frame["threshold"] == point_at
-    return frame
+    return pa.Table.from_pandas(frame, schema=_CURVE_SCHEMA, preserve_index=False)
+
+
+#: Columns of :func:`threshold_table`: :class:`ThresholdPoint`, then the walk's marks.
+_CURVE_SCHEMA = pa.schema(
+    [("threshold", pa.float64()), ("coverage", pa.float64()),
+     ("n_population_above", pa.int64()), ("labels_above", pa.int64()),
+     ("labels_used", pa.int64()), ("accuracy", pa.float64()), ("accuracy_low", pa.float64()),
+     ("exact", pa.bool_()), ("tested", pa.bool_()), ("certified", pa.bool_()),
+     ("point", pa.bool_())]
+)
 
 
 def threshold_curve(
@@ -364,7 +372,7 @@ def threshold_curve(
     target: float = 0.95,
     confidence: float = 0.95,
     n_min: int = 100,
-) -> pd.DataFrame:
+) -> pa.Table:
     """:func:`threshold_table` for one stratum of the store (the dashboard's threshold chart).
 
     Columns as :func:`threshold_table`. Raises ``CalibrationInputError`` when

@@ -106,17 +106,18 @@ def range_text(low: float, high: float, n: int) -> str:
     return f"[{low:.3f}, {high:.3f}] (n = {n:,})"
 
 
-def plan_summary(plan: pd.DataFrame, design: Any) -> str:
-    """One line on a previewed design: cells, items, boosted cells, budget."""
-    if plan.empty:
+def plan_summary(preview: Any, design: Any) -> str:
+    """One line on a previewed design (sampling.planner.DesignPreview): cells, items, budget."""
+    cells = preview.cells
+    if cells.num_rows == 0:
         return "No extractions in this week."
-    boosted = int(plan["boosted"].sum()) if "boosted" in plan else 0
+    boosted = sum(cells.column("boosted").to_pylist())
     budget = f"label budget {design.budget:,}" if design.budget else "no label budget"
-    if plan.attrs.get("over_budget"):
+    if preview.over_budget:
         budget += " (**the minimums alone exceed it**)"
     return (
-        f"**{len(plan):,} cells**, **{int(plan['n_sample'].sum()):,} items** to label from"
-        f" {int(plan['n_population'].sum()):,} extractions; {boosted} cells of new form"
+        f"**{cells.num_rows:,} cells**, **{preview.n_sample:,} items** to label from"
+        f" {preview.n_population:,} extractions; {boosted} cells of new form"
         f" versions boosted x{design.boost:g}; {budget}; minimum {design.minimum} per cell."
     )
 
@@ -257,9 +258,10 @@ def below_target_frame(report: Any) -> pd.DataFrame:
     return pd.DataFrame(list(report.overall.strata_below_target))
 
 
-def bins_frame(bins: pd.DataFrame) -> pd.DataFrame:
+def bins_frame(bins: pa.Table) -> pd.DataFrame:
     """Reliability bins in the chart's columns (confidence, accuracy, low, high, n)."""
-    shown = bins[bins["n"] > 0]
+    frame = bins.to_pandas()
+    shown = frame[frame["n"] > 0]
     return pd.DataFrame({
         "confidence": shown["mean_confidence"], "accuracy": shown["accuracy"],
         "low": shown["accuracy_low"], "high": shown["accuracy_high"], "n": shown["n"],

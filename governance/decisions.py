@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 
@@ -51,6 +52,15 @@ class PolicyEntry:
     status: str  # 'active' (automated above threshold) or 'none'
     threshold: float | None
     decision: Decision
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stratum's policy with its latest decision, flat (the decision time a datetime)."""
+        return {
+            "doc_type": self.doc_type, "field": self.field, "status": self.status,
+            "threshold": self.threshold, "last_action": self.decision.action,
+            "decided_by": self.decision.decided_by, "decided_at": self.decision.decided_at,
+            "evidence_id": self.decision.evidence_id,
+        }
 
 
 def decision_history(

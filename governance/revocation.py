@@ -29,7 +29,7 @@ from typing import Any
 import duckdb
 import numpy as np
 from fieldtrust.calibration import survey
-from fieldtrust.governance.decisions import current_policy
+from fieldtrust.governance.decisions import PolicyEntry, current_policy
 from fieldtrust.governance.errors import DecisionError
 from fieldtrust.store.labelled import design_based_items
 from fieldtrust.store.scope import Scope
@@ -73,6 +73,31 @@ class RevocationRecommendation:
         values["approved_at"] = dt.datetime.fromisoformat(values["approved_at"])
         values["weeks"] = [WeekCheck(**w) for w in values["weeks"]]
         return cls(**values)
+
+
+@dataclass(frozen=True)
+class PolicyReview:
+    """A decided stratum's current policy and, if later audits fail it, the recommendation."""
+
+    entry: PolicyEntry
+    revocation: RevocationRecommendation | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """One row of ``fieldtrust policy show --json``: the policy, then the revocation reason."""
+        reason = self.revocation.reason if self.revocation else None
+        return {**self.entry.to_dict(), "revocation": reason}
+
+
+def policy_review(
+    con: duckdb.DuckDBPyConnection, *, target: float = 0.95, confidence: float = 0.95
+) -> list[PolicyReview]:
+    """Every decided stratum (as :func:`current_policy`) with its revocation recommendation.
+
+    ``target`` and ``confidence`` as :func:`revocation_recommendations`.
+    """
+    flagged = {(r.doc_type, r.field): r for r in revocation_recommendations(
+        con, target=target, confidence=confidence)}
+    return [PolicyReview(e, flagged.get((e.doc_type, e.field))) for e in current_policy(con)]
 
 
 def revocation_recommendations(

@@ -60,7 +60,8 @@ import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 from fieldtrust.sampling.errors import SamplingError
-from fieldtrust.sampling.estimates import audit_labels, estimate_labels
+from fieldtrust.sampling.estimates import audit_labels
+from fieldtrust.sampling.estimates import estimate_frame as estimate_labels
 from fieldtrust.store.scope import Scope
 from fieldtrust.store.weeks import parse_week, shift_week
 from scipy import stats

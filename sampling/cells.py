@@ -15,6 +15,7 @@ from typing import Any
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from fieldtrust.sampling.allocation import (
     neyman_allocation,
     neyman_weights,
@@ -74,7 +75,7 @@ def population_sql(
 
 def count_cells(
     con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None = None
-) -> pd.DataFrame:
+) -> pa.Table:
     """Population size ``N_h`` of every non-empty cell of ``week``, in a stable order.
 
     Columns: cell, doc_type, field, band, version_status, n_population,
@@ -83,6 +84,13 @@ def count_cells(
     ``parts`` names a relation of the week's counts per (doc_type, field,
     form_version, band_index), column n, when a lake source counted them.
     """
+    return pa.Table.from_pandas(_cell_counts(con, week, design, parts), preserve_index=False)
+
+
+def _cell_counts(
+    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None
+) -> pd.DataFrame:
+    """:func:`count_cells` as a pandas frame."""
     sql, params = population_sql(week, design)
     if design.new_version_weeks > 0:
         _, end = week_bounds(week)
@@ -155,22 +163,31 @@ def _cell_part(text: pd.Series) -> pd.Series:
 
 def plan_cells(
     con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None = None
-) -> pd.DataFrame:
+) -> pa.Table:
     """Every cell of ``week`` with ``N_h``, ``n_h``, ``pi_h = n_h / N_h`` and whether it is boosted.
 
-    Without a budget ``n_h`` follows the rate rule
-    (:func:`fieldtrust.sampling.allocation.rate_allocation`); with one, Neyman allocation
-    (:func:`fieldtrust.sampling.allocation.neyman_allocation`) with each band's error
-    rate taken from the labels of the previous :data:`RATE_LOOKBACK_WEEKS`
-    weeks, shrunk towards ``design.prior_error``.
+    Columns of :func:`count_cells`, then error_rate (Neyman's ``p_h``, null
+    without a budget), n_sample, inclusion_prob and boosted. Without a budget
+    ``n_h`` follows the rate rule
+    (:func:`fieldtrust.sampling.allocation.rate_allocation`); with one, Neyman
+    allocation (:func:`fieldtrust.sampling.allocation.neyman_allocation`) with
+    each band's error rate taken from the labels of the previous
+    :data:`RATE_LOOKBACK_WEEKS` weeks, shrunk towards ``design.prior_error``.
 
     Raises
     ------
     SamplingError
         The week holds no extractions.
     """
+    return pa.Table.from_pandas(plan_frame(con, week, design, parts), preserve_index=False)
+
+
+def plan_frame(
+    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None = None
+) -> pd.DataFrame:
+    """:func:`plan_cells` as a pandas frame, for the draws (they explode and zip its columns)."""
     week = checked_week(week)
-    cells = count_cells(con, week, design, parts)
+    cells = _cell_counts(con, week, design, parts)
     if cells.empty:
         start, end = week_bounds(week)
         raise SamplingError(

@@ -24,7 +24,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from fieldtrust.sampling.cells import checked_week, plan_cells, population_sql
+from fieldtrust.sampling.cells import checked_week, population_sql
+from fieldtrust.sampling.cells import plan_frame as plan_cells
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.errors import SamplingError
 from fieldtrust.sampling.prn import prn_hash_sql, prn_sql

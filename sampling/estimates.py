@@ -18,6 +18,7 @@ each week's cells as separate strata. The arithmetic lives in
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -43,6 +44,10 @@ ESTIMATE_COLUMNS = [
     "strata",
     "unweighted",
 ]
+
+#: Arrow types of :data:`ESTIMATE_COLUMNS` (the grouping columns are text).
+_ESTIMATE_TYPES = {name: pa.int64() if name in ("n", "strata") else pa.float64()
+                   for name in ESTIMATE_COLUMNS}
 
 _VIEW = "_fieldtrust_scoped_labels"
 
@@ -85,7 +90,7 @@ def estimate_table(
     *,
     by: Sequence[str] = ("doc_type", "field"),
     confidence: float = 0.95,
-) -> pd.DataFrame:
+) -> pa.Table:
     """Design-weighted accuracy of each group over all weeks of ``scope``.
 
     Parameters
@@ -101,7 +106,7 @@ def estimate_table(
 
     Returns
     -------
-    pandas.DataFrame
+    pyarrow.Table
         The ``by`` columns, then estimate, lower, upper, std_error, n
         (labels), n_eff (Korn-Graubard effective size), population (estimated
         extractions covered), strata, unweighted (raw share correct, for
@@ -123,13 +128,39 @@ def estimate_labels(
     by: Sequence[str] = ("doc_type", "field"),
     confidence: float = 0.95,
     weeks: Sequence[str] | None = None,
-) -> pd.DataFrame:
+) -> pa.Table:
     """:func:`estimate_table` on labels already read by :func:`audit_labels`.
 
     ``weeks`` restricts to some of their weeks, so several windows can be
     estimated from one read (the alerts do).
     """
-    columns = _checked_grouping(by)
+    frame = _estimates(con, labels, _checked_grouping(by), confidence, weeks)
+    return pa.Table.from_pandas(frame, schema=_estimate_schema(by), preserve_index=False)
+
+
+def estimate_frame(
+    con: duckdb.DuckDBPyConnection, labels: pa.Table, **options: Any
+) -> pd.DataFrame:
+    """:func:`estimate_labels` (the same options) as a pandas frame, for this package's alerts."""
+    return estimate_labels(con, labels, **options).to_pandas()
+
+
+def empty_estimates(by: Sequence[str] = ("doc_type", "field")) -> pa.Table:
+    """An :func:`estimate_labels` table without rows (nothing labelled yet)."""
+    return _estimate_schema(by).empty_table()
+
+
+def _estimate_schema(by: Sequence[str]) -> pa.Schema:
+    """The grouping columns (text), then :data:`ESTIMATE_COLUMNS` with their types."""
+    return pa.schema([(name, pa.string()) for name in _checked_grouping(by)]
+                     + list(_ESTIMATE_TYPES.items()))
+
+
+def _estimates(
+    con: duckdb.DuckDBPyConnection, labels: pa.Table, columns: list[str], confidence: float,
+    weeks: Sequence[str] | None,
+) -> pd.DataFrame:
+    """The rows of :func:`estimate_labels`, grouped by ``columns`` (checked)."""
     strata = _stratum_counts(con, labels, columns, weeks)
     if strata.empty:
         return pd.DataFrame(columns=[*columns, *ESTIMATE_COLUMNS])
@@ -168,7 +199,7 @@ def weekly_estimates(
     *,
     by: Sequence[str] = ("doc_type", "field"),
     confidence: float = 0.95,
-) -> pd.DataFrame:
+) -> pa.Table:
     """The weekly trend: :func:`estimate_table` grouped by week first, then ``by``.
 
     Each row is one week's design-weighted accuracy of one group, from that
@@ -188,7 +219,7 @@ def overall_estimate(
 
     Show it beside the worst strata, never alone (STATS.md section 1).
     """
-    table = estimate_table(con, scope, by=(), confidence=confidence)
+    table = estimate_table(con, scope, by=(), confidence=confidence).to_pandas()
     if table.empty:
         nan = float("nan")
         return ProportionEstimate(nan, nan, nan, nan, 0, 0.0, 0.0, 0)

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import numpy as np
-import pandas as pd
-from fieldtrust.sampling.cells import plan_cells
+import pyarrow as pa
+from fieldtrust.sampling.cells import CELL_COLUMNS, plan_frame
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.errors import SamplingError
 from scipy import stats
@@ -77,64 +79,68 @@ def attribute_sampling_table(
     deviations: Sequence[int] = (0, 1, 2, 3),
     *,
     risk: float = 0.05,
-) -> pd.DataFrame:
-    """:func:`attribute_sample_size` per tolerable rate (rows) and deviation count (columns)."""
-    table = pd.DataFrame(
-        [
-            [attribute_sample_size(rate, expected_deviations=k, risk=risk) for k in deviations]
-            for rate in rates
-        ],
-        index=pd.Index(list(rates), name="tolerable_rate"),
-        columns=[f"{k} deviations" for k in deviations],
-    )
-    return table
+) -> pa.Table:
+    """:func:`attribute_sample_size` per tolerable rate (rows) and deviation count (columns).
+
+    Columns: ``tolerable_rate``, then ``"k deviations"`` for each ``k`` of ``deviations``.
+    """
+    columns: dict[str, list[float] | list[int]] = {"tolerable_rate": [float(r) for r in rates]}
+    for k in deviations:
+        columns[f"{k} deviations"] = [
+            attribute_sample_size(rate, expected_deviations=k, risk=risk) for rate in rates
+        ]
+    return pa.table(columns)
 
 
-PREVIEW_COLUMNS = (
-    "cell",
-    "doc_type",
-    "field",
-    "band",
-    "version_status",
-    "n_population",
-    "n_sample",
-    "inclusion_prob",
-    "boosted",
-    "error_rate",
-    "margin",
-)
+PREVIEW_COLUMNS = (*CELL_COLUMNS, "n_sample", "inclusion_prob", "boosted", "error_rate", "margin")
+
+
+@dataclass(frozen=True)
+class DesignPreview:
+    """What drawing a week with a design would give, per cell and in total."""
+
+    week: str
+    n_population: int
+    n_sample: int
+    budget: int | None  # None without a label budget
+    over_budget: bool  # the minimums alone exceed the budget
+    cells: pa.Table  # one row per cell, columns PREVIEW_COLUMNS
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``fieldtrust plan --json`` prints: the totals, then the cells as rows."""
+        totals = {name: getattr(self, name) for name in self.__dataclass_fields__
+                  if name != "cells"}
+        return {**totals, "cells": self.cells.to_pylist()}
 
 
 def preview_design(
     con: duckdb.DuckDBPyConnection, week: str, design: Design | None = None, *, z: float = 1.96
-) -> pd.DataFrame:
+) -> DesignPreview:
     """What drawing ``week`` with ``design`` would give, per cell, without writing.
 
     Returns
     -------
-    pandas.DataFrame
-        cell, doc_type, field, band, version_status, n_population (``N_h``),
-        n_sample (``n_h``), inclusion_prob (``pi_h``), boosted, error_rate
-        (Neyman's ``p_h``, budget designs only), margin (expected +- of the
-        cell's accuracy at ``p_h`` or the prior, with the finite-population
-        correction). ``frame.attrs`` holds the totals: ``n_population``,
-        ``n_sample`` and ``budget`` (None without one); ``over_budget`` is
-        true when the minimums alone exceed the budget.
+    DesignPreview
+        The totals, and ``cells``: cell, doc_type, field, band,
+        version_status, n_population (``N_h``), n_sample (``n_h``),
+        inclusion_prob (``pi_h``), boosted, error_rate (Neyman's ``p_h``,
+        budget designs only, else null), margin (expected +- of the cell's
+        accuracy at ``p_h`` or the prior, with the finite-population
+        correction).
     """
     design = design or Design()
-    cells = plan_cells(con, week, design)
+    cells = plan_frame(con, week, design)
     p = cells["error_rate"].fillna(design.prior_error).to_numpy()
     population = cells["n_population"].to_numpy(dtype=np.float64)
     size = cells["n_sample"].to_numpy(dtype=np.float64)
     fpc = np.clip(1 - size / population, 0, 1)
     cells["margin"] = z * np.sqrt(fpc * p * (1 - p) / np.maximum(size, 1))
-    cells = cells[list(PREVIEW_COLUMNS)].copy()
     total = int(cells["n_sample"].sum())
-    cells.attrs = {
-        "week": week,
-        "n_population": int(cells["n_population"].sum()),
-        "n_sample": total,
-        "budget": design.budget,
-        "over_budget": design.budget is not None and total > design.budget,
-    }
-    return cells
+    return DesignPreview(
+        week=week,
+        n_population=int(cells["n_population"].sum()),
+        n_sample=total,
+        budget=design.budget,
+        over_budget=design.budget is not None and total > design.budget,
+        cells=pa.Table.from_pandas(cells[list(PREVIEW_COLUMNS)], preserve_index=False),
+    )

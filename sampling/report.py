@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
-import pandas as pd
+import pyarrow as pa
 from fieldtrust.sampling.alerts import (
     LOOKBACK,
     Alert,
@@ -14,7 +16,7 @@ from fieldtrust.sampling.alerts import (
     count_tests,
     false_alert_note,
 )
-from fieldtrust.sampling.estimates import ESTIMATE_COLUMNS, audit_labels, estimate_labels
+from fieldtrust.sampling.estimates import audit_labels, empty_estimates, estimate_labels
 from fieldtrust.store.scope import Scope, last_weeks
 
 
@@ -28,10 +30,20 @@ class AuditReport:
     """
 
     weeks: tuple[str, ...]
-    trend: pd.DataFrame
-    overall: pd.DataFrame
+    trend: pa.Table  # columns of sampling.estimates.estimate_labels
+    overall: pa.Table
     alerts: list[Alert]
     alert_note: str = ""  # how many false alerts to expect, at the level used
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (what ``fieldtrust report --json`` prints), tables as lists of rows."""
+        return {
+            "weeks": list(self.weeks),
+            "trend": self.trend.to_pylist(),
+            "overall": self.overall.to_pylist(),
+            "alerts": [dataclasses.asdict(a) for a in self.alerts],
+            "alert_note": self.alert_note,
+        }
 
 
 def audit_report(
@@ -46,8 +58,8 @@ def audit_report(
     rows = con.sql("SELECT max(week) FROM audit_samples").fetchall()
     latest = rows[0][0] if rows else None
     if latest is None:
-        trend = pd.DataFrame(columns=["week", "doc_type", "field", *ESTIMATE_COLUMNS])
-        return AuditReport((), trend, trend.drop(columns=["doc_type", "field"]), [])
+        return AuditReport((), empty_estimates(("week", "doc_type", "field")),
+                           empty_estimates(("week",)), [])
     window = last_weeks(con, weeks, until=latest)
     # One read of the labels serves the trend and the alerts.
     labels = audit_labels(

@@ -21,7 +21,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from fieldtrust.sampling.cells import checked_week, plan_cells
+from fieldtrust.sampling.cells import checked_week
+from fieldtrust.sampling.cells import plan_frame as plan_cells
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import (
     _CELLS_SQL,

@@ -15,10 +15,12 @@ admin cannot lose the role.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import unicodedata
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 import duckdb
 from fieldtrust.store.chain import chain_returned
@@ -276,6 +278,10 @@ class UserRoles:
         """The roles as one text, ``none`` when empty (for tables and pickers)."""
         return ", ".join(self.roles) or "none"
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (what ``fieldtrust users list --json`` prints for each user)."""
+        return {"user_name": self.user_name, "roles": list(self.roles)}
+
 
 @dataclass(frozen=True)
 class RoleChange:
@@ -286,6 +292,10 @@ class RoleChange:
     role: str
     changed_by: str
     changed_at: dt.datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        """One row of ``fieldtrust users list --history`` (the time stays a datetime)."""
+        return dataclasses.asdict(self)
 
 
 def list_users(con: duckdb.DuckDBPyConnection) -> list[UserRoles]:

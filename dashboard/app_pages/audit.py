@@ -80,11 +80,10 @@ def _design_section(identity: auth.Identity | None, week: str) -> None:
                          key=state.AUDIT_BUDGET,
                          help="With a budget, cells get Neyman allocation keeping the minimums.")
     design = _design_from_widgets()
-    plan = views.frame_of(data.cached("preview_design", week, design.canonical_json()))
-    summary = views.plan_summary(plan, design)
-    st.markdown(summary)
+    preview = data.cached("preview_design", week, design.canonical_json())
+    st.markdown(views.plan_summary(preview, design))
     with st.expander("Cells of the preview", expanded=False):
-        downloads.show_table("design_preview", plan)
+        downloads.show_table("design_preview", preview.cells)
     layout.flash(state.AUDIT_DRAW_FLASH)
     current = data.cached("week_sample", week)
     if current is not None:

@@ -6,7 +6,8 @@ commands, so `fieldtrust --help` and the other commands start fast.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import duckdb
@@ -17,6 +18,9 @@ from fieldtrust.store.scope import Scope, last_weeks
 if TYPE_CHECKING:
     from fieldtrust.calibration.candidates import CandidateAssessment
     from fieldtrust.calibration.report import CalibrationReport
+    from fieldtrust.settings import Settings
+
+_Command = TypeVar("_Command", bound=Callable[..., Any])
 
 
 def _scope(con: duckdb.DuckDBPyConnection, weeks: int) -> Scope:
@@ -69,6 +73,26 @@ def _report_rows(report: CalibrationReport) -> list[dict[str, Any]]:
     return rows
 
 
+def _bar_options(confidence_help: str) -> Callable[[_Command], _Command]:
+    """--target, --confidence, --weeks (the command's ``**bar``) and --json."""
+    options = (
+        click.option("--target", type=float, default=None,
+                     help="Accuracy to reach [setting target]."),
+        click.option("--confidence", type=float, default=None,
+                     help=f"{confidence_help} [setting confidence]."),
+        click.option("--weeks", type=int, default=None,
+                     help="Look at the last N weeks [setting weeks]."),
+        click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
+    )
+
+    def apply(command: _Command) -> _Command:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return apply
+
+
 def _weeks_text(scope: Scope) -> str:
     if not scope.weeks:
         return "all weeks"
@@ -82,36 +106,16 @@ def _weeks_text(scope: Scope) -> str:
     " guarantee, 'certified t' holds the target with the stated confidence"
     " (see docs/calibration.md).",
 )
-@click.option("--target", type=float, default=None, help="Accuracy to reach [setting target].")
-@click.option(
-    "--confidence", type=float, default=None,
-    help="Confidence of certified thresholds and intervals [setting confidence].",
-)
-@click.option("--weeks", type=int, default=None, help="Look at the last N weeks [setting weeks].")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@_bar_options("Confidence of certified thresholds and intervals")
 @click.pass_context
-def calibrate(
-    ctx: click.Context,
-    target: float | None,
-    confidence: float | None,
-    weeks: int | None,
-    as_json: bool,
-) -> None:
+def calibrate(ctx: click.Context, /, as_json: bool, **bar: float | int | None) -> None:
     """Per (document type, field): accuracy, calibration and thresholds."""
     from fieldtrust.calibration.report import calibration_report
 
-    conf = settings(ctx, target=target, confidence=confidence, weeks=weeks)
+    conf = settings(ctx, **bar)
     con = open_db(ctx, read_only=True)
     scope = _scope(con, conf.weeks)
-    report = calibration_report(
-        con,
-        scope,
-        target=conf.target,
-        confidence=conf.confidence,
-        n_min=conf.n_min,
-        stability_weeks=conf.stability_weeks,
-        **_policy_extras(con),
-    )
+    report = calibration_report(con, scope, **_criteria(con, conf))
     if as_json:
         echo_json(report.to_dict())
         return
@@ -129,13 +133,14 @@ def calibrate(
     echo_table(_report_rows(report))
 
 
-def _policy_extras(con: Any) -> dict[str, Any]:
-    """The store's policy settings that have no flag: version share, weekly labels, prior."""
+def _criteria(con: Any, conf: Settings) -> dict[str, Any]:
+    """What a stratum is held to: the settings, and the store's policy settings without a flag."""
     from fieldtrust.store.policy_settings import current_policy_settings
 
     policy = current_policy_settings(con)
-    return {"version_share": policy.version_share, "min_week_labels": policy.min_week_labels,
-            "prior_error": policy.prior_error}
+    return {"target": conf.target, "confidence": conf.confidence, "n_min": conf.n_min,
+            "stability_weeks": conf.stability_weeks, "version_share": policy.version_share,
+            "min_week_labels": policy.min_week_labels, "prior_error": policy.prior_error}
 
 
 def _candidate_row(a: CandidateAssessment) -> dict[str, Any]:
@@ -159,35 +164,15 @@ def _candidate_row(a: CandidateAssessment) -> dict[str, Any]:
     "A candidate has a certified threshold, holds the target in each recent week"
     " of the window, and covers only the form versions whose own labels certify it.",
 )
-@click.option("--target", type=float, default=None, help="Accuracy to reach [setting target].")
-@click.option(
-    "--confidence", type=float, default=None,
-    help="Confidence of the guarantee [setting confidence].",
-)
-@click.option("--weeks", type=int, default=None, help="Look at the last N weeks [setting weeks].")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@_bar_options("Confidence of the guarantee")
 @click.pass_context
-def candidates(
-    ctx: click.Context,
-    target: float | None,
-    confidence: float | None,
-    weeks: int | None,
-    as_json: bool,
-) -> None:
+def candidates(ctx: click.Context, /, as_json: bool, **bar: float | int | None) -> None:
     """Strata that may be automated above a threshold, with evidence; why others may not."""
     from fieldtrust.calibration.candidates import automation_candidates
 
-    conf = settings(ctx, target=target, confidence=confidence, weeks=weeks)
+    conf = settings(ctx, **bar)
     con = open_db(ctx, read_only=True)
-    assessments = automation_candidates(
-        con,
-        _scope(con, conf.weeks),
-        target=conf.target,
-        confidence=conf.confidence,
-        n_min=conf.n_min,
-        stability_weeks=conf.stability_weeks,
-        **_policy_extras(con),
-    )
+    assessments = automation_candidates(con, _scope(con, conf.weeks), **_criteria(con, conf))
     chosen = [a for a in assessments if a.candidate]
     others = [a for a in assessments if not a.candidate]
     if as_json:

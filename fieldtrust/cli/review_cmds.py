@@ -13,7 +13,6 @@ imported inside their commands, so `fieldtrust --help` starts fast.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,7 +20,7 @@ import click
 import duckdb
 
 from fieldtrust.cli.common import AS_HELP, acting_user, echo_json, echo_table, open_db, settings
-from fieldtrust.governance.decisions import DECISION_ACTIONS, current_policy
+from fieldtrust.governance.decisions import DECISION_ACTIONS
 from fieldtrust.labels.taxonomy import CORRECTED_STATUSES, ERROR_TYPES
 from fieldtrust.labels.verdicts import VERDICTS
 from fieldtrust.store.access import (
@@ -105,10 +104,11 @@ def users_list(ctx: click.Context, history: bool, as_json: bool) -> None:
     """List users and the roles they hold now."""
     con = open_db(ctx, read_only=True)
     if history:
-        rows = [dataclasses.asdict(c) for c in role_history(con)]
+        rows = [c.to_dict() for c in role_history(con)]
+    elif as_json:
+        rows = [u.to_dict() for u in list_users(con)]
     else:
-        rows = [{"user_name": u.user_name, "roles": u.role if not as_json else list(u.roles)}
-                for u in list_users(con)]
+        rows = [{"user_name": u.user_name, "roles": u.role} for u in list_users(con)]
     echo_json(rows) if as_json else echo_table(rows)
 
 
@@ -263,22 +263,11 @@ def policy_settings_cmd(ctx: click.Context, actor: str | None, as_json: bool,
 @click.pass_context
 def policy_show(ctx: click.Context, as_json: bool) -> None:
     """Every decided stratum with its latest decision, and revocation recommendations."""
-    from fieldtrust.governance.revocation import revocation_recommendations
+    from fieldtrust.governance.revocation import policy_review
 
-    con = open_db(ctx, read_only=True)
     conf = settings(ctx)
-    flagged = {(r.doc_type, r.field): r.reason for r in revocation_recommendations(
-        con, target=conf.target, confidence=conf.confidence)}
-    rows = [
-        {
-            "doc_type": e.doc_type, "field": e.field, "status": e.status,
-            "threshold": e.threshold, "last_action": e.decision.action,
-            "decided_by": e.decision.decided_by, "decided_at": e.decision.decided_at,
-            "evidence_id": e.decision.evidence_id,
-            "revocation": flagged.get((e.doc_type, e.field)),
-        }
-        for e in current_policy(con)
-    ]
+    rows = [r.to_dict() for r in policy_review(
+        open_db(ctx, read_only=True), target=conf.target, confidence=conf.confidence)]
     if as_json:
         echo_json(rows)
         return

@@ -6,7 +6,6 @@ The sampling modules (pandas, scipy) are imported inside the commands, so
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -18,7 +17,16 @@ if TYPE_CHECKING:
     import duckdb
     import pandas as pd
 
+    from fieldtrust.sampling.planner import DesignPreview
+
 _CELL_COLUMNS = ["cell", "n_population", "n_sample", "inclusion_prob"]
+
+_DESIGN = click.option(
+    "--design",
+    "design_file",
+    type=click.Path(dir_okay=False),
+    help="Sampling design, .toml or .json (default: the built-in design).",
+)
 
 
 def _design(path: str | None) -> Design:
@@ -45,12 +53,7 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     " fieldtrust sample --week ... --as nightly-audit.",
 )
 @click.option("--week", required=True, help="ISO week to sample, e.g. 2026-W48 (UTC).")
-@click.option(
-    "--design",
-    "design_file",
-    type=click.Path(dir_okay=False),
-    help="Sampling design, .toml or .json (default: the built-in design).",
-)
+@_DESIGN
 @click.option("--seed", type=int, default=None, help="PRN seed [default: setting seed].")
 @click.option(
     "--out",
@@ -185,12 +188,7 @@ def _write_out(
 
 @click.command(epilog="Example: fieldtrust plan --week 2026-W48 --design design.toml")
 @click.option("--week", required=True, help="ISO week to plan, e.g. 2026-W48 (UTC).")
-@click.option(
-    "--design",
-    "design_file",
-    type=click.Path(dir_okay=False),
-    help="Sampling design, .toml or .json (default: the built-in design).",
-)
+@_DESIGN
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
 def plan(ctx: click.Context, week: str, design_file: str | None, as_json: bool) -> None:
@@ -202,19 +200,18 @@ def plan(ctx: click.Context, week: str, design_file: str | None, as_json: bool) 
     )
 
 
-def _print_preview(cells: pd.DataFrame, as_json: bool) -> None:
-    totals = dict(cells.attrs)
+def _print_preview(preview: DesignPreview, as_json: bool) -> None:
     if as_json:
-        echo_json({**totals, "cells": _records(cells)})
+        echo_json(preview.to_dict())
         return
-    echo_table(_records(cells), [*_CELL_COLUMNS, "boosted", "margin"])
-    budget = totals["budget"]
+    echo_table(preview.cells.to_pylist(), [*_CELL_COLUMNS, "boosted", "margin"])
+    budget = preview.budget
     tail = (
         ""
         if budget is None
-        else f" (budget {budget}{', minimums exceed it' if totals['over_budget'] else ''})"
+        else f" (budget {budget}{', minimums exceed it' if preview.over_budget else ''})"
     )
-    click.echo(f"total: {totals['n_sample']} of {totals['n_population']} extractions{tail}")
+    click.echo(f"total: {preview.n_sample} of {preview.n_population} extractions{tail}")
 
 
 @click.command(epilog="Example: fieldtrust report --weeks 8 --json")
@@ -233,21 +230,13 @@ def report(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
         confidence=resolved.confidence,
     )
     if as_json:
-        echo_json(
-            {
-                "weeks": list(result.weeks),
-                "trend": _records(result.trend),
-                "overall": _records(result.overall),
-                "alerts": [dataclasses.asdict(a) for a in result.alerts],
-                "alert_note": result.alert_note,
-            }
-        )
+        echo_json(result.to_dict())
         return
-    if result.trend.empty:
+    if result.trend.num_rows == 0:
         click.echo("no audit labels yet: draw a sample (fieldtrust sample) and label it")
         return
     click.echo("accuracy by week (design-weighted; Korn-Graubard 95% interval of the last week):")
-    echo_table(_records(_trend_grid(result.trend, result.overall)))
+    echo_table(_records(_trend_grid(result.trend.to_pandas(), result.overall.to_pandas())))
     click.echo("")
     if not result.alerts:
         click.echo(f"no alerts for {result.weeks[-1]}")

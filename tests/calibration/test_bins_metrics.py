@@ -29,7 +29,7 @@ def random_labels(seed: int, n: int = 500) -> tuple[np.ndarray, np.ndarray]:
 def test_unweighted_bins_equal_sklearn_calibration_curve(strategy, n_bins, seed) -> None:
     c, y = random_labels(seed)
     prob_true, prob_pred = calibration_curve(y, c, n_bins=n_bins, strategy=strategy)
-    bins = reliability_bins(c, y, n_bins=n_bins, strategy=strategy)
+    bins = reliability_bins(c, y, n_bins=n_bins, strategy=strategy).to_pandas()
     shown = bins[bins["n"] > 0]
     np.testing.assert_allclose(shown["accuracy"], prob_true, rtol=0, atol=1e-12)
     np.testing.assert_allclose(shown["mean_confidence"], prob_pred, rtol=0, atol=1e-12)
@@ -39,7 +39,7 @@ def test_unweighted_bins_equal_sklearn_calibration_curve(strategy, n_bins, seed)
 def test_sklearn_docstring_example_of_stats_md() -> None:
     y = np.array([0, 0, 0, 0, 1, 1, 1, 1, 1])
     p = np.array([0.1, 0.2, 0.3, 0.4, 0.65, 0.7, 0.8, 0.9, 1.0])
-    bins = reliability_bins(p, y, n_bins=3, strategy="uniform")
+    bins = reliability_bins(p, y, n_bins=3, strategy="uniform").to_pandas()
     np.testing.assert_allclose(bins["accuracy"], [0.0, 0.5, 1.0])
     np.testing.assert_allclose(bins["mean_confidence"], [0.2, 0.525, 0.85])
     assert bins["n"].tolist() == [3, 2, 4]
@@ -48,7 +48,7 @@ def test_sklearn_docstring_example_of_stats_md() -> None:
 def test_bins_keep_empty_and_small_bins_and_flag_them() -> None:
     c = np.r_[np.full(40, 0.95), np.full(5, 0.15)]
     y = np.r_[np.ones(38), np.zeros(2), np.zeros(5)]
-    bins = reliability_bins(c, y, n_bins=10, strategy="uniform")
+    bins = reliability_bins(c, y, n_bins=10, strategy="uniform").to_pandas()
     assert len(bins) == 10
     assert bins["n"].tolist() == [0, 5, 0, 0, 0, 0, 0, 0, 0, 40]
     assert bins["small"].tolist() == [True] * 9 + [False]
@@ -60,7 +60,7 @@ def test_bin_interval_is_wilson_or_jeffreys_of_the_bin_counts() -> None:
 
     c, y = random_labels(7, n=300)
     for name, method in (("wilson", wilson_interval), ("jeffreys", jeffreys_interval)):
-        bins = reliability_bins(c, y, n_bins=5, interval=name, level=0.9)
+        bins = reliability_bins(c, y, n_bins=5, interval=name, level=0.9).to_pandas()
         ids = np.searchsorted(bins["upper"].to_numpy()[:-1], c)
         for b in range(5):
             k, n = int(y[ids == b].sum()), int((ids == b).sum())
@@ -73,7 +73,7 @@ def test_weighted_bins_use_weighted_means() -> None:
     c = np.array([0.91, 0.93, 0.92, 0.94])
     y = np.array([1, 0, 1, 1])
     w = np.array([1.0, 3.0, 1.0, 1.0])
-    bins = reliability_bins(c, y, weight=w, n_bins=1)
+    bins = reliability_bins(c, y, weight=w, n_bins=1).to_pandas()
     assert bins.loc[0, "accuracy"] == pytest.approx(3 / 6)
     assert bins.loc[0, "mean_confidence"] == pytest.approx((0.91 + 3 * 0.93 + 0.92 + 0.94) / 6)
     assert bins.loc[0, "weight"] == pytest.approx(6.0)
@@ -104,7 +104,7 @@ def test_debiased_error_removes_the_plug_in_bias_on_calibrated_confidences() -> 
         rng = np.random.default_rng(seed)
         c = rng.uniform(0.5, 1.0, 2000)
         y = (rng.random(c.size) < c).astype(int)
-        bins = reliability_bins(c, y, n_bins=10)
+        bins = reliability_bins(c, y, n_bins=10).to_pandas()
         gap = (bins["mean_confidence"] - bins["accuracy"]) ** 2
         plug_in.append(float(np.sum(bins["n"] / c.size * gap)))
         debiased.append(debiased_squared_calibration_error(c, y, n_bins=10))

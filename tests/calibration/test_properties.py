@@ -44,8 +44,8 @@ def test_results_do_not_depend_on_row_order(data, random) -> None:
     c, y, w = data
     order = np.arange(c.size)
     random.shuffle(order)
-    a = reliability_bins(c, y, weight=w, n_bins=7)
-    b = reliability_bins(c[order], y[order], weight=w[order], n_bins=7)
+    a = reliability_bins(c, y, weight=w, n_bins=7).to_pandas()
+    b = reliability_bins(c[order], y[order], weight=w[order], n_bins=7).to_pandas()
     np.testing.assert_allclose(a.to_numpy(dtype=float), b.to_numpy(dtype=float),
                                rtol=1e-12, atol=1e-12)
     m1 = calibration_metrics(c, y, weight=w)
@@ -65,8 +65,8 @@ def test_equal_weights_reproduce_unweighted_results(data, constant) -> None:
     c, y, _ = data
     w = np.full(c.size, constant)  # a simple random sample: every weight N / n
     for strategy in ("quantile", "uniform"):
-        plain = reliability_bins(c, y, n_bins=5, strategy=strategy)
-        weighted = reliability_bins(c, y, weight=w, n_bins=5, strategy=strategy)
+        plain = reliability_bins(c, y, n_bins=5, strategy=strategy).to_pandas()
+        weighted = reliability_bins(c, y, weight=w, n_bins=5, strategy=strategy).to_pandas()
         for column in ("n", "mean_confidence", "accuracy", "accuracy_low", "accuracy_high"):
             np.testing.assert_allclose(weighted[column], plain[column], rtol=1e-9, atol=1e-12)
         m_plain = calibration_metrics(c, y, n_bins=5, strategy=strategy)

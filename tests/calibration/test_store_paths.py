@@ -84,7 +84,7 @@ def test_permanent_uniform_is_fixed_per_id_and_spread_evenly() -> None:
 def test_threshold_curve_of_one_stratum(con) -> None:
     build_store(con, [StratumSpec("invoice", "total", per_week=4000)],
                 weeks=weeks_from("2026-W01", 2), design=DesignSpec(rate=0.05), seed=3)
-    curve = threshold_curve(con, "invoice", "total")
+    curve = threshold_curve(con, "invoice", "total").to_pandas()
     assert {"threshold", "coverage", "accuracy", "accuracy_low", "labels_above", "certified",
             "point", "tested"} <= set(curve.columns)
     assert curve["threshold"].is_monotonic_decreasing

@@ -184,7 +184,7 @@ def test_threshold_table_marks_certified_and_point_rows() -> None:
     y = rng.random(c.size) < 1 - 1.6 * (1 - c)
     labelled = rng.choice(c.size, 1500, replace=False)
     design, labels = srs(c, labelled, y[labelled])
-    table = threshold_table(design, labels)
+    table = threshold_table(design, labels).to_pandas()
     result = select_thresholds(design, labels)
     assert table["threshold"].tolist() == [k / GRID for k in candidate_grid(design.population_hist)]
     assert table["coverage"].is_monotonic_increasing

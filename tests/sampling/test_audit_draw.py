@@ -161,7 +161,8 @@ def test_new_version_window_counts_weeks_before_the_end_of_the_week(con, world) 
         frame = world.frame(week, 300, seed=8, prefix=prefix)
         world.insert(con, frame.assign(form_version="v5"))  # v5 first seen in W46
     statuses = {
-        weeks: set(plan_cells(con, WEEK, Design(new_version_weeks=weeks))["version_status"])
+        weeks: set(plan_cells(con, WEEK, Design(new_version_weeks=weeks))["version_status"]
+                   .to_pylist())
         for weeks in (0, 2, 3)
     }
     # W46 starts 3 weeks before the end of W48: outside a 2-week window, inside a 3-week one.
@@ -344,7 +345,7 @@ def test_fallback_when_a_cutoff_falls_short(con: duckdb.DuckDBPyConnection, worl
     world.insert(con, world.frame(WEEK, 2000, seed=18))
     design = Design(base_rate=0.05)
     reference = drawn(con, draw_sample(con, WEEK, design, seed=SEED, actor=world.qa_lead).sample_id)
-    cells = plan_cells(con, WEEK, design)
+    cells = plan_cells(con, WEEK, design).to_pandas()
     con.execute(
         "INSERT INTO audit_samples VALUES ('x/v1', ?, 99, ?, '{}', '', now()::TIMESTAMP, NULL)",
         [WEEK, SEED],

@@ -94,7 +94,7 @@ def audited(con: duckdb.DuckDBPyConnection, world) -> duckdb.DuckDBPyConnection:
 
 def test_weekly_estimates_match_cochran(audited: duckdb.DuckDBPyConnection) -> None:
     rows = labelled_cells(audited)
-    table = weekly_estimates(audited)
+    table = weekly_estimates(audited).to_pandas()
     assert len(table) == 2 * 4  # two weeks x (2 doc types x 2 fields)
     for row in table.itertuples():
         mine = rows[
@@ -127,7 +127,7 @@ def test_fully_labelled_estimate_is_the_hajek_ratio_of_the_store_weights(audited
 
 def test_form_version_domain_matches_linearisation(audited: duckdb.DuckDBPyConnection) -> None:
     rows = labelled_cells(audited)
-    table = estimate_table(audited, by=("form_version",)).set_index("form_version")
+    table = estimate_table(audited, by=("form_version",)).to_pandas().set_index("form_version")
     for version in ("v1", "v9"):
         ratio, variance = hand_domain(rows, rows["form_version"] == version)
         assert table.loc[version, "estimate"] == pytest.approx(ratio, abs=1e-12)
@@ -136,14 +136,14 @@ def test_form_version_domain_matches_linearisation(audited: duckdb.DuckDBPyConne
 
 
 def test_scope_by_form_version_keeps_cell_weights(audited: duckdb.DuckDBPyConnection) -> None:
-    grouped = estimate_table(audited, by=("form_version",)).set_index("form_version")
-    scoped = estimate_table(audited, Scope(form_versions=("v9",)), by=())
+    grouped = estimate_table(audited, by=("form_version",)).to_pandas().set_index("form_version")
+    scoped = estimate_table(audited, Scope(form_versions=("v9",)), by=()).to_pandas()
     assert scoped["estimate"].iloc[0] == pytest.approx(grouped.loc["v9", "estimate"], abs=1e-12)
     assert scoped["std_error"].iloc[0] == pytest.approx(grouped.loc["v9", "std_error"], rel=1e-9)
 
 
 def test_interval_is_korn_graubard(audited: duckdb.DuckDBPyConnection) -> None:
-    row = estimate_table(audited, by=()).iloc[0]
+    row = estimate_table(audited, by=()).to_pandas().iloc[0]
     variance = row["std_error"] ** 2
     n, strata = row["n"], row["strata"]
     factor = (stats.t.ppf(0.975, n - 1) / stats.t.ppf(0.975, n - strata)) ** 2
@@ -241,6 +241,6 @@ def test_grouping_must_be_known(con: duckdb.DuckDBPyConnection) -> None:
 
 def test_no_labels_gives_empty_table_and_nan(con: duckdb.DuckDBPyConnection) -> None:
     table = weekly_estimates(con)
-    assert table.empty and list(table.columns)[:3] == ["week", "doc_type", "field"]
+    assert table.num_rows == 0 and table.column_names[:3] == ["week", "doc_type", "field"]
     estimate = overall_estimate(con)
     assert np.isnan(estimate.estimate) and estimate.n == 0

@@ -61,9 +61,11 @@ def test_attribute_sampling_matches_aicpa_and_stats_md(
 
 def test_attribute_table_shape() -> None:
     table = attribute_sampling_table((0.05, 0.02), (0, 1))
-    assert table.loc[0.05, "0 deviations"] == 59
-    assert table.loc[0.02, "0 deviations"] == 149
-    assert table.loc[0.05, "1 deviations"] == 93
+    assert table.column_names == ["tolerable_rate", "0 deviations", "1 deviations"]
+    assert table.to_pylist() == [
+        {"tolerable_rate": 0.05, "0 deviations": 59, "1 deviations": 93},
+        {"tolerable_rate": 0.02, "0 deviations": 149, "1 deviations": 236},
+    ]
 
 
 def test_preview_writes_nothing_and_matches_the_draw(
@@ -72,15 +74,17 @@ def test_preview_writes_nothing_and_matches_the_draw(
     world.insert(con, world.frame(WEEK, 5000, seed=1, new_share=0.1))
     design = Design(base_rate=0.02, minimum=8)
     before = table_fingerprint(con)
-    preview = preview_design(con, WEEK, design)
+    result = preview_design(con, WEEK, design)
     assert table_fingerprint(con) == before
+    preview = result.cells.to_pandas()
     drawn = draw_sample(con, WEEK, design, seed=1, actor=world.qa_lead).cells.to_pandas()
     assert preview["cell"].tolist() == drawn["cell"].tolist()
     assert preview["n_sample"].tolist() == drawn["n_sample"].tolist()
     assert preview["boosted"].tolist() == (drawn["version_status"] == "new").tolist()
     assert tuple(preview.columns) == PREVIEW_COLUMNS
-    assert preview.attrs["n_sample"] == drawn["n_sample"].sum()
-    assert preview.attrs["n_population"] == 5000
+    assert result.n_sample == drawn["n_sample"].sum()
+    assert result.n_population == 5000
+    assert result.to_dict()["cells"] == result.cells.to_pylist()
     row = preview.iloc[0]
     p = design.prior_error
     expected = 1.96 * np.sqrt(
@@ -96,9 +100,10 @@ def test_budget_preview_uses_past_error_rates(con: duckdb.DuckDBPyConnection, wo
         draw_sample(con, "2026-W47", Design(base_rate=0.05), seed=1, actor=world.qa_lead).sample_id,
     )
     world.insert(con, world.frame(WEEK, 4000, seed=3))
-    preview = preview_design(con, WEEK, Design(budget=300, minimum=5))
+    result = preview_design(con, WEEK, Design(budget=300, minimum=5))
+    preview = result.cells.to_pandas()
     assert preview["n_sample"].sum() == 300
-    assert preview.attrs["over_budget"] is False
+    assert result.over_budget is False
     assert (preview["n_sample"] >= np.minimum(preview["n_population"], 5)).all()
     # Each band's past error rate, shrunk towards the 5% prior by 20 pseudo-labels.
     past = (
@@ -126,5 +131,5 @@ def test_budget_preview_uses_past_error_rates(con: duckdb.DuckDBPyConnection, wo
 def test_budget_below_minimums_is_reported(con: duckdb.DuckDBPyConnection, world) -> None:
     world.insert(con, world.frame(WEEK, 4000, seed=4))
     preview = preview_design(con, WEEK, Design(budget=20, minimum=10))
-    assert preview.attrs["over_budget"] is True
-    assert preview["n_sample"].sum() > 20
+    assert preview.over_budget is True
+    assert preview.n_sample > 20 and preview.budget == 20

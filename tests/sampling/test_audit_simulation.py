@@ -84,7 +84,7 @@ def test_end_to_end_through_duckdb(con: duckdb.DuckDBPyConnection, world) -> Non
     weighted, unweighted, covered = [], [], []
     for seed in range(8):  # each seed draws a new version; only the newest one counts
         world.label(con, draw_sample(con, week, design, seed=seed, actor=world.qa_lead).sample_id)
-        table = estimate_table(con, by=("cell",))
+        table = estimate_table(con, by=("cell",)).to_pandas()
         overall = overall_estimate(con)
         # Through the store or straight from the counts: the same numbers.
         counts = (

@@ -244,5 +244,5 @@ def test_the_audit_planner_of_a_lake_store_counts_the_week_from_its_rollup(
     con, reference = lake_and_ingested
     lake = plan_cells(con, "2026-W03", Design())
     stored = plan_cells(reference, "2026-W03", Design())
-    assert lake.drop(columns="form_versions").equals(stored.drop(columns="form_versions"))
-    assert lake["n_population"].sum() > 900
+    assert lake.drop_columns("form_versions").equals(stored.drop_columns("form_versions"))
+    assert sum(lake["n_population"].to_pylist()) > 900
