@@ -24,7 +24,7 @@ from fieldtrust.sampling.allocation import (
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.errors import SamplingError
 from fieldtrust.store.labelled import labelled_items
-from fieldtrust.store.rollup import GRID, counts_a_lake
+from fieldtrust.store.rollup import GRID, counts_a_lake, is_current
 from fieldtrust.store.scope import Scope, last_weeks
 from fieldtrust.store.weeks import parse_week, shift_week, week_bounds
 
@@ -73,7 +73,8 @@ def population_sql(
 
 
 def count_cells(
-    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None = None
+    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None = None,
+    *, from_rollup: bool = False,
 ) -> pd.DataFrame:
     """Population size ``N_h`` of every non-empty cell of ``week``, in a stable order.
 
@@ -82,6 +83,8 @@ def count_cells(
     band_index they locate the cell's rows in :func:`population_sql`).
     ``parts`` names a relation of the week's counts per (doc_type, field,
     form_version, band_index), column n, when a lake source counted them.
+    ``from_rollup``: count from the rollup when it is current and every band
+    edge is on its grid (a preview; a draw counts the rows it selects from).
     """
     sql, params = population_sql(week, design)
     if design.new_version_weeks > 0:
@@ -96,9 +99,9 @@ def count_cells(
     if parts:  # the rows were counted elsewhere: only the version threshold is bound
         params = {k: v for k, v in params.items() if k == "new_since"}
         parts_sql = f"SELECT doc_type, field, form_version, band_index, n FROM {parts}"
-    elif counts_a_lake(con) and _edges_on_grid(design):
-        # The lake's rows are not in the store; its rollup holds the week's cells
-        # exactly when every band edge is a step of the confidence grid.
+    elif _edges_on_grid(design) and (counts_a_lake(con) or (from_rollup and is_current(con))):
+        # The rollup holds the week's cells exactly when every band edge is a step
+        # of the confidence grid (and a lake's rows are not in the store at all).
         params = {k: v for k, v in params.items() if k == "new_since"} | {"week": week}
         params |= {f"k_{i}": round(e * GRID) for i, e in enumerate(design.bands[1:-1])}
         cases = " ".join(f"WHEN k < $k_{i} THEN {i}" for i in range(len(design.bands) - 2))
@@ -154,7 +157,8 @@ def _cell_part(text: pd.Series) -> pd.Series:
 
 
 def plan_cells(
-    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None = None
+    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None = None,
+    *, from_rollup: bool = False,
 ) -> pd.DataFrame:
     """Every cell of ``week`` with ``N_h``, ``n_h``, ``pi_h = n_h / N_h`` and whether it is boosted.
 
@@ -170,7 +174,7 @@ def plan_cells(
         The week holds no extractions.
     """
     week = checked_week(week)
-    cells = count_cells(con, week, design, parts)
+    cells = count_cells(con, week, design, parts, from_rollup=from_rollup)
     if cells.empty:
         start, end = week_bounds(week)
         raise SamplingError(
