@@ -13,6 +13,8 @@ from typing import Any
 GB = 1024**3
 MB = 1024**2
 TEN_M = 10_000_000
+#: The sizes the page goals hold at (the embedded store's ceiling, issue 17, is 10M).
+PAGE_GOAL_SIZES = (1_000_000, 10_000_000)
 ONE_M = 1_000_000
 #: The issue's goals that are not tied to one case.
 SCALING_GOAL = 1.3
@@ -149,8 +151,8 @@ def case_verdict(name: str, rows: int, result: dict[str, Any]) -> str:
 def page_verdict(rows: int, result: dict[str, Any]) -> str:
     if "error" in result:
         return "**no** (failed)"
-    if rows != ONE_M:
-        return "– (goal at 1M)"
+    if rows not in PAGE_GOAL_SIZES:
+        return "– (goal at 1M and 10M)"
     failed = []
     if result["warm"]["median"] >= PAGE_WARM_GOAL:
         failed.append("warm")
@@ -265,7 +267,7 @@ def _pages_section(size: dict[str, Any]) -> list[str]:
             f"**{page}**", timing(warm), timing(cold),
             f"{cold['median'] / warm['median']:.2f}",
             f"{warm.get('cpu_median', float('nan')):.2f}",
-            f"< {PAGE_WARM_GOAL:g} s warm, < {PAGE_COLD_GOAL:g} s cold at 1M",
+            f"< {PAGE_WARM_GOAL:g} s warm, < {PAGE_COLD_GOAL:g} s cold at 1M and 10M",
             page_verdict(size["rows"], result),
             memory(max(warm["peak_rss"], cold["peak_rss"])),
             ", ".join(f"{n} {seconds(t)}" for n, t in slow),
@@ -421,15 +423,16 @@ def _goal_rows(sizes: list[dict[str, Any]]) -> list[list[str]]:
         rows.append(["every case: peak < 1.5 GB at 10M",
                      f"highest: {worst[0]} {memory(worst[1])}" if worst else "not measured",
                      _verdict(all(m < RSS_GOAL for _, m in peaks)) if peaks else "–"])
-    one = next((s for s in sizes if s["rows"] == ONE_M), None)
-    if one is not None:
-        for page, r in one["pages"].items():
+    for size in (s for s in sizes if s["rows"] in PAGE_GOAL_SIZES):
+        label = "1M" if size["rows"] == ONE_M else "10M"
+        for page, r in size["pages"].items():
+            goal = f"page {page}: < 1 s warm, < 3 s cold at {label}"
             if "error" in r:
-                rows.append([f"page {page}: < 1 s warm, < 3 s cold at 1M", "failed", "**no**"])
+                rows.append([goal, "failed", "**no**"])
                 continue
-            rows.append([f"page {page}: < 1 s warm, < 3 s cold at 1M",
+            rows.append([goal,
                          f"{seconds(r['warm']['median'])} warm, {seconds(r['cold']['median'])}"
-                         " cold", page_verdict(ONE_M, r).split(" (")[0]])
+                         " cold", page_verdict(size["rows"], r).split(" (")[0]])
     if len(sizes) >= 2:
         worst_growth: list[tuple[float, str, float]] = []
         for name, points in _series(sizes).items():

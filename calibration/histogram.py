@@ -12,7 +12,7 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 from fieldtrust.calibration.errors import CalibrationInputError
-from fieldtrust.store.rollup import GRID, counts_a_lake
+from fieldtrust.store.rollup import GRID, counts_a_lake, is_current
 from fieldtrust.store.scope import Scope
 
 _HISTOGRAM_SQL = """
@@ -86,8 +86,9 @@ def confidence_histogram(
     """
     if isinstance(bins, bool) or not isinstance(bins, int) or bins < 1:
         raise CalibrationInputError(f"bins must be a whole number of at least 1, got {bins!r}")
-    if counts_a_lake(con) and GRID % bins == 0:
-        # A lake's rows are not in the store, but the rollup's grid holds every bin edge.
+    if GRID % bins == 0 and (counts_a_lake(con) or is_current(con)):
+        # The rollup's grid holds every bin edge: a page never counts the rows (and a
+        # lake's rows are not in the store at all).
         where, params = scope.where_week_labels("e")
         return con.sql(
             _LAKE_HISTOGRAM_SQL.format(where=where),

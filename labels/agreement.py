@@ -32,6 +32,7 @@ from fieldtrust.labels.errors import LabelError
 from fieldtrust.labels.verdicts import Label, insert_label, live_label, verdict_fields
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.retry import write_with_retry
+from fieldtrust.store.rollup import labelled_columns_sql
 from fieldtrust.store.scope import Scope
 
 _PAIRS_SQL = """
@@ -40,18 +41,31 @@ WITH live AS (
     WHERE NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)
 ),
 first AS (SELECT * FROM live WHERE review_round = 'primary'),
-second AS (SELECT * FROM live WHERE review_round = 'second')
+second AS (SELECT * FROM live WHERE review_round = 'second'),
+facts AS {facts}  -- the labelled rows' columns, from the small copy where it has them
 SELECT e.extraction_id, coalesce(p.sample_id, s.sample_id) AS sample_id,
-       e.doc_type, e.field, e.form_version, e.value, e.value_status,
+       e.doc_type, e.field, e.form_version, NULL AS value, NULL AS value_status,
        p.label_id, p.reviewer, p.verdict, p.corrected_value, p.corrected_status, p.error_type,
        s.label_id, s.reviewer, s.verdict, s.corrected_value, s.corrected_status, s.error_type,
        EXISTS (SELECT 1 FROM live a WHERE a.extraction_id = e.extraction_id
                AND a.review_round = 'adjudication') AS adjudicated
 FROM first p
 JOIN second s USING (extraction_id)
-JOIN extractions e USING (extraction_id)
+JOIN facts e USING (extraction_id)
 WHERE {where}
 ORDER BY e.extraction_id
+"""
+
+# The value each pair's reviewers judged, of a few extractions by id. Their
+# time span (from the sampled copy, where labelled rows are) lets DuckDB skip
+# the row groups of other weeks: stores are mostly ingested in time order.
+_SPAN_SQL = """
+SELECT min(extracted_at), max(extracted_at), count(*) FROM sampled_extractions
+WHERE list_contains(?::VARCHAR[], extraction_id)
+"""
+_VALUES_SQL = """
+SELECT extraction_id, value, value_status FROM extractions
+WHERE list_contains(?::VARCHAR[], extraction_id) AND {span}
 """
 
 
@@ -146,9 +160,34 @@ def cohen_kappa(first: Sequence[str], second: Sequence[str]) -> float:
 
 def review_pairs(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> list[ReviewPair]:
     """Every double-reviewed extraction in ``scope`` (live primary and second labels)."""
+    return _with_values(con, _pairs(con, scope))
+
+
+def _pairs(con: duckdb.DuckDBPyConnection, scope: Scope) -> list[ReviewPair]:
+    """:func:`review_pairs` without the values (read from labels and the sampled copy)."""
     where, params = scope.where("e")
-    rows = con.execute(_PAIRS_SQL.format(where=where), params).fetchall()
+    facts = labelled_columns_sql(con, "SELECT extraction_id FROM first")
+    rows = con.execute(_PAIRS_SQL.format(where=where, facts=facts), params).fetchall()
     return [ReviewPair(*row) for row in rows]
+
+
+def _with_values(con: duckdb.DuckDBPyConnection, pairs: list[ReviewPair]) -> list[ReviewPair]:
+    """``pairs`` with the value and value status of each extraction filled in."""
+    if not pairs:
+        return pairs
+    ids = [p.extraction_id for p in pairs]
+    first, last, copied = con.execute(_SPAN_SQL, [ids]).fetchall()[0]
+    if copied == len(ids):  # bound values, so the span reaches the scan
+        sql, params = _VALUES_SQL.format(span="extracted_at BETWEEN ? AND ?"), [ids, first, last]
+    else:
+        sql, params = _VALUES_SQL.format(span="TRUE"), [ids]
+    rows = con.execute(sql, params).fetchall()
+    values = {extraction_id: (value, status) for extraction_id, value, status in rows}
+    return [
+        dataclasses.replace(p, value=values[p.extraction_id][0],
+                            value_status=values[p.extraction_id][1])
+        for p in pairs
+    ]
 
 
 def agreement(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> AgreementReport:
@@ -157,7 +196,7 @@ def agreement(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> Agreeme
     Reviewer pairs are unordered (names sorted), since kappa is symmetric in
     the two raters. References: Cohen (1960); STATS.md section 9.
     """
-    pairs = review_pairs(con, scope)
+    pairs = _pairs(con, scope)  # verdicts and strata only: no value is needed
     by_field: dict[tuple[str, str], list[ReviewPair]] = {}
     by_pair: dict[tuple[str, str], list[ReviewPair]] = {}
     for pair in pairs:
@@ -175,8 +214,13 @@ def agreement(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> Agreeme
 def adjudication_queue(
     con: duckdb.DuckDBPyConnection, scope: Scope = Scope()
 ) -> list[ReviewPair]:
-    """Double-reviewed items whose verdicts differ and that no qa_lead has settled yet."""
-    return [p for p in review_pairs(con, scope) if _disagree(p) and not p.adjudicated]
+    """Double-reviewed items whose verdicts differ and that no qa_lead has settled yet.
+
+    Pairs are found in labels and the sampled copy; only the waiting items'
+    values are looked up in ``extractions``, by id.
+    """
+    waiting = [p for p in _pairs(con, scope) if _disagree(p) and not p.adjudicated]
+    return _with_values(con, waiting)
 
 
 def adjudicate(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import duckdb
 import pyarrow as pa
-from fieldtrust.store.rollup import extraction_columns_sql
+from fieldtrust.store.rollup import labelled_columns_sql
 from fieldtrust.store.scope import Scope
 
 _REPORT_SQL = """
@@ -49,6 +49,6 @@ def error_report(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> pa.T
     Groups without any error do not appear.
     """
     where, params = scope.where("e")
-    labelled = extraction_columns_sql("SELECT extraction_id FROM effective_labels")
+    labelled = labelled_columns_sql(con, "SELECT extraction_id FROM effective_labels")
     sql = _REPORT_SQL.format(where=where, labelled=labelled)
     return con.sql(sql, params=params).to_arrow_table()

@@ -25,7 +25,7 @@ from fieldtrust.sampling.allocation import (
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.errors import SamplingError
 from fieldtrust.store.labelled import labelled_items
-from fieldtrust.store.rollup import GRID, counts_a_lake
+from fieldtrust.store.rollup import GRID, counts_a_lake, is_current
 from fieldtrust.store.scope import Scope, last_weeks
 from fieldtrust.store.weeks import parse_week, shift_week, week_bounds
 
@@ -74,7 +74,8 @@ def population_sql(
 
 
 def count_cells(
-    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None = None
+    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None = None,
+    *, from_rollup: bool = False,
 ) -> pa.Table:
     """Population size ``N_h`` of every non-empty cell of ``week``, in a stable order.
 
@@ -83,12 +84,16 @@ def count_cells(
     band_index they locate the cell's rows in :func:`population_sql`).
     ``parts`` names a relation of the week's counts per (doc_type, field,
     form_version, band_index), column n, when a lake source counted them.
+    ``from_rollup``: count from the rollup when it is current and every band
+    edge is on its grid (a preview; a draw counts the rows it selects from).
     """
-    return pa.Table.from_pandas(_cell_counts(con, week, design, parts), preserve_index=False)
+    counts = _cell_counts(con, week, design, parts, from_rollup=from_rollup)
+    return pa.Table.from_pandas(counts, preserve_index=False)
 
 
 def _cell_counts(
-    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None
+    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None,
+    *, from_rollup: bool = False,
 ) -> pd.DataFrame:
     """:func:`count_cells` as a pandas frame."""
     sql, params = population_sql(week, design)
@@ -104,9 +109,9 @@ def _cell_counts(
     if parts:  # the rows were counted elsewhere: only the version threshold is bound
         params = {k: v for k, v in params.items() if k == "new_since"}
         parts_sql = f"SELECT doc_type, field, form_version, band_index, n FROM {parts}"
-    elif counts_a_lake(con) and _edges_on_grid(design):
-        # The lake's rows are not in the store; its rollup holds the week's cells
-        # exactly when every band edge is a step of the confidence grid.
+    elif _edges_on_grid(design) and (counts_a_lake(con) or (from_rollup and is_current(con))):
+        # The rollup holds the week's cells exactly when every band edge is a step
+        # of the confidence grid (and a lake's rows are not in the store at all).
         params = {k: v for k, v in params.items() if k == "new_since"} | {"week": week}
         params |= {f"k_{i}": round(e * GRID) for i, e in enumerate(design.bands[1:-1])}
         cases = " ".join(f"WHEN k < $k_{i} THEN {i}" for i in range(len(design.bands) - 2))
@@ -162,7 +167,8 @@ def _cell_part(text: pd.Series) -> pd.Series:
 
 
 def plan_cells(
-    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None = None
+    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None = None,
+    *, from_rollup: bool = False,
 ) -> pa.Table:
     """Every cell of ``week`` with ``N_h``, ``n_h``, ``pi_h = n_h / N_h`` and whether it is boosted.
 
@@ -179,15 +185,17 @@ def plan_cells(
     SamplingError
         The week holds no extractions.
     """
-    return pa.Table.from_pandas(plan_frame(con, week, design, parts), preserve_index=False)
+    cells = plan_frame(con, week, design, parts, from_rollup=from_rollup)
+    return pa.Table.from_pandas(cells, preserve_index=False)
 
 
 def plan_frame(
-    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None = None
+    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None = None,
+    *, from_rollup: bool = False,
 ) -> pd.DataFrame:
     """:func:`plan_cells` as a pandas frame, for the draws (they explode and zip its columns)."""
     week = checked_week(week)
-    cells = _cell_counts(con, week, design, parts)
+    cells = _cell_counts(con, week, design, parts, from_rollup=from_rollup)
     if cells.empty:
         start, end = week_bounds(week)
         raise SamplingError(

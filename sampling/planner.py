@@ -129,7 +129,7 @@ def preview_design(
         correction).
     """
     design = design or Design()
-    cells = plan_frame(con, week, design)
+    cells = plan_frame(con, week, design, from_rollup=True)  # a page never counts the rows
     p = cells["error_rate"].fillna(design.prior_error).to_numpy()
     population = cells["n_population"].to_numpy(dtype=np.float64)
     size = cells["n_sample"].to_numpy(dtype=np.float64)

@@ -29,23 +29,38 @@ confidence, extraction id). So step 1 finds, per (tier, doc_type, field),
 the ``limit``-th lowest stated confidence (a top-n aggregate; no cutoff for
 a stratum whose map ever goes down), step 2 keeps the first ``limit`` items
 up to it, and step 3 asks the view about those alone and orders them.
+
+On the embedded store even that reads every extraction, so the queue first
+asks its cache (:mod:`fieldtrust.store.queue_cache`: the first open items
+of every (tier, stratum, week), kept at ingest). It leaves out the items
+labelled since and the ones an approval now covers, applies the current maps
+to what is left and orders it as above. The answer is the same as ranking
+every row whenever no partition's frontier (the last item it kept, when it
+could not keep all) ranks before the last item returned; otherwise, and
+when the cache is out of step, a map of the scope goes down, or ``limit``
+exceeds the cache's depth, the queue ranks the rows themselves.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import duckdb
 import pyarrow as pa
 from fieldtrust.sampling.errors import SamplingError
+from fieldtrust.store import queue_cache
 from fieldtrust.store.scope import Scope
 
-_OPEN_ITEMS = """
-WITH unordered_maps AS (  -- strata whose current map ever goes down: no shortcut there
+_UNORDERED_MAPS = """
+unordered_maps AS (  -- strata whose current map ever goes down: no shortcut there
     SELECT DISTINCT doc_type, field FROM (
         SELECT m.doc_type, m.field,
                k.y < lag(k.y) OVER (PARTITION BY k.map_id ORDER BY k.x) AS down
         FROM current_recalibration_maps m JOIN recalibration_knots k USING (map_id)
     ) WHERE down
-),
+)"""
+
+_POLICY = """
 policy AS (
     SELECT doc_type, field, action, threshold FROM (
         SELECT doc_type, field, action, threshold,
@@ -53,7 +68,11 @@ policy AS (
                                   ORDER BY decided_at DESC, decision_id DESC) AS rank_
         FROM decisions
     ) WHERE rank_ = 1
-),
+)"""
+
+_OPEN_ITEMS = (
+    f"WITH {_UNORDERED_MAPS},{_POLICY},"
+    + """
 open_items AS (
     SELECT e.extraction_id, e.doc_type, e.field, e.confidence,
            CASE WHEN e.conflict THEN 0 WHEN e.value_status = 'unclear' THEN 1 ELSE 2 END AS tier
@@ -64,6 +83,7 @@ open_items AS (
       AND e.extraction_id NOT IN (SELECT extraction_id FROM effective_labels)
 )
 """
+)
 
 # Per (tier, stratum), the ``limit``-th lowest stated confidence: a top-n
 # aggregate, one pass, no sort of every open item.
@@ -119,22 +139,108 @@ ranked AS (
     ORDER BY tier, priority_score, confidence, extraction_id
     LIMIT $limit
 )
-SELECT row_number() OVER (ORDER BY r.tier, r.priority_score, r.confidence, r.extraction_id)
-           AS position,
-       r.extraction_id, e.doc_id, e.doc_type, e.form_version, e.field, e.value, e.value_status,
-       e.conflict, e.conflict_value, e.confidence, r.calibrated_confidence,
-       r.calibration_method,
-       CASE r.tier
-           WHEN 0 THEN 'conflict: another source read ' || coalesce(e.conflict_value, '(nothing)')
-           WHEN 1 THEN 'value marked unclear'
-           ELSE CASE WHEN r.calibrated_confidence IS NULL
-                     THEN printf('stated confidence %.3f (no calibration map yet)', e.confidence)
-                     ELSE printf('calibrated confidence %.3f (%s)',
-                                 r.calibrated_confidence, r.calibration_method) END
-       END AS reason
+{output}
 FROM ranked r JOIN extractions e USING (extraction_id)
 ORDER BY position
 """
+
+# The queue's columns, from the ranked items ``r`` and their extraction rows ``{e}``.
+_OUTPUT = """
+SELECT row_number() OVER (ORDER BY r.tier, r.priority_score, r.confidence, r.extraction_id)
+           AS position,
+       r.extraction_id, {e}.doc_id, {e}.doc_type, {e}.form_version, {e}.field, {e}.value,
+       {e}.value_status, {e}.conflict, {e}.conflict_value, {e}.confidence,
+       r.calibrated_confidence, r.calibration_method,
+       CASE r.tier
+           WHEN 0 THEN 'conflict: another source read ' || coalesce({e}.conflict_value, '(nothing)')
+           WHEN 1 THEN 'value marked unclear'
+           ELSE CASE WHEN r.calibrated_confidence IS NULL
+                     THEN printf('stated confidence %.3f (no calibration map yet)', {e}.confidence)
+                     ELSE printf('calibrated confidence %.3f (%s)',
+                                 r.calibrated_confidence, r.calibration_method) END
+       END AS reason"""
+
+# The current maps as line segments, and the calibrated confidence of the
+# items of ``{items}``: the formula of the view ``calibrated_confidence``
+# (migration 0012), applied to a few rows instead of every extraction.
+_SEGMENTS = """
+segments AS (
+    SELECT m.doc_type, m.field, m.method, k.x, k.y,
+           lead(k.x) OVER w AS x_next, lead(k.y) OVER w AS y_next
+    FROM current_recalibration_maps m JOIN recalibration_knots k USING (map_id)
+    WINDOW w AS (PARTITION BY k.map_id ORDER BY k.x)
+)"""
+
+_MAPPED = """
+SELECT i.*, s.method AS calibration_method,
+       CASE WHEN s.x IS NULL THEN NULL
+            WHEN s.x_next IS NULL OR s.x_next = s.x THEN s.y
+            ELSE s.y + (s.y_next - s.y) * (i.confidence - s.x) / (s.x_next - s.x)
+       END AS calibrated_confidence
+FROM {items} i
+ASOF LEFT JOIN segments s
+  ON i.doc_type = s.doc_type AND i.field = s.field AND i.confidence >= s.x"""
+
+# The queue from the cache: its open items in scope, mapped and ordered.
+_CACHED_SQL = (
+    f"WITH {_POLICY},{_SEGMENTS},"
+    + """
+open_items AS MATERIALIZED (
+    SELECT c.* FROM queue_candidates c LEFT JOIN policy p USING (doc_type, field)
+    WHERE {where}
+      AND NOT (coalesce(p.action = 'approve', false) AND c.confidence >= p.threshold)
+      AND c.extraction_id NOT IN (SELECT extraction_id FROM effective_labels)
+),
+-- The maps keep each stratum's order: its first ``limit`` items (ties
+-- included) are enough, and a top-n aggregate finds them without a sort.
+cutoffs AS (
+    SELECT tier, doc_type, field, list_max(min_by(confidence, confidence, ?)) AS cutoff
+    FROM open_items GROUP BY tier, doc_type, field
+),
+first_items AS (
+    SELECT o.* FROM open_items o JOIN cutoffs c USING (tier, doc_type, field)
+    WHERE o.confidence <= c.cutoff
+),
+ranked AS (
+    SELECT *, coalesce(calibrated_confidence, confidence) AS priority_score
+    FROM ("""
+    + _MAPPED.format(items="first_items")
+    + """)
+    ORDER BY tier, priority_score, confidence, extraction_id
+    LIMIT ?
+)"""
+    + _OUTPUT.format(e="r")
+    + """, r.tier AS _tier, r.priority_score AS _score
+FROM ranked r
+ORDER BY position
+"""
+)
+
+# The frontiers of the partitions in scope that could hide an open item: as
+# (tier, priority score, confidence, id), the key the queue orders by.
+_FRONTIERS_SQL = (
+    f"WITH {_POLICY},{_SEGMENTS},"
+    + """
+frontiers AS (
+    SELECT q.tier, q.doc_type, q.field, q.frontier_confidence AS confidence,
+           q.frontier_id AS extraction_id
+    FROM queue_partitions q LEFT JOIN policy p USING (doc_type, field)
+    WHERE {where} AND q.frontier_id IS NOT NULL
+      -- an approved frontier: every item after it is approved too
+      AND NOT (coalesce(p.action = 'approve', false) AND q.frontier_confidence >= p.threshold)
+)
+SELECT tier, coalesce(calibrated_confidence, confidence), confidence, extraction_id
+FROM ("""
+    + _MAPPED.format(items="frontiers")
+    + ")"
+)
+
+_UNORDERED_IN_SCOPE_SQL = (
+    f"WITH {_UNORDERED_MAPS}"
+    + """
+SELECT count(*) FROM unordered_maps q WHERE {where}
+"""
+)
 
 
 #: The longest queue returned at once (DuckDB's arg_min takes fewer than a million).
@@ -165,6 +271,40 @@ def priority_queue(
     """
     if not 1 <= limit <= MAX_LIMIT:
         raise SamplingError(f"limit must be between 1 and {MAX_LIMIT:,}, got {limit:,}")
+    cached = _from_cache(con, scope, limit)
+    return cached if cached is not None else _ranked_rows(con, scope, limit)
+
+
+def _from_cache(con: duckdb.DuckDBPyConnection, scope: Scope, limit: int) -> pa.Table | None:
+    """The queue read from the cache, or None when the cache cannot answer it exactly."""
+    depth = queue_cache.depth(con)
+    if depth is None or limit > depth:
+        return None
+    # Partitions are per stratum and week: a form-version filter applies to items only.
+    stratum_where, stratum_params = dataclasses.replace(
+        scope, weeks=(), form_versions=()).where_week_labels("q")
+    if con.execute(
+        _UNORDERED_IN_SCOPE_SQL.format(where=stratum_where), stratum_params
+    ).fetchall()[0][0]:
+        return None
+    where, params = scope.where_week_labels("c")
+    queue = con.sql(
+        _CACHED_SQL.format(where=where), params=[*params, limit, limit]
+    ).to_arrow_table()
+    part_where, part_params = dataclasses.replace(scope, form_versions=()).where_week_labels("q")
+    frontiers = con.execute(_FRONTIERS_SQL.format(where=part_where), part_params).fetchall()
+    if frontiers:
+        if queue.num_rows < limit:
+            return None
+        last = tuple(queue.column(name)[-1].as_py()
+                     for name in ("_tier", "_score", "confidence", "extraction_id"))
+        if any(tuple(frontier) < last for frontier in frontiers):
+            return None
+    return queue.drop_columns(["_tier", "_score"])
+
+
+def _ranked_rows(con: duckdb.DuckDBPyConnection, scope: Scope, limit: int) -> pa.Table:
+    """The queue ranked over the extraction rows themselves (see the module docstring)."""
     where, params = scope.where("e")
     cutoffs = con.sql(_CUTOFFS_SQL.format(where=where), params=[*params, limit]).fetchall()
     columns = [list(values) for values in zip(*cutoffs, strict=True)] or [[], [], [], []]
@@ -178,7 +318,8 @@ def priority_queue(
             f" WHERE (doc_type, field) IN (SELECT (doc_type, field) FROM {_CANDIDATES})"
         ).fetchall()[0][0]
         sql = _QUEUE_SQL.format(
-            calibrated=_CALIBRATED if mapped else _UNCALIBRATED, candidates=_CANDIDATES
+            calibrated=_CALIBRATED if mapped else _UNCALIBRATED, candidates=_CANDIDATES,
+            output=_OUTPUT.format(e="e"),
         )
         params_ = {"limit": limit} | (
             {"ids": candidates.column("extraction_id").to_pylist()} if mapped else {}

@@ -33,6 +33,7 @@ from fieldtrust.store.documents import (
     location_rules,
     location_select,
 )
+from fieldtrust.store.queue_cache import append_batch as append_queue_batch
 from fieldtrust.store.readers import (
     Snapshot,
     Staged,
@@ -478,6 +479,7 @@ def _store(con: duckdb.DuckDBPyConnection, item: _Input) -> IngestResult:
     ).fetchone()
     added = int(row[0]) if row else 0
     append_batch(con, batch_id, added)
+    append_queue_batch(con, batch_id, added)
     # A first_seen_at moves only earlier: a late file may hold older rows.
     con.execute(
         "INSERT INTO form_versions"

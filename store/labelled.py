@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import duckdb
 import pyarrow as pa
-from fieldtrust.store.rollup import extraction_columns_sql, is_current
+from fieldtrust.store.rollup import is_current, labelled_columns_sql
 from fieldtrust.store.scope import Scope
 from fieldtrust.store.weeks import week_sql
 
@@ -142,7 +142,7 @@ def labelled_items(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> pa
     population, population_params = _population_sql(con, scope)
     sql = _LABELLED_SQL.format(
         week=week_sql("e.extracted_at"), where=where, population=population,
-        facts=extraction_columns_sql("SELECT extraction_id FROM live"),
+        facts=labelled_columns_sql(con, "SELECT extraction_id FROM live"),
     )
     return con.sql(sql, params=params + population_params).to_arrow_table()
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import duckdb
 from fieldtrust.store.chain import append_entries, chain_existing_rows, chain_table
+from fieldtrust.store.queue_cache import refresh as refresh_queue_cache
 from fieldtrust.store.rollup import refresh_rollups, refresh_sampled
 
 
@@ -561,6 +562,49 @@ MIGRATIONS: tuple[Migration, ...] = (
             lead_time_seconds DOUBLE  NOT NULL
         );
         """,
+    ),
+    Migration(
+        "0021_store_queue_cache",
+        """
+        -- A derived cache, like the rollup (store.queue_cache): per queue
+        -- partition (tier, doc_type, field, ISO week), the first open items by
+        -- stated confidence and id, so the review queue never ranks every
+        -- extraction on a page run. Rebuilt at ingest; never the truth.
+        CREATE TABLE queue_candidates (
+            tier           SMALLINT NOT NULL,  -- 0 conflict, 1 unclear, 2 the rest
+            doc_type       VARCHAR  NOT NULL,
+            field          VARCHAR  NOT NULL,
+            week           VARCHAR  NOT NULL,
+            extraction_id  VARCHAR  NOT NULL,
+            doc_id         VARCHAR  NOT NULL,
+            form_version   VARCHAR  NOT NULL,
+            value          VARCHAR,
+            value_status   VARCHAR  NOT NULL,
+            conflict       BOOLEAN  NOT NULL,
+            conflict_value VARCHAR,
+            confidence     DOUBLE   NOT NULL
+        );
+        -- One row per partition: how many items were open when it was built,
+        -- and the last item kept when not all were (NULL: every one is kept).
+        CREATE TABLE queue_partitions (
+            tier                SMALLINT NOT NULL,
+            doc_type            VARCHAR  NOT NULL,
+            field               VARCHAR  NOT NULL,
+            week                VARCHAR  NOT NULL,
+            open_items          BIGINT   NOT NULL,
+            frontier_confidence DOUBLE,
+            frontier_id         VARCHAR
+        );
+        -- What the cache was built over: it is read only while the store still
+        -- holds exactly these extractions and at least these labels.
+        CREATE TABLE queue_cache_state (
+            extraction_rows BIGINT    NOT NULL,
+            label_rows      BIGINT    NOT NULL,
+            depth           INTEGER   NOT NULL,  -- open items kept per partition
+            built_at        TIMESTAMP NOT NULL
+        );
+        """,
+        then=refresh_queue_cache,
     ),
 )
 

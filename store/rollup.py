@@ -223,6 +223,37 @@ def refresh_rollups(con: duckdb.DuckDBPyConnection) -> None:
     refresh_sampled(con)
 
 
+def copy_is_complete(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether ``sampled_extractions`` holds every labelled and sampled extraction.
+
+    Then the label readers need not look anything up in ``extractions``
+    (:func:`labelled_columns_sql`). Labels and audit items are small tables:
+    this costs milliseconds at ten million extractions.
+    """
+    row = fetch_one(
+        con,
+        "SELECT NOT EXISTS (SELECT 1 FROM (SELECT extraction_id FROM labels"
+        " UNION ALL SELECT extraction_id FROM audit_items) ids"
+        " ANTI JOIN sampled_extractions USING (extraction_id))",
+    )
+    return bool(row and row[0])
+
+
+def labelled_columns_sql(con: duckdb.DuckDBPyConnection, ids_sql: str) -> str:
+    """:func:`extraction_columns_sql` for ids of labelled or sampled extractions.
+
+    Reads ``sampled_extractions`` alone when it holds every such extraction
+    (:func:`copy_is_complete`), so a page run never touches the extraction
+    rows; else looks the missing ones up as :func:`extraction_columns_sql` does.
+    """
+    if not copy_is_complete(con):
+        return extraction_columns_sql(ids_sql)
+    return f"""(
+        SELECT s.{_SAMPLED_COLUMNS.replace(', ', ', s.')}
+        FROM sampled_extractions s SEMI JOIN ({ids_sql}) ids USING (extraction_id)
+    )"""
+
+
 def extraction_columns_sql(ids_sql: str) -> str:
     """A subquery of the extractions ``ids_sql`` (a SELECT of extraction_id) lists.
 
