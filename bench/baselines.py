@@ -68,6 +68,47 @@ def md5_sample(con: duckdb.DuckDBPyConnection, week: str, seed: int, size: int) 
     ).to_arrow_table()
 
 
+def md5_cell_sample(
+    con: duckdb.DuckDBPyConnection,
+    week: str,
+    seed: int,
+    edges: list[float],
+    parts: dict[str, list[Any]],
+) -> pa.Table:
+    """The draw's own sample in one bare query: per cell, the ``n`` smallest md5 numbers.
+
+    ``parts`` is the allocation, one entry per (doc_type, field, form_version,
+    band index) with its cell and the cell's ``n`` (lists under those keys,
+    worked out before timing); ``edges`` are the inner band edges. The rows
+    of the week join their cell, are ranked by the library's permanent
+    random number within it and the first ``n`` kept: the same items the
+    draw picks, without counting the cells, allocating or storing anything.
+    """
+    start, end = week_bounds(week)
+    band = " ".join(f"WHEN e.confidence < {float(edge)!r} THEN {i}" for i, edge in enumerate(edges))
+    return con.sql(
+        f"""
+        WITH alloc AS (
+            SELECT unnest($doc_types::VARCHAR[]) AS doc_type, unnest($fields::VARCHAR[]) AS field,
+                   unnest($versions::VARCHAR[]) AS form_version,
+                   unnest($bands::INTEGER[]) AS band_index,
+                   unnest($cells::VARCHAR[]) AS cell, unnest($n::BIGINT[]) AS n
+        )
+        SELECT e.extraction_id, a.cell, e.doc_type, e.field, e.confidence
+        FROM extractions e JOIN alloc a
+          ON e.doc_type = a.doc_type AND e.field = a.field AND e.form_version = a.form_version
+         AND (CASE {band} ELSE {len(edges)} END) = a.band_index
+        WHERE e.extracted_at >= $start AND e.extracted_at < $end
+        QUALIFY row_number() OVER (
+            PARTITION BY a.cell
+            ORDER BY md5_number(CAST($seed AS VARCHAR) || ':' || $week || ':' || e.extraction_id),
+                     e.extraction_id
+        ) <= a.n
+        """,
+        params={"start": start, "end": end, "seed": seed, "week": week, **parts},
+    ).to_arrow_table()
+
+
 # --- weekly estimates and alerts --------------------------------------------------------------
 
 _WEIGHTED_SQL = """

@@ -272,6 +272,34 @@ def _hash_prepare(ctx: Context) -> dict[str, Any]:
     return state
 
 
+def _md5_draw(state: dict[str, Any]) -> object:
+    return baselines.md5_sample(
+        state["con"], state["week"], state["ctx"].settings.seed, state["size"]
+    )
+
+
+def _cells_prepare(ctx: Context) -> dict[str, Any]:
+    """The newest week and the draw's allocation per (doc_type, field, version, band)."""
+    from fieldtrust.sampling.cells import plan_cells
+
+    state = _read(ctx)
+    design = bench_design()
+    week = store.latest_week(state["con"].cursor())
+    parts = plan_cells(state["con"], week, design).explode("form_versions")
+    state.update(week=week, edges=list(design.bands[1:-1]), parts={
+        "doc_types": parts["doc_type"].tolist(), "fields": parts["field"].tolist(),
+        "versions": parts["form_versions"].tolist(), "bands": parts["band_index"].tolist(),
+        "cells": parts["cell"].tolist(), "n": parts["n_sample"].tolist(),
+    })
+    return state
+
+
+def _md5_cells_draw(state: dict[str, Any]) -> object:
+    return baselines.md5_cell_sample(
+        state["con"], state["week"], state["ctx"].settings.seed, state["edges"], state["parts"]
+    )
+
+
 def _hash_draw(state: dict[str, Any]) -> object:
     return baselines.hash_sample(
         state["con"], state["week"], state["ctx"].settings.seed, state["size"]
@@ -282,16 +310,16 @@ DRAW = Case(
     name="draw",
     title="Draw the newest week's audit sample",
     library=Side(
-        "sampling.draw.draw_sample (cells, md5 PRN, partitioned top-n, insert)",
+        "sampling.draw.draw_sample (cells, md5 PRN, per-cell top-n, items and copy stored)",
         _draw_prepare,
         _draw,
         None,
         _draw_finish,
     ),
     baseline=Side(
-        "SELECT ... WHERE week ORDER BY hash(seed, id) LIMIT n (same n, unstratified)",
+        "SELECT ... WHERE week ORDER BY md5_number(seed:week:id) LIMIT n (same n, unstratified)",
         _hash_prepare,
-        _hash_draw,
+        _md5_draw,
         None,
         _close,
     ),
@@ -299,20 +327,30 @@ DRAW = Case(
 )
 
 
-def _md5_draw(state: dict[str, Any]) -> object:
-    return baselines.md5_sample(
-        state["con"], state["week"], state["ctx"].settings.seed, state["size"]
-    )
-
-
-DRAW_MD5 = Case(
-    name="draw_md5",
-    title="The same draw, against a baseline ranked by the same md5 numbers",
+DRAW_CELLS = Case(
+    name="draw_cells",
+    title="The same draw, against one bare query picking the same items",
     library=DRAW.library,
     baseline=Side(
-        "SELECT ... WHERE week ORDER BY md5_number(seed:week:id) LIMIT n (same n, unstratified)",
+        "SELECT ... WHERE week QUALIFY row_number() OVER (PARTITION BY cell ORDER BY"
+        " md5_number(seed:week:id)) <= n_cell (the draw's own items, not stored)",
+        _cells_prepare,
+        _md5_cells_draw,
+        None,
+        _close,
+    ),
+    goal=Goal(),
+)
+
+
+DRAW_HASH = Case(
+    name="draw_hash",
+    title="The same draw, against an unstratified top-n by DuckDB's hash()",
+    library=DRAW.library,
+    baseline=Side(
+        "SELECT ... WHERE week ORDER BY hash(seed, id) LIMIT n (same n, unstratified)",
         _hash_prepare,
-        _md5_draw,
+        _hash_draw,
         None,
         _close,
     ),
@@ -449,7 +487,9 @@ RENDER_PAGE = Case(
     goal=Goal(max_seconds=0.3),
 )
 
-CASES: tuple[Case, ...] = (INGEST, CALIBRATE, DRAW, DRAW_MD5, ESTIMATES, ALERTS, RENDER_PAGE)
+CASES: tuple[Case, ...] = (
+    INGEST, CALIBRATE, DRAW, DRAW_CELLS, DRAW_HASH, ESTIMATES, ALERTS, RENDER_PAGE
+)
 
 
 def case_named(name: str) -> Case:

@@ -33,6 +33,7 @@ from fieldtrust.store.documents import (
     location_rules,
     location_select,
 )
+from fieldtrust.store.progress import Progress, RowProgress
 from fieldtrust.store.queue_cache import append_batch as append_queue_batch
 from fieldtrust.store.readers import (
     Snapshot,
@@ -87,10 +88,6 @@ VALUE_STATUSES = ("present", "null", "unclear", "other")
 #: the model empty when absent and extracted_at in UTC as
 #: ``YYYY-MM-DD HH:MM:SS.ffffff``.
 DERIVED_ID = ("doc_id", "doc_type", "field", "model", "extracted_at")
-
-#: ``progress(stage, done, total)``: ``stage`` names the step starting now
-#: ("reading a.csv"); ``done`` of ``total`` steps are finished.
-Progress = Callable[[str, int, int], None]
 
 #: An extraction's columns, in stored order, before its document location.
 EXTRACTION_COLUMNS = (
@@ -160,7 +157,11 @@ def ingest_files(
         Files ending in .csv, .parquet, .jsonl / .ndjson, or .json (JSON Lines
         or one array of objects).
     progress
-        Called as ``progress(stage, done, total)`` as each step starts.
+        Called as ``progress(stage, rows_done, rows_total)`` as each step
+        (reading, validating, storing a file) starts and, while it runs,
+        whenever more of its rows are done (:mod:`fieldtrust.store.progress`);
+        ``rows_total`` is 0 while a CSV or JSON file is parsed, then the
+        file's rows. Last comes ``("done", rows, rows)``.
     window
         Accepted extraction times; default from 2000-01-01 to a day from now.
 
@@ -176,33 +177,34 @@ def ingest_files(
         reported); nothing was written. The message lists the first 20
         problems by 1-based data row, and their count.
     """
-    report = progress or _silent
-    total = 3 * len(paths)
+    tracker = RowProgress(con, progress)
     inputs: list[_Input] = []
     ensure_utc(con)
     try:
-        for index, path in enumerate(paths):
+        tracker.start()
+        for path in paths:
             source, fmt = Path(path).name, detect_format(path)
-            report(f"reading {source}", 3 * index, total)
+            tracker.step(f"reading {source}", 0)
             copy = snapshot(path, fmt)
             if first_batch(con, copy.sha256) is not None:
                 drop_snapshot(copy)
-                report(f"skipping {source}: ingested before", 3 * index + 1, total)
+                tracker.step(f"skipping {source}: ingested before", 0)
                 inputs.append(_Input(source, fmt, copy.sha256, None))
                 continue
             inputs.append(_Input(source, fmt, copy.sha256, None, copy))  # dropped below
             staged = stage_file(con, copy, fmt, temp_name("ft_ingest"))
             inputs[-1] = replace(inputs[-1], staged=staged)
-            report(f"validating {source}", 3 * index + 1, total)
-            validate_extractions(con, staged, source=source, window=window)
+            tracker.step(f"validating {source}", staged.rows)
+            validate_extractions(con, staged, source=source, window=window, progress=tracker.part)
         results = []
         with transaction(con):
-            for index, item in enumerate(inputs):
-                report(f"storing {item.source}", 3 * index + 2, total)
+            for item in inputs:
+                tracker.step(f"storing {item.source}", item.staged.rows if item.staged else 0)
                 results.append(_store(con, item))
-        report("done", total, total)
+        tracker.finish(sum(item.staged.rows for item in inputs if item.staged))
         return results
     finally:
+        tracker.stop()
         for item in inputs:
             drop_staged(con, item.staged)
             drop_snapshot(item.copy)
@@ -255,10 +257,6 @@ def ingest_table(
         drop_staged(con, staged)
 
 
-def _silent(stage: str, done: int, total: int) -> None:
-    """The default progress callback: report nothing."""
-
-
 # --- validation ---------------------------------------------------------------------
 
 
@@ -272,6 +270,7 @@ def validate_extractions(
     *,
     source: str,
     window: TimeWindow | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> None:
     """Raise :class:`ValidationError` unless every staged row can be stored.
 
@@ -281,12 +280,14 @@ def validate_extractions(
     :class:`~fieldtrust.store.validation.TimeWindow`); keys plain text of at
     most 256 characters; value_status one of
     :data:`VALUE_STATUSES` and consistent with value; conflict a boolean;
-    extraction_id (given or derived) unique within the input.
+    extraction_id (given or derived) unique within the input. ``progress(done,
+    parts)`` hears how many of the check's queries are done.
     """
     dtypes = staged.dtypes
     check_columns(source, dtypes, required=REQUIRED_COLUMNS, optional=OPTIONAL_COLUMNS)
     raise_problems(
-        con, staged, extraction_rules(dtypes, window), [_unique_id(dtypes)], source=source
+        con, staged, extraction_rules(dtypes, window), [_unique_id(dtypes)], source=source,
+        progress=progress,
     )
 
 

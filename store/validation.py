@@ -16,7 +16,7 @@ is parsed; typed Parquet or Arrow columns are used as they are.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import duckdb
@@ -141,10 +141,14 @@ def raise_problems(
     unique: Sequence[Unique] = (),
     *,
     source: str,
+    progress: Callable[[int, int], None] | None = None,
 ) -> None:
-    """Raise one :class:`ValidationError` listing every problem, if there is any."""
+    """Raise one :class:`ValidationError` listing every problem, if there is any.
+
+    ``progress(done, parts)`` is told how many of the quick check's queries are done.
+    """
     # Small inputs skip the quick check: planning it costs as much as the full query.
-    if staged.rows > QUICK_CHECK_ROWS and not _any_problem(con, staged, rules, unique):
+    if staged.rows > QUICK_CHECK_ROWS and not _any_problem(con, staged, rules, unique, progress):
         return
     problems, total = find_problems(con, staged, rules, unique)
     if total:
@@ -152,7 +156,11 @@ def raise_problems(
 
 
 def _any_problem(
-    con: duckdb.DuckDBPyConnection, staged: Staged, rules: Sequence[Rule], unique: Sequence[Unique]
+    con: duckdb.DuckDBPyConnection,
+    staged: Staged,
+    rules: Sequence[Rule],
+    unique: Sequence[Unique],
+    progress: Callable[[int, int], None] | None = None,
 ) -> bool:
     """Does any rule fire, or any key repeat? Cheap on a valid input.
 
@@ -169,7 +177,9 @@ def _any_problem(
         f"SELECT count(DISTINCT hash({u.quick or u.key})) < count(*) FROM {relation}"
         for u in unique
     ]
-    for query in queries:
+    for done, query in enumerate(queries):
+        if progress is not None:
+            progress(done, len(queries))
         row = con.execute(query).fetchone()
         if row and row[0]:
             return True

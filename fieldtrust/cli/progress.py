@@ -3,7 +3,9 @@
 Library functions report ``progress(stage, done, total)``; this turns the
 calls into a bar with what is done, the rate and the time left (rich), or,
 when stderr is not a terminal (a log, CI), one line per stage or per tenth
-of the work. Commands pass no callback with ``--json``.
+of the work. Commands pass no callback with ``--json``. A ``total`` of 0
+means not known yet (ingest parsing a CSV file): the bar then shows the
+time spent only.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ def _plain_progress(unit: str) -> Progress:
             return
         last["stage"], last["tenth"] = stage, tenth
         elapsed = time.monotonic() - float(last["start"])
-        click.echo(f"[{done:,}/{total:,} {unit}, {elapsed:.1f} s] {stage}", err=True)
+        counts = f"{done:,}/{total:,} {unit}, " if total else ""
+        click.echo(f"[{counts}{elapsed:.1f} s] {stage}", err=True)
 
     return report
 
@@ -72,7 +75,9 @@ def _rich_progress(unit: str) -> Progress:
         ctx.call_on_close(bar.stop)
 
     def report(stage: str, done: int, total: int) -> None:
-        bar.update(task, description=stage, completed=done, total=total)
+        if stage != bar.tasks[0].description:  # rate and time left are per stage
+            bar.reset(task, description=stage, completed=done, total=total or None)
+        bar.update(task, completed=done, total=total or None)
         if stage == "done":
             bar.stop()
 

@@ -101,12 +101,6 @@ def show_settings(ctx: click.Context) -> None:
         click.echo(f"{name:>16} = {getattr(resolved, name)!s:<22} {help_line}")
 
 
-def _progress_line(stage: str, done: int, total: int) -> None:
-    """One line per step on stderr, so stdout keeps only the result."""
-    if stage != "done":
-        click.echo(f"[{done + 1}/{total}] {stage}", err=True)
-
-
 @click.command(epilog="Example: fieldtrust --db audit.duckdb ingest week48.parquet week49.csv")
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
@@ -124,7 +118,7 @@ def ingest(ctx: click.Context, files: tuple[str, ...], quiet: bool, as_json: boo
     from fieldtrust.cli.progress import stage_progress
     from fieldtrust.store.ingest import ingest_files
 
-    progress = None if quiet or as_json else stage_progress("steps", plain=_progress_line)
+    progress = None if quiet or as_json else stage_progress("rows")
     results = ingest_files(open_db(ctx), files, progress=progress, window=time_window(ctx))
     if as_json:
         echo_json([r.to_dict() for r in results])

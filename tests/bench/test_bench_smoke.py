@@ -106,3 +106,37 @@ def test_growth_is_relative_to_linear() -> None:
     points = [(1_000_000, 1.0, 0.0), (3_000_000, 3.0, 0.0), (10_000_000, 13.0, 0.0)]
     assert report.growth(points) == pytest.approx([1.0, 1.3])
     assert math.isclose(report.growth(points[:2])[0], 1.0)
+
+
+def test_the_draw_baseline_picks_the_draws_own_sample(
+    bench_run: dict[str, Any], tmp_path: Path
+) -> None:
+    import shutil
+
+    from fieldtrust.sampling.draw import draw_sample
+
+    from bench import cases
+    from bench.generate import bench_design
+    from fieldtrust.demo.users import QA_LEAD
+    from fieldtrust.settings import Settings
+
+    copy = tmp_path / "draw.duckdb"
+    shutil.copyfile(bench_run["size"]["dataset"]["store"], copy)
+    ctx = cases.Context(ROWS, copy, tmp_path / "none.parquet", tmp_path, Settings())
+    con = store.connect(copy)
+    try:
+        week = store.latest_week(con.cursor())
+        drawn = draw_sample(con, week, bench_design(), seed=ctx.settings.seed, actor=QA_LEAD,
+                            redraw=True)
+        ours = set(con.execute("SELECT extraction_id, cell FROM audit_items WHERE sample_id = ?",
+                               [drawn.sample_id]).fetchall())
+    finally:
+        con.close()
+    state = cases._cells_prepare(ctx)
+    try:
+        table = cases._md5_cells_draw(state)
+    finally:
+        cases._close(state)
+    assert len(ours) == drawn.n_sample > 100
+    picked = zip(table["extraction_id"].to_pylist(), table["cell"].to_pylist(), strict=True)
+    assert set(picked) == ours

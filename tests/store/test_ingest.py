@@ -671,19 +671,42 @@ def test_form_versions_keep_the_first_time_seen(
 # --- progress -----------------------------------------------------------------------
 
 
-def test_progress_reports_every_step(con: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
+def test_progress_reports_every_step_in_rows(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
     seen: list[tuple[str, int, int]] = []
-    paths = [write_csv(tmp_path / "a.csv", GOOD), write_parquet(tmp_path / "b.parquet", GOOD)]
+    paths = [write_csv(tmp_path / "a.csv", GOOD), write_parquet(tmp_path / "b.parquet", GOOD[:2])]
     ingest_files(con, paths, progress=lambda s, d, t: seen.append((s, d, t)))
-    assert seen == [
-        ("reading a.csv", 0, 6),
-        ("validating a.csv", 1, 6),
-        ("reading b.parquet", 3, 6),
-        ("validating b.parquet", 4, 6),
-        ("storing a.csv", 2, 6),
-        ("storing b.parquet", 5, 6),
-        ("done", 6, 6),
+    # Each step starts at 0 rows; a CSV file's rows are known once it is parsed.
+    assert [(s, d, t) for s, d, t in seen if d == 0] == [
+        ("reading a.csv", 0, 0),
+        ("validating a.csv", 0, 3),
+        ("reading b.parquet", 0, 0),
+        ("validating b.parquet", 0, 2),
+        ("storing a.csv", 0, 3),
+        ("storing b.parquet", 0, 2),
     ]
+    assert seen[-1] == ("done", 5, 5)
+    assert all(0 <= d <= t for s, d, t in seen if t)
+    # DuckDB's progress tracking is put back as it was (off, its printing on).
+    assert con.execute(
+        "SELECT current_setting('enable_progress_bar'),"
+        " current_setting('enable_progress_bar_print')"
+    ).fetchone() == (False, True)
+
+
+def test_progress_of_a_large_file_counts_validated_rows_up(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    rows = [{**GOOD[i % 3], "extraction_id": f"x{i}"} for i in range(25_000)]
+    seen: list[tuple[str, int, int]] = []
+    ingest_files(con, [write_parquet(tmp_path / "big.parquet", rows)],
+                 progress=lambda s, d, t: seen.append((s, d, t)))
+    validated = [d for s, d, t in seen if s == "validating big.parquet"]
+    # Above QUICK_CHECK_ROWS the check runs one query per rule: one report after each.
+    assert len(set(validated)) >= 8
+    assert validated == sorted(validated) and 0 == validated[0] < validated[-1] < 25_000
+    assert {t for s, d, t in seen if s != "reading big.parquet"} == {25_000}
 
 
 # --- in-memory rows -----------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,8 @@ def test_ingest_prints_rows_read_added_and_already_stored(tmp_path: Path) -> Non
         "a.csv: 2 rows read, 2 added, 0 already stored",
         "b.csv: 3 rows read, 1 added, 2 already stored",
     ]
-    assert "[1/6] reading a.csv" in result.stderr
+    assert re.search(r"^\[[\d.]+ s\] reading a\.csv$", result.stderr, re.M)
+    assert re.search(r"^\[0/3 rows, [\d.]+ s\] validating b\.csv$", result.stderr, re.M)
     assert counts(db) == (3, 2, 0)
 
 
@@ -68,6 +70,7 @@ def test_ingest_quiet_prints_no_progress(tmp_path: Path) -> None:
 def test_ingest_json_output(tmp_path: Path) -> None:
     result = run(tmp_path / "s.duckdb", "ingest", "--json", write_csv(tmp_path / "a.csv", GOOD))
     assert result.exit_code == 0
+    assert result.stderr == ""
     [entry] = json.loads(result.stdout)
     assert {k: entry[k] for k in ("source", "fmt", "rows_in_file", "rows_added")} == {
         "source": "a.csv",
@@ -75,6 +78,26 @@ def test_ingest_json_output(tmp_path: Path) -> None:
         "rows_in_file": 3,
         "rows_added": 3,
     }
+
+
+def test_ingest_of_a_large_file_prints_rows_done_lines_off_a_terminal(tmp_path: Path) -> None:
+    rows = [[f"x{i}", f"d{i // 3}", "invoice", "total", "1", "0.9", "2026-01-05T10:00:00Z"]
+            for i in range(25_000)]
+    path = write_csv(tmp_path / "big.csv", rows)
+    result = run(tmp_path / "s.duckdb", "ingest", path)
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert re.fullmatch(r"\[[\d.]+ s\] reading big\.csv", lines[0])
+    done = [int(m[1].replace(",", "")) for m in (
+        re.fullmatch(r"\[([\d,]+)/25,000 rows, [\d.]+ s\] validating big\.csv", x)
+        for x in lines) if m]
+    # One line per tenth of the rows checked: the check runs one query per rule.
+    assert len(done) >= 5 and done == sorted(done) and done[0] == 0
+    assert any(re.fullmatch(r"\[0/25,000 rows, [\d.]+ s\] storing big\.csv", x) for x in lines)
+    assert result.stdout == "big.csv: 25,000 rows read, 25,000 added, 0 already stored\n"
+    quiet = run(tmp_path / "t.duckdb", "ingest", "--json", path)
+    assert quiet.exit_code == 0 and quiet.stderr == ""
+    assert json.loads(quiet.stdout)[0]["rows_added"] == 25_000
 
 
 def test_ingesting_again_adds_nothing(tmp_path: Path) -> None:
