@@ -280,12 +280,12 @@ def _md5_draw(state: dict[str, Any]) -> object:
 
 def _cells_prepare(ctx: Context) -> dict[str, Any]:
     """The newest week and the draw's allocation per (doc_type, field, version, band)."""
-    from fieldtrust.sampling.cells import plan_cells
+    from fieldtrust.sampling.cells import plan_frame
 
     state = _read(ctx)
     design = bench_design()
     week = store.latest_week(state["con"].cursor())
-    parts = plan_cells(state["con"], week, design).explode("form_versions")
+    parts = plan_frame(state["con"], week, design).explode("form_versions")
     state.update(week=week, edges=list(design.bands[1:-1]), parts={
         "doc_types": parts["doc_type"].tolist(), "fields": parts["field"].tolist(),
         "versions": parts["form_versions"].tolist(), "bands": parts["band_index"].tolist(),
