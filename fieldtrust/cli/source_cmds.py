@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fieldtrust.cli.common import echo_json, open_db, settings
+from fieldtrust.cli.common import echo_json, open_db, settings, time_window
 from fieldtrust.settings import Settings
 
 if TYPE_CHECKING:
@@ -29,13 +29,17 @@ def source_config(resolved: Settings) -> SourceConfig:
 
 
 def open_configured_source(ctx: click.Context) -> Source | None:
-    """The open source of the settings, closed when the command ends; None for ``store``."""
+    """The open source of the settings, closed when the command ends; None for ``store``.
+
+    Its rows are held to the settings' time window (``earliest_time``,
+    ``future_days``), as ingest holds a file's.
+    """
     from fieldtrust.store.sources import open_source
 
     config = source_config(settings(ctx))
     if config.is_store:
         return None
-    source = open_source(config)
+    source = open_source(config, window=time_window(ctx))
     ctx.call_on_close(source.close)
     return source
 
