@@ -113,7 +113,8 @@ def refresh(ctx: click.Context, skip_invalid: bool, quiet: bool, as_json: bool) 
     """Count the source's new files (or rows) into the store's rollup, in one transaction.
 
     Files counted before are not read again; one that changed since is
-    reported, not recounted. Bad rows refuse the refresh (exit 2, the store
+    reported, not recounted. Bad rows (the ingest rules, with the settings'
+    earliest_time and future_days) refuse the refresh (exit 2, the store
     unchanged) unless --skip-invalid.
     """
     from fieldtrust.store.sources import refresh_source
