@@ -56,6 +56,13 @@ BUILD_MEMORY = "4GB"
 LABELS = 2000
 
 
+def _bare() -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB without the progress bar DuckDB draws on stdout."""
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
+    return con
+
+
 def _lake_sql(rows: int, first: int, count: int, week_offset: int) -> str:
     # Rows in time order, so each week is one partition and Parquet's min/max
     # statistics let a week's reader skip the other weeks' row groups.
@@ -78,7 +85,7 @@ def _lake_sql(rows: int, first: int, count: int, week_offset: int) -> str:
 
 def build_lake(folder: Path, rows: int) -> None:
     """``rows`` extractions over 8 weeks, partitioned ``week=2026-W02/...``."""
-    con = duckdb.connect()
+    con = _bare()
     con.execute(f"SET memory_limit = '{BUILD_MEMORY}'")  # the machine is shared
     con.execute(
         f"COPY (SELECT *, strftime(extracted_at, '%G-W%V') AS week"
@@ -91,7 +98,7 @@ def build_lake(folder: Path, rows: int) -> None:
 def add_week(folder: Path, rows: int) -> None:
     """A 9th week of ``rows / 8`` extractions (new ids), as a new partition."""
     share = rows // WEEKS
-    con = duckdb.connect()
+    con = _bare()
     con.execute(f"SET memory_limit = '{BUILD_MEMORY}'")
     con.execute(
         f"COPY (SELECT *, strftime(extracted_at, '%G-W%V') AS week"
@@ -125,7 +132,7 @@ CPU: list[float] = []
 def bare_group_by(folder: Path, weeks: int) -> float:
     """The rollup's counts by one plain GROUP BY over the same files and columns, unchecked."""
     files = sorted(str(p) for p in folder.glob("week=*/*.parquet"))
-    con = duckdb.connect()
+    con = _bare()
     con.execute("SET TimeZone = 'UTC'")
     seconds, _ = _timed(lambda: con.sql(
         "SELECT doc_type, field, form_version, CAST(extracted_at AS DATE) AS day,"
@@ -142,7 +149,7 @@ def bare_top_n(folder: Path, per_cell: dict[str, int]) -> float:
 
     start, end = week_bounds(DRAW_WEEK)
     files = sorted(str(p) for p in folder.glob("week=*/*.parquet"))
-    con = duckdb.connect()
+    con = _bare()
     con.execute("SET TimeZone = 'UTC'")
     n = max(per_cell.values()) if per_cell else 100
     seconds, _ = _timed(lambda: con.sql(

@@ -148,13 +148,22 @@ def parquet_files(config: SourceConfig) -> list[SourceFile]:
     return files
 
 
+def _engine() -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB that reads the lake, in UTC as the store is."""
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    # DuckDB draws a progress bar on stdout for a query slower than two seconds,
+    # which would corrupt `fieldtrust refresh --json` on a large lake.
+    con.execute("SET enable_progress_bar = false")
+    return con
+
+
 class DuckDBParquet(Source):
     """A Parquet lake read in place by DuckDB."""
 
     def __init__(self, config: SourceConfig) -> None:
         super().__init__(config)
-        self.con = duckdb.connect()
-        self.con.execute("SET TimeZone = 'UTC'")
+        self.con = _engine()
         self._root = config.path if os.path.isdir(config.path) else self.root()
 
     def files(self) -> list[SourceFile] | None:
@@ -216,8 +225,7 @@ class DuckDBDelta(DuckDBParquet):
             self.table = DeltaTable(config.path)
         except Exception as exc:  # deltalake raises its own TableNotFoundError
             raise SourceError(f"source path {config.path} is not a Delta table ({exc})") from exc
-        self.con = duckdb.connect()
-        self.con.execute("SET TimeZone = 'UTC'")
+        self.con = _engine()
         self._root = config.path
 
     def files(self) -> list[SourceFile] | None:

@@ -283,3 +283,15 @@ def test_a_refresh_holds_lake_rows_to_the_settings_time_window(tmp_path: Path) -
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT count(*) FROM source_refreshes").fetchall() == [(0,)]
     con.close()
+
+
+@pytest.mark.parametrize("kind", ["parquet", "delta"])
+def test_a_lake_engine_draws_no_progress_bar_on_stdout(kind: str, rows: pa.Table,
+                                                       tmp_path: Path) -> None:
+    # DuckDB draws one for queries over two seconds: it would corrupt `refresh --json`.
+    folder = (write_parquet_lake if kind == "parquet" else write_delta_lake)(
+        rows.slice(0, 10), tmp_path / "lake")
+    source = open_source(SourceConfig(kind, str(folder)))
+    setting = "SELECT current_setting('enable_progress_bar')"
+    assert source.con.execute(setting).fetchall() == [(False,)]  # type: ignore[attr-defined]
+    source.close()
