@@ -87,7 +87,8 @@ def refresh_source(
     con
         A read-write store connection.
     source
-        The open source (:func:`fieldtrust.store.sources.open_source`).
+        The open source (:func:`fieldtrust.store.sources.open_source`); its
+        ``window`` bounds the extraction times a row may hold, as at ingest.
     skip_invalid
         Leave rows an ingest rule rejects out of the counts (and the draw),
         instead of refusing the refresh.
