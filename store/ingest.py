@@ -412,8 +412,20 @@ def typed_select(dtypes: dict[str, str]) -> str:
     return _typed_select(dtypes)
 
 
+def typed_columns(dtypes: dict[str, str]) -> dict[str, str]:
+    """Each stored column's SQL expression over rows with these column types."""
+    return dict(zip(_STORED, _typed_expressions(dtypes), strict=True))
+
+
 def _typed_select(dtypes: dict[str, str]) -> str:
     """SELECT list giving the stored columns (:data:`_STORED`) of valid staged rows."""
+    return ", ".join(
+        f"{sql} AS {quote_ident(name)}" for name, sql in typed_columns(dtypes).items()
+    )
+
+
+def _typed_expressions(dtypes: dict[str, str]) -> list[str]:
+    """The expressions of :func:`_typed_select`, in :data:`_STORED` order."""
     value = _value_sql(dtypes)
     status = choice_sql(*_col(dtypes, "value_status"), VALUE_STATUSES)
     expressions = [
@@ -432,9 +444,7 @@ def _typed_select(dtypes: dict[str, str]) -> str:
         _kept_text(*_col(dtypes, "source_excerpt")),
         *location_select(dtypes),
     ]
-    return ", ".join(
-        f"{sql} AS {quote_ident(name)}" for sql, name in zip(expressions, _STORED, strict=True)
-    )
+    return expressions
 
 
 # --- writing ------------------------------------------------------------------------

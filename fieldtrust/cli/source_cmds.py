@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fieldtrust.cli.common import echo_json, open_db, settings
+from fieldtrust.cli.common import echo_json, open_db, settings, time_window
 from fieldtrust.settings import Settings
 
 if TYPE_CHECKING:
@@ -29,13 +29,17 @@ def source_config(resolved: Settings) -> SourceConfig:
 
 
 def open_configured_source(ctx: click.Context) -> Source | None:
-    """The open source of the settings, closed when the command ends; None for ``store``."""
+    """The open source of the settings, closed when the command ends; None for ``store``.
+
+    Its rows are held to the settings' time window (``earliest_time``,
+    ``future_days``), as ingest holds a file's.
+    """
     from fieldtrust.store.sources import open_source
 
     config = source_config(settings(ctx))
     if config.is_store:
         return None
-    source = open_source(config)
+    source = open_source(config, window=time_window(ctx))
     ctx.call_on_close(source.close)
     return source
 
@@ -109,7 +113,8 @@ def refresh(ctx: click.Context, skip_invalid: bool, quiet: bool, as_json: bool) 
     """Count the source's new files (or rows) into the store's rollup, in one transaction.
 
     Files counted before are not read again; one that changed since is
-    reported, not recounted. Bad rows refuse the refresh (exit 2, the store
+    reported, not recounted. Bad rows (the ingest rules, with the settings'
+    earliest_time and future_days) refuse the refresh (exit 2, the store
     unchanged) unless --skip-invalid.
     """
     from fieldtrust.store.sources import refresh_source

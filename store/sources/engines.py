@@ -31,7 +31,7 @@ from fieldtrust.store.sources.config import (
 )
 from fieldtrust.store.sources.dialect import for_dialect
 from fieldtrust.store.sql import quote_ident
-from fieldtrust.store.validation import Rule
+from fieldtrust.store.validation import Rule, TimeWindow
 
 
 @dataclass(frozen=True, order=True)
@@ -50,6 +50,9 @@ class Source:
 
     def __init__(self, config: SourceConfig) -> None:
         self.config = config
+        #: The accepted extraction times (settings ``earliest_time``, ``future_days``);
+        #: set by :func:`open_source`.
+        self.window: TimeWindow | None = None
         self.rules: list[Rule] = []
         self.dtypes: dict[str, str] = {}
 
@@ -85,7 +88,7 @@ class Source:
                  " map a column of yours with [source.columns]"],
             )
         self.dtypes = dtypes
-        self.rules = extraction_rules(dtypes)
+        self.rules = extraction_rules(dtypes, self.window)
         bad = " OR ".join(f"({rule.condition})" for rule in self.rules) or "false"
         self._view(
             "source_rows",
@@ -145,13 +148,22 @@ def parquet_files(config: SourceConfig) -> list[SourceFile]:
     return files
 
 
+def _engine() -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB that reads the lake, in UTC as the store is."""
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    # DuckDB draws a progress bar on stdout for a query slower than two seconds,
+    # which would corrupt `fieldtrust refresh --json` on a large lake.
+    con.execute("SET enable_progress_bar = false")
+    return con
+
+
 class DuckDBParquet(Source):
     """A Parquet lake read in place by DuckDB."""
 
     def __init__(self, config: SourceConfig) -> None:
         super().__init__(config)
-        self.con = duckdb.connect()
-        self.con.execute("SET TimeZone = 'UTC'")
+        self.con = _engine()
         self._root = config.path if os.path.isdir(config.path) else self.root()
 
     def files(self) -> list[SourceFile] | None:
@@ -213,8 +225,7 @@ class DuckDBDelta(DuckDBParquet):
             self.table = DeltaTable(config.path)
         except Exception as exc:  # deltalake raises its own TableNotFoundError
             raise SourceError(f"source path {config.path} is not a Delta table ({exc})") from exc
-        self.con = duckdb.connect()
-        self.con.execute("SET TimeZone = 'UTC'")
+        self.con = _engine()
         self._root = config.path
 
     def files(self) -> list[SourceFile] | None:
@@ -368,19 +379,26 @@ class SparkSource(Source):
         frame.createOrReplaceTempView(name)
 
 
-def open_source(config: SourceConfig) -> Source:
+def open_source(config: SourceConfig, *, window: TimeWindow | None = None) -> Source:
     """Open the non-store source ``config`` names.
+
+    ``window`` bounds the extraction times its rows may hold, as at ingest
+    (default :class:`~fieldtrust.store.validation.TimeWindow`; the CLI passes the
+    settings ``earliest_time`` and ``future_days``): a refresh refuses a row
+    outside it, and the draw and the queue leave such rows out.
 
     Raises
     ------
     SourceError
         The path is missing, Spark is unreachable or Java is missing.
     """
+    engines: dict[str, type[Source]] = {
+        "parquet": DuckDBParquet, "delta": DuckDBDelta, "spark": SparkSource,
+    }
+    if config.kind not in engines:
+        raise SourceError("the store source has no engine to open: its rows are in the store")
     if config.kind == "parquet":
         parquet_files(config)  # a missing path is said now, not at the first query
-        return DuckDBParquet(config)
-    if config.kind == "delta":
-        return DuckDBDelta(config)
-    if config.kind == "spark":
-        return SparkSource(config)
-    raise SourceError("the store source has no engine to open: its rows are in the store")
+    source = engines[config.kind](config)
+    source.window = window
+    return source

@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from fieldtrust.store.rollup import GRID
+from fieldtrust.store.sql import quote_ident
 
 _K = f"CAST(floor(confidence * {GRID} + 1e-9) AS SMALLINT)"
 
-#: Rows an ingest rule rejects. ``bad_`` in WHERE lets DuckDB skip every row group
-#: whose statistics rule each problem out: on a valid lake this reads almost nothing.
+#: Rows an ingest rule rejects, asked only when :func:`checked_rollup` flags some.
 BAD_ROWS = """
 SELECT count(*) AS bad FROM source_rows
 WHERE bad_ AND (extracted_at IS NULL OR extracted_at > $since)
@@ -43,10 +43,52 @@ def rollup(*, since: bool, skip_bad: bool) -> str:
     """
 
 
-#: The newest time counted: the next watermark of a Spark table.
-WATERMARK_SINCE = """
-SELECT max(extracted_at) AS watermark FROM source_rows WHERE extracted_at > $since
-"""
+def checked_rollup(
+    typed: dict[str, str],
+    grouped: Sequence[str],
+    group_checks: Sequence[str],
+    row_checks: Sequence[str],
+    *,
+    since: bool,
+) -> str:
+    """:func:`rollup` of every selected row and, in the same scan, how many rows may be bad.
+
+    Reads ``source_raw`` once. Rows are grouped by the raw text of the ``grouped``
+    columns (a few distinct values each), so the ``group_checks`` (conditions on
+    those columns alone) run once per group, not once per row; the
+    ``row_checks`` run on every row. ``suspect`` counts the rows a check flags:
+    zero means no row is bad and the counts are those of :func:`rollup`. A
+    check may flag more than the ingest rules do (a cheaper test that never
+    misses one), so a nonzero ``suspect`` only says to look closer.
+    ``typed`` are the stored columns' expressions over ``source_raw``
+    (:func:`fieldtrust.store.ingest.typed_columns`); ``last_seen_at`` gives the
+    next watermark.
+    """
+    stamp, number = typed["extracted_at"], typed["confidence"]
+    # TRY_CAST: bad rows (NaN, 1e300) are counted here too, before they are refused.
+    step = f"TRY_CAST(floor({number} * {GRID} + 1e-9) AS SMALLINT)"
+    keys = [quote_ident(c) for c in grouped]
+    row_bad = " OR ".join(f"({c})" for c in row_checks) or "false"
+    group_bad = " OR ".join(f"({c})" for c in group_checks) or "false"
+    where = f"WHERE ({stamp} IS NULL OR {stamp} > $since)" if since else ""
+    return f"""
+    WITH raw_groups AS (
+        SELECT {"".join(k + ", " for k in keys)}CAST({stamp} AS DATE) AS day, {step} AS k,
+               count(*) AS n, sum({number}) AS sum_confidence,
+               min({stamp}) AS first_seen_at, max({stamp}) AS last_seen_at,
+               count_if(coalesce({row_bad}, false)) AS suspect_rows
+        FROM source_raw
+        {where}
+        GROUP BY {"".join(k + ", " for k in keys)}CAST({stamp} AS DATE), {step}
+    )
+    SELECT {typed["doc_type"]} AS doc_type, {typed["field"]} AS field,
+           {typed["form_version"]} AS form_version, day, k,
+           sum(n) AS n, sum(sum_confidence) AS sum_confidence,
+           min(first_seen_at) AS first_seen_at, max(last_seen_at) AS last_seen_at,
+           sum(CASE WHEN coalesce({group_bad}, false) THEN n ELSE suspect_rows END) AS suspect
+    FROM raw_groups
+    GROUP BY 1, 2, 3, 4, 5
+    """
 
 
 def band_sql(edges: Sequence[float]) -> tuple[str, dict[str, Any]]:

@@ -8,8 +8,8 @@ append-only, and recounting a rewritten file would count its rows twice.
 Everything a refresh writes lands in one transaction.
 
 Rows are checked with the ingest rules (:func:`fieldtrust.store.ingest.extraction_rules`)
-before they are counted, by one query that Parquet statistics let skip most of a
-valid lake; a refresh that finds bad rows raises
+in the same scan that counts them (:mod:`fieldtrust.store.sources.checks`); only
+when that scan flags a row are the exact rules asked. A refresh that finds bad rows raises
 :class:`~fieldtrust.store.errors.ValidationError` (the first 20, by file and row,
 and their count) and writes nothing, unless ``skip_invalid``, which leaves
 them out and records how many with the refresh. Extraction ids are taken as
@@ -30,8 +30,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from fieldtrust.store.connection import transaction, utc_now
 from fieldtrust.store.errors import ValidationError
+from fieldtrust.store.ingest import typed_columns
 from fieldtrust.store.readers import MAX_PROBLEMS, shown
 from fieldtrust.store.sources import queries
+from fieldtrust.store.sources.checks import refresh_checks
 from fieldtrust.store.sources.config import SourceConfig
 from fieldtrust.store.sources.engines import Source, SourceFile
 
@@ -85,7 +87,8 @@ def refresh_source(
     con
         A read-write store connection.
     source
-        The open source (:func:`fieldtrust.store.sources.open_source`).
+        The open source (:func:`fieldtrust.store.sources.open_source`); its
+        ``window`` bounds the extraction times a row may hold, as at ingest.
     skip_invalid
         Leave rows an ingest rule rejects out of the counts (and the draw),
         instead of refusing the refresh.
@@ -122,17 +125,25 @@ def refresh_source(
         since = _EPOCH
     else:
         source.select(None)
-    bad = int(source.query(queries.BAD_ROWS, {"since": since})["bad"][0].as_py() or 0)
-    if bad and not skip_invalid:
-        raise ValidationError(name, _problems(source), bad)
-    counts = _count(source, new_files, since, bool(bad), listed is None,
-                    report if progress else None)
+    counts = _count(source, new_files, since, listed is None, report if progress else None)
+    bad = 0
+    if pc.sum(counts["suspect"]).as_py():
+        # A check flagged a row: the exact rules say whether any is bad, and which.
+        source.select(None if listed is None else [f.path for f in new_files])
+        bad = int(source.query(queries.BAD_ROWS, {"since": since})["bad"][0].as_py() or 0)
+        if bad and not skip_invalid:
+            raise ValidationError(name, _problems(source), bad)
+    last_seen = pc.max(counts["last_seen_at"]).as_py()
+    if bad:
+        counts = source.query(queries.rollup(since=listed is None, skip_bad=True),
+                              {"since": since} if listed is None else {})
+    counts = counts.select(list(_COUNT_COLUMNS))
     rows = int(pc.sum(counts["n"]).as_py() or 0)
     watermark = None
     if listed is None:
         if rows == 0 and not bad:
             return RefreshResult(None, name, 0, 0, 0)
-        watermark = source.query(queries.WATERMARK_SINCE, {"since": since})["watermark"][0].as_py()
+        watermark = last_seen
     report(f"storing counts of {rows:,} rows", 0, 1)
     refresh_id = f"refresh-{uuid.uuid4().hex[:16]}"
     with transaction(con):
@@ -145,21 +156,38 @@ def refresh_source(
 _PROGRESS_STEPS = 20
 
 
+#: The rollup's columns, as the store takes them.
+_COUNT_COLUMNS = ("doc_type", "field", "form_version", "day", "k", "n", "sum_confidence",
+                  "first_seen_at")
+
+
 def _count(
-    source: Source, files: list[SourceFile], since: dt.datetime, skip_bad: bool,
-    by_watermark: bool, report: Progress | None,
+    source: Source, files: list[SourceFile], since: dt.datetime, by_watermark: bool,
+    report: Progress | None,
 ) -> pa.Table:
-    """The rollup query over the selected rows; in slices of files when reporting progress."""
-    sql = queries.rollup(since=by_watermark, skip_bad=skip_bad)
+    """The checked rollup over the selected rows; in slices of files when reporting progress.
+
+    One scan of the files counts the rows and checks them
+    (:func:`~fieldtrust.store.sources.queries.checked_rollup`).
+    """
     params = {"since": since} if by_watermark else {}
-    if report is None or len(files) < 2:
+
+    def checked() -> pa.Table:
+        checks = refresh_checks(source.rules, source.dtypes)
+        sql = queries.checked_rollup(
+            typed_columns(source.dtypes), checks.grouped, checks.group_checks,
+            checks.row_checks, since=by_watermark,
+        )
         return source.query(sql, params)
+
+    if report is None or len(files) < 2:
+        return checked()
     step = max(1, -(-len(files) // _PROGRESS_STEPS))
     parts, rows = [], 0
     for start in range(0, len(files), step):
         report(f"counting: {rows:,} rows", start, len(files))
         source.select([f.path for f in files[start:start + step]])
-        part = source.query(sql, params)
+        part = checked()
         rows += int(pc.sum(part["n"]).as_py() or 0)
         parts.append(part)
     report(f"counted {rows:,} rows", len(files), len(files))

@@ -246,3 +246,61 @@ def test_the_audit_planner_of_a_lake_store_counts_the_week_from_its_rollup(
     stored = plan_cells(reference, "2026-W03", Design())
     assert lake.drop_columns("form_versions").equals(stored.drop_columns("form_versions"))
     assert sum(lake["n_population"].to_pylist()) > 900
+
+
+def test_a_refresh_holds_lake_rows_to_the_settings_time_window(tmp_path: Path) -> None:
+    import datetime as dt
+
+    from fieldtrust.store.validation import TimeWindow
+
+    rows = lake_rows(40, weeks=1)
+    folder = write_parquet_lake(rows, tmp_path / "lake")
+    earliest = dt.datetime(2026, 1, 8)
+    early = sorted(t for t in rows.column("extracted_at").to_pylist() if t < earliest)
+    assert 0 < len(early) < 40
+    con = fresh_store(tmp_path / "lib.duckdb")
+    before = table_fingerprint(con)
+    narrowed = open_source(SourceConfig("parquet", str(folder)), window=TimeWindow(earliest))
+    with pytest.raises(ValidationError) as caught:
+        refresh_source(con, narrowed)
+    assert caught.value.total == len(early)
+    pattern = (r"file (week=2026-W02/\S+\.parquet), row (\d+), column extracted_at:"
+               r" '([^']+)' is outside the accepted times, 2026-01-08 to \S+ \S+ UTC"
+               r" \(settings earliest_time, future_days\)")
+    found = [re.fullmatch(pattern, p) for p in caught.value.problems]
+    assert all(found) and len(found) == len(early)
+    named = sorted(dt.datetime.fromisoformat(m.group(3)) for m in found if m)
+    assert named == early
+    for match in found:  # the file and row named hold the refused time
+        assert match is not None
+        held = duckdb.sql(f"SELECT CAST(extracted_at AS VARCHAR) FROM read_parquet("
+                          f"'{folder / match.group(1)}') LIMIT 1 OFFSET {int(match.group(2)) - 1}")
+        assert held.fetchall()[0][0] == match.group(3)
+    assert table_fingerprint(con) == before
+    assert refresh_source(con, open_source(SourceConfig("parquet", str(folder)))).rows_counted == 40
+    con.close()
+
+    db = tmp_path / "cli.duckdb"
+    fresh_store(db).close()
+    env = {"FIELDTRUST_SOURCE": "parquet", "FIELDTRUST_SOURCE_PATH": str(folder),
+           "FIELDTRUST_EARLIEST_TIME": "2026-01-08"}
+    refused = CliRunner().invoke(cli, ["--db", str(db), "refresh", "--quiet"], env=env)
+    assert refused.exit_code == 2, refused.output
+    assert "Traceback" not in refused.output
+    shown = [line.strip() for line in refused.stderr.splitlines()]
+    assert sum(bool(re.fullmatch(pattern, line)) for line in shown) == min(len(early), 20)
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT count(*) FROM source_refreshes").fetchall() == [(0,)]
+    con.close()
+
+
+@pytest.mark.parametrize("kind", ["parquet", "delta"])
+def test_a_lake_engine_draws_no_progress_bar_on_stdout(kind: str, rows: pa.Table,
+                                                       tmp_path: Path) -> None:
+    # DuckDB draws one for queries over two seconds: it would corrupt `refresh --json`.
+    folder = (write_parquet_lake if kind == "parquet" else write_delta_lake)(
+        rows.slice(0, 10), tmp_path / "lake")
+    source = open_source(SourceConfig(kind, str(folder)))
+    setting = "SELECT current_setting('enable_progress_bar')"
+    assert source.con.execute(setting).fetchall() == [(False,)]  # type: ignore[attr-defined]
+    source.close()
