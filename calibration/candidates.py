@@ -99,7 +99,8 @@ class CandidateAssessment:
         if self.reason is None:
             return None
         if self.reason in ("no_week_evidence", "unstable_week"):
-            failing = [w.reason for w in self.weeks_checked if not w.passes]
+            # A week that does not pass has a reason, and only such a week has one.
+            failing = [w.reason for w in self.weeks_checked if w.reason is not None]
             return REASONS[self.reason] + (f" ({'; '.join(failing)})" if failing else "")
         if self.reason == "unaudited_weeks":
             uncovered = self.evidence.get("uncovered_weeks") or []

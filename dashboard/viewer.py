@@ -11,6 +11,7 @@ between a reviewer and a verdict, and "unclear" stays a verdict.
 from __future__ import annotations
 
 import logging
+from typing import Literal
 
 import streamlit as st
 from fieldtrust.dashboard import data, layout, render
@@ -54,7 +55,7 @@ def _page(extraction_id: str, zoom_key: str) -> render.Notice | None:
     if isinstance(image, render.Notice):
         return image
     # A whole page fits the screen beside the value; the zoom takes the column's width.
-    width = "stretch" if zoom else min(image.width, PAGE_SHOWN_WIDTH)
+    width: Literal["stretch"] | int = "stretch" if zoom else min(image.width, PAGE_SHOWN_WIDTH)
     st.image(image.png, width=width, alt=f"page {image.page} of the document")
     where = f"Page {image.page} of {image.pages} · {layout.code_span(location.document_uri)}"
     if location.bbox is None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
+from typing import TypedDict
 
 import duckdb
 from fieldtrust.extraction.documents import media_type_of
@@ -63,9 +64,14 @@ def store_result(
     return ingest_table(con, table, source=source, fmt="extract").rows_added
 
 
-def _locations(
-    result: DocumentResult, root: str | os.PathLike[str] | None
-) -> dict[str, object]:
+class _Locations(TypedDict, total=False):
+    """The keyword arguments of :func:`extraction_rows` that say where rows came from."""
+
+    document_uri: str | None
+    located: Mapping[str, Located] | None
+
+
+def _locations(result: DocumentResult, root: str | os.PathLike[str] | None) -> _Locations:
     """``document_uri`` and ``located`` for :func:`extraction_rows` (empty without a root)."""
     if root is None or result.extraction is None:
         return {}

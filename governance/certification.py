@@ -15,13 +15,18 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 import duckdb
 from fieldtrust.calibration.candidates import METHOD, REASONS, automation_candidates
 from fieldtrust.governance.errors import DecisionError
 from fieldtrust.governance.evidence import Certification
-from fieldtrust.store.policy_settings import DEFAULT_POLICY, PolicySettings, current_policy_settings
+from fieldtrust.store.policy_settings import (
+    DEFAULT_POLICY,
+    PolicyChanges,
+    PolicySettings,
+    current_policy_settings,
+)
 from fieldtrust.store.scope import Scope, last_weeks
 
 
@@ -81,12 +86,13 @@ class Criteria:
         }
         return cls(**asked, source=source)
 
-    def asked(self) -> dict[str, float | int]:
+    def asked(self) -> PolicyChanges:
         """The values given (not None), by setting name."""
-        return {
+        # Every field but source is a policy setting of the same name and type.
+        return cast(PolicyChanges, {
             f.name: getattr(self, f.name) for f in dataclasses.fields(self)
             if f.name != "source" and getattr(self, f.name) is not None
-        }
+        })
 
 
 def held_to(policy: PolicySettings, criteria: Criteria | None) -> PolicySettings:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from typing import Unpack
 
 import duckdb
 from fieldtrust.labels.errors import LabelError
@@ -15,6 +16,7 @@ from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
 from fieldtrust.store.policy_settings import (
     POLICY_FIELDS,
+    PolicyChanges,
     PolicySettings,
     current_policy_settings,
 )
@@ -44,7 +46,7 @@ def _checked(settings: PolicySettings) -> None:
 
 
 def set_policy_settings(
-    con: duckdb.DuckDBPyConnection, actor: str, **changes: float | int
+    con: duckdb.DuckDBPyConnection, actor: str, **changes: Unpack[PolicyChanges]
 ) -> PolicySettings:
     """Change some policy settings (the others keep their current value); admins only.
 

@@ -204,16 +204,16 @@ def import_labels(
     source = Path(path).name
     # A Label Studio export is one JSON document, not JSON Lines: no line limit.
     fmt = "label-studio" if format == "label-studio" else detect_format(path)
-    copy: Snapshot | None = snapshot(path, fmt)
+    copy = snapshot(path, fmt)
     sha = copy.sha256
-    ensure_utc(con)
-    earlier = first_batch(con, sha, "label_imports")
-    if earlier is not None:
-        drop_snapshot(copy)
-        batch_id, rows = earlier
-        return LabelImportResult(batch_id, source, rows, 0, 0, 0)
-    options = _Options(actor, reviewer_default, window, random_sample)
+    # Every way out drops the private copy: a file imported before, an import, an error.
     try:
+        ensure_utc(con)
+        earlier = first_batch(con, sha, "label_imports")
+        if earlier is not None:
+            batch_id, rows = earlier
+            return LabelImportResult(batch_id, source, rows, 0, 0, 0)
+        options = _Options(actor, reviewer_default, window, random_sample)
         if format == "label-studio":
             return _import_label_studio(con, copy, source, sha, options)
         return _import_file(con, copy, fmt, source, sha, options)

@@ -30,7 +30,7 @@ DEFAULT_LOCK_TIMEOUT = 10.0
 
 #: Every connection is opened with these: DuckDB would otherwise download and
 #: load extensions on its own (it tried to, for a file that was not a database).
-DUCKDB_CONFIG = {
+DUCKDB_CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
 }

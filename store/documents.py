@@ -35,7 +35,7 @@ from fieldtrust.store.validation import Rule, missing_sql, raw_sql, text_sql
 
 #: The ingest columns this module adds, and the stored columns they become.
 LOCATION_COLUMNS = ("document_uri", "page", "bbox")
-STORED_COLUMNS = ("document_uri", "page", "bbox_x0", "bbox_y0", "bbox_x1", "bbox_y1")
+LOCATION_STORED_COLUMNS = ("document_uri", "page", "bbox_x0", "bbox_y0", "bbox_x1", "bbox_y1")
 
 BBOX_HINT = "four numbers x0,y0,x1,y1 (fractions of the page, origin top left)"
 
@@ -192,7 +192,7 @@ def location_rules(dtypes: dict[str, str]) -> list[Rule]:
 
 
 def location_select(dtypes: dict[str, str]) -> list[str]:
-    """SQL giving :data:`STORED_COLUMNS` of valid staged rows, in that order."""
+    """SQL giving :data:`LOCATION_STORED_COLUMNS` of valid staged rows, in that order."""
     uri = text_sql("document_uri", dtypes["document_uri"]) if "document_uri" in dtypes \
         else "CAST(NULL AS VARCHAR)"
     box = bbox_sql(dtypes.get("bbox"))

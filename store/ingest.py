@@ -29,7 +29,7 @@ import pyarrow as pa
 from fieldtrust.store.connection import transaction, utc_now
 from fieldtrust.store.documents import (
     LOCATION_COLUMNS,
-    STORED_COLUMNS,
+    LOCATION_STORED_COLUMNS,
     location_rules,
     location_select,
 )
@@ -105,7 +105,7 @@ EXTRACTION_COLUMNS = (
     "conflict_value",
     "source_excerpt",
 )
-_STORED = (*EXTRACTION_COLUMNS, *STORED_COLUMNS)
+_STORED = (*EXTRACTION_COLUMNS, *LOCATION_STORED_COLUMNS)
 #: The columns a stored extraction has (besides batch_id).
 STORED_COLUMNS = _STORED
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import duckdb
 
@@ -78,6 +78,19 @@ DEFAULT_POLICY = PolicySettings()
 POLICY_FIELDS: tuple[str, ...] = tuple(
     f.name for f in dataclasses.fields(PolicySettings) if f.name not in ("set_by", "set_at")
 )
+
+
+class PolicyChanges(TypedDict, total=False):
+    """Some of the :data:`POLICY_FIELDS`, each of its setting's type: a change or a request."""
+
+    target: float
+    confidence: float
+    n_min: int
+    stability_weeks: int
+    version_share: float
+    min_week_labels: int
+    prior_error: float
+    weeks: int
 
 
 def current_policy_settings(con: duckdb.DuckDBPyConnection) -> PolicySettings:

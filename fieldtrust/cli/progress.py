@@ -30,14 +30,15 @@ def stage_progress(unit: str = "steps", plain: Progress | None = None) -> Progre
 
 
 def _plain_progress(unit: str) -> Progress:
-    last = {"stage": "", "tenth": -1, "start": time.monotonic()}
+    start = time.monotonic()
+    last = {"stage": "", "tenth": -1}
 
     def report(stage: str, done: int, total: int) -> None:
         tenth = (10 * done) // total if total else 10
         if stage == "done" or (stage == last["stage"] and tenth == last["tenth"]):
             return
         last["stage"], last["tenth"] = stage, tenth
-        elapsed = time.monotonic() - float(last["start"])
+        elapsed = time.monotonic() - start
         counts = f"{done:,}/{total:,} {unit}, " if total else ""
         click.echo(f"[{counts}{elapsed:.1f} s] {stage}", err=True)
 

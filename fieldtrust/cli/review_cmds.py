@@ -14,7 +14,7 @@ imported inside their commands, so `fieldtrust --help` starts fast.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import click
 import duckdb
@@ -222,7 +222,7 @@ _POLICY_HELP = {
               help="Who changes them (an admin); needed to change anything.")
 @_JSON
 @click.pass_context
-def policy_settings_cmd(ctx: click.Context, actor: str | None, as_json: bool,
+def policy_settings_cmd(ctx: click.Context, /, actor: str | None, as_json: bool,
                         **changes: float | int | None) -> None:
     """Show the policy settings every approval is held to, or (admin, with --as) change them.
 
@@ -231,9 +231,11 @@ def policy_settings_cmd(ctx: click.Context, actor: str | None, as_json: bool,
     Settings not given keep their value.
     """
     from fieldtrust.governance.policy_settings import set_policy_settings
-    from fieldtrust.store.policy_settings import current_policy_settings
+    from fieldtrust.store.policy_settings import PolicyChanges, current_policy_settings
 
-    given = {name: value for name, value in changes.items() if value is not None}
+    # Each option's click type is its setting's (--n-min an int, --target a float).
+    given = cast(PolicyChanges, {name: value for name, value in changes.items()
+                                 if value is not None})
     if given and actor is None:
         raise click.UsageError("changing the policy settings needs --as NAME (an admin)")
     if actor is not None and not given:

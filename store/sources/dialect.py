@@ -15,7 +15,7 @@ import sqlglot
 from sqlglot import exp
 
 
-def _spark_isfinite(node: exp.Expression) -> exp.Expression:
+def _spark_isfinite(node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.Anonymous) and node.name.lower() == "isfinite":
         (arg,) = node.expressions
         # Spark orders NaN above +Infinity and has no isfinite(): both tests are needed.

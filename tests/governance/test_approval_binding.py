@@ -214,3 +214,19 @@ def test_settings_defaults_are_the_default_policy() -> None:
     for name in ("target", "confidence", "n_min", "stability_weeks", "weeks"):
         assert getattr(Settings(), name) == getattr(DEFAULT_POLICY, name), name
     assert Criteria.of(Settings()).asked() == {}
+
+
+def test_policy_changes_name_every_setting_with_its_type() -> None:
+    # set_policy_settings and Criteria.asked are typed by PolicyChanges: it must follow the
+    # settings, and Criteria's fields must be settings of the same type (or None).
+    from typing import get_type_hints
+
+    from fieldtrust.store.policy_settings import POLICY_FIELDS, PolicyChanges, PolicySettings
+
+    changes = get_type_hints(PolicyChanges)
+    settings = get_type_hints(PolicySettings)
+    assert tuple(changes) == POLICY_FIELDS
+    assert PolicyChanges.__optional_keys__ == frozenset(POLICY_FIELDS)
+    assert {name: settings[name] for name in POLICY_FIELDS} == changes
+    asked = {name: kind for name, kind in get_type_hints(Criteria).items() if name != "source"}
+    assert asked == {name: changes[name] | None for name in asked}
