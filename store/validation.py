@@ -73,6 +73,9 @@ class Rule:
 
     ``message`` follows "row N, column C: " and may quote ``{value}`` and
     ``{extra}``, the text of the SQL expressions ``value`` and ``extra``.
+    ``few_values``: the condition reads only ``column``, which holds few
+    distinct values (a stratum, a closed set), so the quick check tests each
+    distinct value once instead of every row.
     """
 
     column: str
@@ -80,6 +83,7 @@ class Rule:
     condition: str
     value: str = "NULL"
     extra: str = "NULL"
+    few_values: bool = False
 
 
 @dataclass(frozen=True)
@@ -166,12 +170,29 @@ def _any_problem(
 
     One small query per rule, the condition in ``WHERE``: DuckDB then pushes
     what it can into the scan and skips row groups whose statistics rule a
-    problem out (one query holding them all was slower). The key test counts
+    problem out (one query holding them all was slower). The rules of a
+    column of few values (:attr:`Rule.few_values`) are one query over its
+    distinct values, which DuckDB reads from the file's dictionary: a regular
+    expression then runs a few times, not once a row. The key test counts
     distinct hashes: a collision (vanishingly rare) only sends the input on
     to the exact query.
     """
     relation = staged.relation
-    queries = [f"SELECT EXISTS (SELECT 1 FROM {relation} WHERE {r.condition})" for r in rules]
+    queries = [
+        f"SELECT EXISTS (SELECT 1 FROM {relation} WHERE {r.condition})"
+        for r in rules if not r.few_values
+    ]
+    by_column: dict[str, list[str]] = {}
+    for r in rules:
+        if r.few_values:
+            by_column.setdefault(r.column, []).append(f"({r.condition})")
+    # The test sits in an aggregate, above the DISTINCT: in a WHERE, DuckDB
+    # would push it down below the DISTINCT, onto every row.
+    queries += [
+        f"SELECT bool_or({' OR '.join(conditions)})"
+        f" FROM (SELECT DISTINCT {quote_ident(column)} FROM {relation})"
+        for column, conditions in by_column.items()
+    ]
     # Asked last: once every rule passed, no key is NULL, so none needs filtering.
     queries += [
         f"SELECT count(DISTINCT hash({u.quick or u.key})) < count(*) FROM {relation}"
@@ -407,14 +428,27 @@ def _zone_gap_rules(column: str, dtype: str) -> list[Rule]:
     ]
 
 
-def key_rules(columns: Sequence[str], dtypes: dict[str, str]) -> list[Rule]:
-    """Keys hold plain text: no invisible characters (named by code point), and a length limit."""
+def key_rules(
+    columns: Sequence[str], dtypes: dict[str, str], few_values: Sequence[str] = ()
+) -> list[Rule]:
+    """Keys hold plain text: no invisible characters (named by code point), and a length limit.
+
+    ``few_values``: the columns among ``columns`` with few distinct values
+    (strata, not ids), which the quick check tests value by value.
+    """
     rules = []
     for column in columns:
         dtype = dtypes.get(column)
         if dtype is None:
             continue
         text = text_sql(column, dtype)
+        few = column in few_values
+        # strlen (bytes, of the text as written) is at least the length in
+        # characters of the trimmed text, and DuckDB reads it from the file
+        # cheaply: it keeps length() off the short keys of a valid file.
+        too_long = f"length({text}) > {MAX_KEY_CHARS}"
+        if dtype == "VARCHAR":
+            too_long = f"strlen({quote_ident(column)}) > {MAX_KEY_CHARS} AND {too_long}"
         rules += [
             Rule(
                 column,
@@ -423,13 +457,15 @@ def key_rules(columns: Sequence[str], dtypes: dict[str, str]) -> list[Rule]:
                 f"regexp_matches({text}, '{_INVISIBLE_RE}')",
                 f"printf('U+%04X', unicode(regexp_extract({text}, '{_INVISIBLE_RE}')))",
                 raw_sql(column, dtype),
+                few,
             ),
             Rule(
                 column,
                 f"'{{extra}}' is {{value}} characters long; keys may have at most {MAX_KEY_CHARS}",
-                f"length({text}) > {MAX_KEY_CHARS}",
+                too_long,
                 f"length({text})",
                 raw_sql(column, dtype),
+                few,
             ),
         ]
     return rules
@@ -446,7 +482,8 @@ def choice_rules(column: str, allowed: Sequence[str], dtypes: dict[str, str]) ->
     condition = f"{quote_ident(column)} NOT IN ({words}) AND " if dtype == "VARCHAR" else ""
     condition += f"lower({text_sql(column, dtype)}) NOT IN ({words})"
     message = "'{value}' is not one of " + ", ".join(allowed)
-    return [Rule(column, message, condition, raw_sql(column, dtype))]
+    # A closed set: a valid input holds at most len(allowed) distinct values.
+    return [Rule(column, message, condition, raw_sql(column, dtype), few_values=True)]
 
 
 def boolean_rules(column: str, dtypes: dict[str, str]) -> list[Rule]:
