@@ -262,6 +262,8 @@ def ingest_table(
 
 #: Columns that name things (ids and strata): held to :func:`key_rules`.
 KEY_COLUMNS = ("extraction_id", "doc_id", "doc_type", "field", "form_version", "model")
+#: The key columns naming strata: few distinct values, however many rows.
+STRATUM_COLUMNS = ("doc_type", "field", "form_version", "model")
 
 
 def validate_extractions(
@@ -297,7 +299,7 @@ def extraction_rules(dtypes: dict[str, str], window: TimeWindow | None = None) -
         *required_rules(REQUIRED_COLUMNS, dtypes),
         *_confidence_rules(dtypes["confidence"]),
         *timestamp_rules("extracted_at", dtypes, window),
-        *key_rules(KEY_COLUMNS, dtypes),
+        *key_rules(KEY_COLUMNS, dtypes, few_values=STRATUM_COLUMNS),
         *choice_rules("value_status", VALUE_STATUSES, dtypes),
         *_status_value_rules(dtypes),
         *boolean_rules("conflict", dtypes),

@@ -73,6 +73,9 @@ class Rule:
 
     ``message`` follows "row N, column C: " and may quote ``{value}`` and
     ``{extra}``, the text of the SQL expressions ``value`` and ``extra``.
+    ``few_values``: the condition reads only ``column``, which holds few
+    distinct values (a stratum, a closed set), so the quick check tests each
+    distinct value once instead of every row.
     """
 
     column: str
@@ -80,6 +83,7 @@ class Rule:
     condition: str
     value: str = "NULL"
     extra: str = "NULL"
+    few_values: bool = False
 
 
 @dataclass(frozen=True)
@@ -166,15 +170,35 @@ def _any_problem(
 
     One small query per rule, the condition in ``WHERE``: DuckDB then pushes
     what it can into the scan and skips row groups whose statistics rule a
-    problem out (one query holding them all was slower). The key test counts
+    problem out (one query holding them all was slower). The rules of a
+    column of few values (:attr:`Rule.few_values`) are one query over its
+    distinct values, which DuckDB reads from the file's dictionary: a regular
+    expression then runs a few times, not once a row. The key test counts
     distinct hashes: a collision (vanishingly rare) only sends the input on
     to the exact query.
     """
     relation = staged.relation
-    queries = [f"SELECT EXISTS (SELECT 1 FROM {relation} WHERE {r.condition})" for r in rules]
-    # Asked last: once every rule passed, no key is NULL, so none needs filtering.
+    queries = [
+        f"SELECT EXISTS (SELECT 1 FROM {relation} WHERE {r.condition})"
+        for r in rules if not r.few_values
+    ]
+    by_column: dict[str, list[str]] = {}
+    for r in rules:
+        if r.few_values:
+            by_column.setdefault(r.column, []).append(f"({r.condition})")
+    # The test sits in an aggregate, above the DISTINCT: in a WHERE, DuckDB
+    # would push it down below the DISTINCT, onto every row.
     queries += [
-        f"SELECT count(DISTINCT hash({u.quick or u.key})) < count(*) FROM {relation}"
+        f"SELECT bool_or({' OR '.join(conditions)})"
+        f" FROM (SELECT DISTINCT {quote_ident(column)} FROM {relation})"
+        for column, conditions in by_column.items()
+    ]
+    # Asked last: once every rule passed, no key is NULL, so none needs filtering.
+    # DISTINCT in a subquery, not count(DISTINCT ...): DuckDB runs it as a
+    # parallel GROUP BY, a quarter faster on ten million keys.
+    queries += [
+        f"SELECT (SELECT count(*) FROM (SELECT DISTINCT hash({u.quick or u.key}) FROM {relation}))"
+        f" < (SELECT count(*) FROM {relation})"
         for u in unique
     ]
     for done, query in enumerate(queries):
@@ -407,22 +431,36 @@ def _zone_gap_rules(column: str, dtype: str) -> list[Rule]:
     ]
 
 
-def key_rules(columns: Sequence[str], dtypes: dict[str, str]) -> list[Rule]:
-    """Keys hold plain text: no invisible characters (named by code point), and a length limit."""
+def key_rules(
+    columns: Sequence[str], dtypes: dict[str, str], few_values: Sequence[str] = ()
+) -> list[Rule]:
+    """Keys hold plain text: no invisible characters (named by code point), and a length limit.
+
+    ``few_values``: the columns among ``columns`` with few distinct values
+    (strata, not ids), which the quick check tests value by value.
+    """
     rules = []
     for column in columns:
         dtype = dtypes.get(column)
         if dtype is None:
             continue
         text = text_sql(column, dtype)
+        few = column in few_values
+        # trim() takes only spaces and other blanks, none of them invisible: the
+        # text as written holds an invisible character exactly when the key does,
+        # and testing it skips the trimming.
+        written = text
+        if dtype == "VARCHAR":
+            written = quote_ident(column)
         rules += [
             Rule(
                 column,
                 "'{extra}' holds the invisible character {value} (a control, zero-width or"
                 " direction character); keys must be plain text",
-                f"regexp_matches({text}, '{_INVISIBLE_RE}')",
+                f"regexp_matches({written}, '{_INVISIBLE_RE}')",
                 f"printf('U+%04X', unicode(regexp_extract({text}, '{_INVISIBLE_RE}')))",
                 raw_sql(column, dtype),
+                few,
             ),
             Rule(
                 column,
@@ -430,6 +468,7 @@ def key_rules(columns: Sequence[str], dtypes: dict[str, str]) -> list[Rule]:
                 f"length({text}) > {MAX_KEY_CHARS}",
                 f"length({text})",
                 raw_sql(column, dtype),
+                few,
             ),
         ]
     return rules
@@ -446,7 +485,8 @@ def choice_rules(column: str, allowed: Sequence[str], dtypes: dict[str, str]) ->
     condition = f"{quote_ident(column)} NOT IN ({words}) AND " if dtype == "VARCHAR" else ""
     condition += f"lower({text_sql(column, dtype)}) NOT IN ({words})"
     message = "'{value}' is not one of " + ", ".join(allowed)
-    return [Rule(column, message, condition, raw_sql(column, dtype))]
+    # A closed set: a valid input holds at most len(allowed) distinct values.
+    return [Rule(column, message, condition, raw_sql(column, dtype), few_values=True)]
 
 
 def boolean_rules(column: str, dtypes: dict[str, str]) -> list[Rule]:
