@@ -60,8 +60,7 @@ import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 from fieldtrust.sampling.errors import SamplingError
-from fieldtrust.sampling.estimates import audit_labels
-from fieldtrust.sampling.estimates import estimate_frame as estimate_labels
+from fieldtrust.sampling.estimates import audit_labels, estimate_frame
 from fieldtrust.store.scope import Scope
 from fieldtrust.store.weeks import parse_week, shift_week
 from scipy import stats
@@ -197,17 +196,17 @@ def week_tests(
     previous = tuple(w for w in weeks[1:-1] if w in labelled)  # named in the messages
     before_two = tuple(w for w in weeks[:-2] if w in labelled)
     stratum = ("doc_type", "field")
-    now = estimate_labels(con, labels, by=stratum, confidence=confidence, weeks=(week,))
-    before = estimate_labels(con, labels, by=stratum, confidence=confidence, weeks=previous)
+    now = estimate_frame(con, labels, by=stratum, confidence=confidence, weeks=(week,))
+    before = estimate_frame(con, labels, by=stratum, confidence=confidence, weeks=previous)
     tests = _below_target(now, week, target, 1.0)
     tests += _drops(now, before, week, previous, 1.0)
     # The sustained test only where last week holds labels of the stratum too.
-    last = estimate_labels(con, labels, by=stratum, confidence=confidence, weeks=weeks[-2:-1])
-    both = estimate_labels(con, labels, by=stratum, confidence=confidence, weeks=weeks[-2:])
+    last = estimate_frame(con, labels, by=stratum, confidence=confidence, weeks=weeks[-2:-1])
+    both = estimate_frame(con, labels, by=stratum, confidence=confidence, weeks=weeks[-2:])
     if not last.empty and not both.empty and not now.empty:
         both = both.merge(last[list(stratum)], on=list(stratum)).merge(
             now[list(stratum)], on=list(stratum))
-        earlier = estimate_labels(con, labels, by=stratum, confidence=confidence,
+        earlier = estimate_frame(con, labels, by=stratum, confidence=confidence,
                                   weeks=before_two)
         tests += _drops(both, earlier, week, before_two, 1.0, sustained=weeks[-2])
     tests += _new_versions(con, labels, week, confidence, 1.0)
@@ -397,14 +396,14 @@ def _new_versions(
     con: duckdb.DuckDBPyConnection, labels: pa.Table, week: str, confidence: float,
     alpha: float,
 ) -> list[Alert]:
-    versions = estimate_labels(
+    versions = estimate_frame(
         con,
         labels,
         by=("doc_type", "field", "version_status", "form_version"),
         confidence=confidence,
         weeks=(week,),
     )
-    status = estimate_labels(
+    status = estimate_frame(
         con,
         labels,
         by=("doc_type", "field", "version_status"),

@@ -24,8 +24,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from fieldtrust.sampling.cells import checked_week, population_sql
-from fieldtrust.sampling.cells import plan_frame as plan_cells
+from fieldtrust.sampling.cells import checked_week, plan_frame, population_sql
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.errors import SamplingError
 from fieldtrust.sampling.prn import prn_hash_sql, prn_sql
@@ -167,7 +166,7 @@ def draw_sample(
         current = _current(con, week)
         if current is not None and not redraw and current[2] == digest and current[1] == seed:
             return load_sample(con, current[0])
-        cells = plan_cells(con, week, design)
+        cells = plan_frame(con, week, design)
         version = _next_version(con, week)
         sample_id = f"{week}/v{version}"
         con.execute(

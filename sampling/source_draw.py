@@ -21,8 +21,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from fieldtrust.sampling.cells import checked_week
-from fieldtrust.sampling.cells import plan_frame as plan_cells
+from fieldtrust.sampling.cells import checked_week, plan_frame
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import (
     _CELLS_SQL,
@@ -116,7 +115,7 @@ def draw_from_source(
         require(con, actor, "draw_sample")  # again: a role revoked meanwhile cannot draw
         con.register(_PARTS, parts)
         try:
-            cells = plan_cells(con, week, design, parts=_PARTS)
+            cells = plan_frame(con, week, design, parts=_PARTS)
         finally:
             con.unregister(_PARTS)
         report(f"ranking {len(cells)} cells' rows by permanent random number", 1, 3)
