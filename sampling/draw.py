@@ -77,6 +77,8 @@ class SampleResult:
     created: bool
     cells: pa.Table
     replaced: str | None = None
+    #: Rows of a lake's week an ingest rule rejects, left out when asked to skip them.
+    rows_skipped: int = 0
 
     @property
     def n_population(self) -> int:
@@ -101,6 +103,7 @@ class SampleResult:
             "design": self.design.to_dict(),
             "n_population": self.n_population,
             "n_sample": self.n_sample,
+            "rows_skipped": self.rows_skipped,
             "cells": self.cells.to_pylist(),
         }
 
@@ -200,7 +203,11 @@ def load_sample(con: duckdb.DuckDBPyConnection, sample_id: str) -> SampleResult:
     week, version, seed, design_json, digest = rows[0]
     design = Design.from_json(design_json, source=f"sample {sample_id}")
     cells = con.sql(_CELLS_SQL, params=[sample_id]).to_arrow_table()
-    return SampleResult(sample_id, week, version, seed, design, digest, False, cells)
+    skipped = con.sql(
+        "SELECT rows_skipped FROM source_draw_skips WHERE sample_id = ?", params=[sample_id]
+    ).fetchall()
+    return SampleResult(sample_id, week, version, seed, design, digest, False, cells,
+                        rows_skipped=int(skipped[0][0]) if skipped else 0)
 
 
 def current_sample_id(con: duckdb.DuckDBPyConnection, week: str) -> str | None:

@@ -9,6 +9,13 @@ the picked rows come home: into ``extractions`` under a batch of format
 ``source`` (reviewers see their value and excerpt), ``sampled_extractions``
 and ``audit_items``. The week's population is read from the files already
 counted by a refresh, so the sample and the rollup describe the same rows.
+
+A refresh checks only what a row is counted by; the draw checks every other
+ingest rule (ids, values, statuses, locations) on every counted row of its
+week, which it reads anyway. A week holding rows those rules reject is
+refused with ingest's messages (file, row, column, value) and nothing is
+written, unless ``skip_invalid``: then they are left out of the week's
+population and sample, and their count is recorded with the sample.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from fieldtrust.sampling.cells import checked_week, plan_frame
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import (
@@ -36,10 +44,12 @@ from fieldtrust.sampling.errors import SamplingError
 from fieldtrust.sampling.prn import prn
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.connection import transaction, utc_now
-from fieldtrust.store.ingest import STORED_COLUMNS
+from fieldtrust.store.errors import ValidationError
+from fieldtrust.store.ingest import STORED_COLUMNS, typed_columns
 from fieldtrust.store.rollup import record_sampled
 from fieldtrust.store.sources import Source, queries
-from fieldtrust.store.sources.refresh import counted_files
+from fieldtrust.store.sources.checks import any_fails, counting_rules, storing_rules
+from fieldtrust.store.sources.refresh import counted_files, rule_problems
 from fieldtrust.store.weeks import week_bounds
 
 #: A rank key above every MD5 hex text: no cutoff.
@@ -80,18 +90,24 @@ def draw_from_source(
     seed: int,
     actor: str,
     redraw: bool = False,
+    skip_invalid: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> SampleResult:
     """Draw ISO ``week``'s audit sample from ``source``, or return it if drawn so.
 
     Parameters and result as :func:`fieldtrust.sampling.draw.draw_sample`;
     ``source`` is an open lake source the store was refreshed from;
+    ``skip_invalid`` leaves the week's rows an ingest rule rejects out of the
+    sample and its population (how many is recorded) instead of refusing;
     ``progress(stage, done, total)`` is called as each of 3 stages starts.
 
     Raises
     ------
     PermissionDenied
         ``actor`` may not draw; nothing was written.
+    ValidationError
+        Counted rows of the week hold a bad id, value or status (unless
+        ``skip_invalid``); nothing was written.
     SamplingError
         The week holds no counted extractions, or nothing was refreshed yet.
     """
@@ -111,6 +127,14 @@ def draw_from_source(
     edges = [float(edge) for edge in design.bands[1:-1]]
     parts_sql, params = queries.cell_parts(edges)
     parts = source.query(parts_sql, params | {"start": start, "end": end})
+    invalid = 0
+    if pc.sum(parts["bad"]).as_py():  # rows the refresh skipped, or rows it does not check
+        invalid = int(source.query(queries.WEEK_INVALID, {"start": start, "end": end})
+                      ["invalid"][0].as_py() or 0)
+    if invalid and not skip_invalid:
+        raise ValidationError(f"{source.config.name}, week {week}",
+                              _invalid_rows(source, week), invalid)
+    parts = parts.filter(pc.greater(parts["n"], 0))
     with transaction(con):
         require(con, actor, "draw_sample")  # again: a role revoked meanwhile cannot draw
         con.register(_PARTS, parts)
@@ -129,12 +153,24 @@ def draw_from_source(
         )
         _insert_cells(con, sample_id, cells)
         _store_picks(con, source, sample_id, week, seed, design, cells, picks)
+        if invalid:
+            con.execute("INSERT INTO source_draw_skips VALUES (?, ?)", [sample_id, invalid])
     report("done", 3, 3)
     return SampleResult(
         sample_id, week, version, seed, design, digest, True,
         con.sql(_CELLS_SQL, params=[sample_id]).to_arrow_table(),
-        replaced=None if current is None else current[0],
+        replaced=None if current is None else current[0], rows_skipped=invalid,
     )
+
+
+def _invalid_rows(source: Source, week: str) -> list[str]:
+    """The first counted rows of ``week`` a rule the refresh did not ask rejects, as messages."""
+    start, end = week_bounds(week)
+    stamp = typed_columns(source.dtypes)["extracted_at"]
+    where = (f"NOT {any_fails(counting_rules(source.rules))}"
+             f" AND {stamp} >= $start AND {stamp} < $end")
+    return rule_problems(source, storing_rules(source.rules), where,
+                         {"start": start, "end": end})
 
 
 def _allocation(cells: pd.DataFrame, cutoffs: np.ndarray) -> pa.Table:

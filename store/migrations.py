@@ -606,6 +606,19 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
         then=refresh_queue_cache,
     ),
+    Migration(
+        "0022_source_draw_skips",
+        """
+        -- A lake's rows are checked for what they are counted by at refresh and
+        -- for the rest (ids, values, statuses) at the draw, the only place they
+        -- come home. A draw told to skip the week's invalid rows says here how
+        -- many it left out of the sample and its population.
+        CREATE TABLE source_draw_skips (
+            sample_id    VARCHAR PRIMARY KEY,
+            rows_skipped BIGINT  NOT NULL
+        );
+        """,
+    ),
 )
 
 

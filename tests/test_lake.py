@@ -151,15 +151,27 @@ def test_spark_finds_the_bad_rows_duckdb_finds(spark_master: str, rows: pa.Table
     bad = rows.slice(0, 40).to_pylist()
     bad[5]["confidence"] = float("nan")
     bad[9]["confidence"] = -0.5
+    bad[12]["extraction_id"] += "\u200b"  # not what a row is counted by: the draw's to check
+    week = bad[12]["extracted_at"].strftime("%G-W%V")
     folder = write_parquet_lake(pa.Table.from_pylist(bad, schema=rows.schema), tmp_path / "l")
-    messages = {}
+    messages, drawn = {}, {}
     for kind in ("parquet", "spark"):
         con = fresh_store(tmp_path / f"{kind}.duckdb")
+        source = open_source(SourceConfig(kind, str(folder), spark=spark_master))
         with pytest.raises(ValidationError) as caught:
-            refresh_source(con, open_source(SourceConfig(kind, str(folder), spark=spark_master)))
+            refresh_source(con, source)
         messages[kind] = (caught.value.problems, caught.value.total)
         assert con.execute("SELECT count(*) FROM source_refreshes").fetchall() == [(0,)]
+        assert refresh_source(con, source, skip_invalid=True).rows_skipped == 2
+        with pytest.raises(ValidationError) as caught:
+            draw_from_source(con, source, week, seed=SEED, actor="quinn")
+        drawn[kind] = (caught.value.problems, caught.value.total)
     assert messages["spark"] == messages["parquet"]
     assert messages["parquet"][1] == 2
     assert sorted(p.split(": ", 1)[1] for p in messages["parquet"][0]) == [
         "-0.5 is outside [0, 1]", "nan is not a number in [0, 1]"]
+    assert drawn["spark"] == drawn["parquet"]
+    assert drawn["parquet"][1] == 1
+    assert drawn["parquet"][0][0].endswith(
+        "column extraction_id: 'x000012<U+200B>' holds the invisible character U+200B (a"
+        " control, zero-width or direction character); keys must be plain text")

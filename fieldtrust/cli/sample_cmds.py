@@ -79,6 +79,12 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--preview", is_flag=True, help="Show what would be drawn; write nothing.")
 @click.option(
+    "--skip-invalid", is_flag=True,
+    help="A lake source: leave the week's rows an ingest rule rejects (a bad id, value or"
+         " status, which a refresh does not check) out of the sample and its population,"
+         " recorded with the sample, instead of refusing the draw.",
+)
+@click.option(
     "--redraw",
     is_flag=True,
     help="Draw a new version even if this design and seed were drawn already.",
@@ -100,6 +106,7 @@ def sample(
     out: str | None,
     as_json: bool,
     preview: bool,
+    skip_invalid: bool,
     redraw: bool,
     actor: str | None,
     out_format: str,
@@ -134,7 +141,11 @@ def sample(
 
         result = draw_from_source(
             con, lake, week, design, seed=seed, actor=actor, redraw=redraw,
-            progress=None if as_json else stage_progress("steps"),
+            skip_invalid=skip_invalid, progress=None if as_json else stage_progress("steps"),
+        )
+    elif skip_invalid:
+        raise click.UsageError(
+            "--skip-invalid is for a lake source: the store's own rows were checked at ingest"
         )
     else:
         result = draw_sample(con, week, design, seed=seed, actor=actor, redraw=redraw)
@@ -155,6 +166,9 @@ def sample(
     )
     echo_table(result.cells.to_pylist(), _CELL_COLUMNS)
     click.echo(f"total: {result.n_sample} of {result.n_population} extractions")
+    if result.rows_skipped:
+        click.echo(f"skipped {result.rows_skipped:,} rows of {result.week} an ingest rule"
+                   " rejects (left out of the sample and its population)")
     if result.replaced:
         click.echo(
             f"note: {result.sample_id} replaces {result.replaced} as the week's current sample;"

@@ -103,8 +103,8 @@ def _progress(as_json: bool, quiet: bool) -> Any:
 @click.command(epilog="Example: fieldtrust refresh --json")
 @click.option(
     "--skip-invalid", is_flag=True,
-    help="Leave rows an ingest rule rejects out of the counts (recorded with the refresh)"
-         " instead of refusing the refresh.",
+    help="Leave rows an ingest rule on what they are counted by rejects out of the counts"
+         " (recorded with the refresh) instead of refusing the refresh.",
 )
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
@@ -113,9 +113,11 @@ def refresh(ctx: click.Context, skip_invalid: bool, quiet: bool, as_json: bool) 
     """Count the source's new files (or rows) into the store's rollup, in one transaction.
 
     Files counted before are not read again; one that changed since is
-    reported, not recounted. Bad rows (the ingest rules, with the settings'
-    earliest_time and future_days) refuse the refresh (exit 2, the store
-    unchanged) unless --skip-invalid.
+    reported, not recounted. Rows an ingest rule on what they are counted by
+    rejects (doc_type, field, form_version, confidence, extracted_at, with the
+    settings' earliest_time and future_days) refuse the refresh (exit 2, the
+    store unchanged) unless --skip-invalid. The other rules (ids, values,
+    statuses) are checked by `fieldtrust sample`, on the week it draws.
     """
     from fieldtrust.store.sources import refresh_source
 

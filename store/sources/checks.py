@@ -1,4 +1,12 @@
-"""The ingest rules as a refresh checks them: in the scan that counts, and cheaply.
+"""The ingest rules as a lake source checks them: where a row is counted, where it comes home.
+
+A row of a lake is counted by five columns (doc_type, field, form_version,
+confidence, extracted_at) and stored only if it is drawn. So the rules split
+in two (:func:`counting_rules`, :func:`storing_rules`): a refresh checks the
+rules on what it counts by, on every row; the draw checks the others on every
+row of its week, the only rows it can bring home. Reading the id columns of
+every row at each refresh would double its cost (they are most of a lake's
+bytes) to protect rows that never leave the lake.
 
 A refresh must not count a bad row, but nearly every lake holds none, so the
 rollup scan answers a cheaper question first: could any row be bad? Each rule
@@ -6,11 +14,7 @@ is asked the cheapest way that never misses a bad row:
 
 - a rule on the grouped columns alone (doc_type, field, form_version: a few
   distinct values) once per group of the rollup, not once per row;
-- a key rule on the other keys (extraction_id, doc_id, model) on the text as
-  written rather than trimmed: trimming removes spaces only, so the raw text
-  holds every invisible character the trimmed text does and is at least as
-  long;
-- every other rule exactly, on every row.
+- a rule on confidence or extracted_at exactly, on every row.
 
 Only when a check flags a row does the refresh run the exact rules
 (:data:`fieldtrust.store.sources.queries.BAD_ROWS`), so messages and counts
@@ -23,12 +27,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fieldtrust.store.ingest import KEY_COLUMNS
 from fieldtrust.store.sources.config import SOURCE_COLUMNS
-from fieldtrust.store.validation import Rule, key_rules, raw_sql, text_sql
+from fieldtrust.store.validation import Rule
 
 #: Columns the rollup groups by: their rules are asked once per group.
 GROUPED = ("doc_type", "field", "form_version")
+
+#: The columns a row is counted by: the rules on these alone decide whether
+#: (and where) the rollup counts a row.
+COUNTED_BY = (*GROUPED, "confidence", "extracted_at")
 
 _IDENTIFIER = re.compile(r'"((?:[^"]|"")+)"')
 
@@ -42,15 +49,29 @@ class Checks:
     row_checks: tuple[str, ...]
 
 
+def counting_rules(rules: Sequence[Rule]) -> list[Rule]:
+    """The ``rules`` on the columns a row is counted by: a refresh checks these."""
+    return [rule for rule in rules if _columns(rule.condition) <= set(COUNTED_BY)]
+
+
+def storing_rules(rules: Sequence[Rule]) -> list[Rule]:
+    """The other ``rules`` (ids, values, statuses, locations): the draw checks these."""
+    counting = set(counting_rules(rules))
+    return [rule for rule in rules if rule not in counting]
+
+
+def any_fails(rules: Sequence[Rule]) -> str:
+    """SQL true on a row one of ``rules`` rejects (false when there are none)."""
+    return f"coalesce({' OR '.join(f'({rule.condition})' for rule in rules) or 'false'}, false)"
+
+
 def refresh_checks(rules: Sequence[Rule], dtypes: dict[str, str]) -> Checks:
-    """Split ``rules`` (over ``source_raw`` with ``dtypes``) into group and row checks."""
+    """The :func:`counting_rules` of ``rules`` (over ``source_raw`` with ``dtypes``),
+    split into group and row checks."""
     grouped = tuple(c for c in GROUPED if c in dtypes)
-    loosened = _loosened_keys(dtypes, grouped)
     group_checks, row_checks = [], []
-    for rule in rules:
-        if rule in loosened:
-            row_checks.append(loosened[rule])
-        elif _columns(rule.condition) <= set(grouped):
+    for rule in counting_rules(rules):
+        if _columns(rule.condition) <= set(grouped):
             group_checks.append(rule.condition)
         else:
             row_checks.append(rule.condition)
@@ -62,12 +83,3 @@ def _columns(condition: str) -> set[str]:
     names = {m.replace('""', '"') for m in _IDENTIFIER.findall(condition)}
     return {n if n in SOURCE_COLUMNS else f"?{n}" for n in names} or {"?"}
 
-
-def _loosened_keys(dtypes: dict[str, str], grouped: Sequence[str]) -> dict[Rule, str]:
-    """The key rules of the ungrouped keys, each asked of the raw text instead."""
-    loosened = {}
-    for column in (c for c in KEY_COLUMNS if c in dtypes and c not in grouped):
-        text, raw = text_sql(column, dtypes[column]), raw_sql(column, dtypes[column])
-        for rule in key_rules([column], dtypes):
-            loosened[rule] = rule.condition.replace(text, raw)
-    return loosened

@@ -6,7 +6,9 @@ Spark (pyspark: a local session, or Spark Connect at ``sc://host:port``)
 reads Parquet files or a catalog table. Either way the engine defines two
 relations, ``source_raw`` (the source's columns under our names, with
 ``file_`` and ``row_``) and ``source_rows`` (typed as the store keeps them,
-with ``bad_``), and runs the texts of :mod:`fieldtrust.store.sources.queries`.
+with ``bad_``, true on a row an ingest rule rejects, and ``uncounted_``, true
+on one a rule on what it is counted by rejects), and runs the texts of
+:mod:`fieldtrust.store.sources.queries`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import duckdb
 import pyarrow as pa
 from fieldtrust.store.errors import ValidationError
 from fieldtrust.store.ingest import REQUIRED_COLUMNS, extraction_rules, typed_select
+from fieldtrust.store.sources.checks import any_fails, counting_rules
 from fieldtrust.store.sources.config import (
     SOURCE_COLUMNS,
     TABLE_PREFIX,
@@ -89,11 +92,10 @@ class Source:
             )
         self.dtypes = dtypes
         self.rules = extraction_rules(dtypes, self.window)
-        bad = " OR ".join(f"({rule.condition})" for rule in self.rules) or "false"
         self._view(
             "source_rows",
-            f"SELECT {typed_select(dtypes)}, coalesce({bad}, false) AS bad_"
-            " FROM source_raw",
+            f"SELECT {typed_select(dtypes)}, {any_fails(self.rules)} AS bad_,"
+            f" {any_fails(counting_rules(self.rules))} AS uncounted_ FROM source_raw",
         )
 
     def query(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:

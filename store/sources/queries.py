@@ -2,7 +2,9 @@
 
 Every query reads ``source_rows``: the source's rows typed as the store keeps
 them (``fieldtrust.store.ingest.typed_select``), with ``bad_`` (true on a row
-an ingest rule rejects), ``file_`` and ``row_`` (where the row is). Values are
+an ingest rule rejects), ``uncounted_`` (true on a row a rule on what it is
+counted by rejects: :func:`fieldtrust.store.sources.checks.counting_rules`),
+``file_`` and ``row_`` (where the row is). Values are
 bound parameters (``$name``); small inputs (a draw's allocation) are tables.
 """
 
@@ -16,10 +18,19 @@ from fieldtrust.store.sql import quote_ident
 
 _K = f"CAST(floor(confidence * {GRID} + 1e-9) AS SMALLINT)"
 
-#: Rows an ingest rule rejects, asked only when :func:`checked_rollup` flags some.
+#: Rows a counting rule rejects, asked only when :func:`checked_rollup` flags some.
 BAD_ROWS = """
 SELECT count(*) AS bad FROM source_rows
-WHERE bad_ AND (extracted_at IS NULL OR extracted_at > $since)
+WHERE uncounted_ AND (extracted_at IS NULL OR extracted_at > $since)
+"""
+
+
+#: Counted rows of a week that a rule the refresh does not ask rejects (a bad id,
+#: value or status), asked only when :func:`cell_parts` finds bad rows: computing
+#: ``uncounted_`` on every row of the week would cost the draw a third more.
+WEEK_INVALID = """
+SELECT count(*) AS invalid FROM source_rows
+WHERE extracted_at >= $start AND extracted_at < $end AND bad_ AND NOT uncounted_
 """
 
 
@@ -27,12 +38,12 @@ def rollup(*, since: bool, skip_bad: bool) -> str:
     """Counts per (stratum, form version, UTC day, confidence step) of the selected rows.
 
     ``since``: only rows after ``$since`` (a watermark); ``skip_bad``: leave out
-    the rows an ingest rule rejects (asked only when there are some). Days, not
+    the rows a counting rule rejects (asked only when there are some). Days, not
     weeks: a portable cast; the store turns them into ISO weeks.
     """
     where = [
         *(["(extracted_at IS NULL OR extracted_at > $since)"] if since else []),
-        *(["NOT bad_"] if skip_bad else []),
+        *(["NOT uncounted_"] if skip_bad else []),
     ]
     return f"""
     SELECT doc_type, field, form_version, CAST(extracted_at AS DATE) AS day, {_K} AS k,
@@ -99,12 +110,17 @@ def band_sql(edges: Sequence[float]) -> tuple[str, dict[str, Any]]:
 
 
 def cell_parts(edges: Sequence[float]) -> tuple[str, dict[str, Any]]:
-    """Rows of a week per (doc_type, field, form_version, band_index); bind start, end."""
+    """Rows of a week per (doc_type, field, form_version, band_index); bind start, end.
+
+    ``n`` counts the rows every ingest rule accepts, ``bad`` the others: those
+    a refresh left out, and any :data:`WEEK_INVALID` counts.
+    """
     band, params = band_sql(edges)
     sql = f"""
-    SELECT doc_type, field, form_version, {band} AS band_index, count(*) AS n
+    SELECT doc_type, field, form_version, {band} AS band_index,
+           count_if(NOT bad_) AS n, count_if(bad_) AS bad
     FROM source_rows
-    WHERE extracted_at >= $start AND extracted_at < $end AND NOT bad_
+    WHERE extracted_at >= $start AND extracted_at < $end
     GROUP BY doc_type, field, form_version, {band}
     """
     return sql, params
@@ -154,14 +170,15 @@ def draw_picks(edges: Sequence[float]) -> tuple[str, dict[str, Any]]:
     return sql, params
 
 
-def problems(conditions: Sequence[tuple[str, str, str]], limit: int) -> str:
+def problems(conditions: Sequence[tuple[str, str, str]], limit: int, where: str = "true") -> str:
     """The first ``limit`` rule failures, by file, row and rule, over ``source_raw``.
 
-    ``conditions`` are (condition, value, extra) SQL of the ingest rules.
+    ``conditions`` are (condition, value, extra) SQL of the ingest rules;
+    ``where`` (SQL over ``source_raw``) picks the rows looked at.
     """
     parts = [
         f"SELECT file_, row_, {index} AS rule_, CAST({value} AS VARCHAR) AS value_,"
-        f" CAST({extra} AS VARCHAR) AS extra_ FROM source_raw WHERE {condition}"
+        f" CAST({extra} AS VARCHAR) AS extra_ FROM source_raw WHERE ({where}) AND {condition}"
         for index, (condition, value, extra) in enumerate(conditions)
     ]
     return (

@@ -7,14 +7,17 @@ gone is reported in the result, never counted again: extraction logs are
 append-only, and recounting a rewritten file would count its rows twice.
 Everything a refresh writes lands in one transaction.
 
-Rows are checked with the ingest rules (:func:`fieldtrust.store.ingest.extraction_rules`)
-in the same scan that counts them (:mod:`fieldtrust.store.sources.checks`); only
-when that scan flags a row are the exact rules asked. A refresh that finds bad rows raises
-:class:`~fieldtrust.store.errors.ValidationError` (the first 20, by file and row,
-and their count) and writes nothing, unless ``skip_invalid``, which leaves
-them out and records how many with the refresh. Extraction ids are taken as
-unique across the lake (checking it would hold every id in memory); the draw
-checks the ids it picks.
+Rows are checked with the ingest rules on what they are counted by
+(:func:`fieldtrust.store.sources.checks.counting_rules`: doc_type, field,
+form_version, confidence, extracted_at) in the same scan that counts them;
+only when that scan flags a row are the exact rules asked. A refresh that
+finds bad rows raises :class:`~fieldtrust.store.errors.ValidationError` (the
+first 20, by file and row, and their count) and writes nothing, unless
+``skip_invalid``, which leaves them out and records how many with the refresh.
+The other rules (ids, values, statuses, locations) are the draw's: it checks
+every row of its week (:mod:`fieldtrust.sampling.source_draw`), and only
+drawn rows come home. Extraction ids are taken as unique across the lake
+(checking it would hold every id in memory); the draw checks the ids it picks.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -33,9 +37,10 @@ from fieldtrust.store.errors import ValidationError
 from fieldtrust.store.ingest import typed_columns
 from fieldtrust.store.readers import MAX_PROBLEMS, shown
 from fieldtrust.store.sources import queries
-from fieldtrust.store.sources.checks import refresh_checks
+from fieldtrust.store.sources.checks import counting_rules, refresh_checks
 from fieldtrust.store.sources.config import SourceConfig
 from fieldtrust.store.sources.engines import Source, SourceFile
+from fieldtrust.store.validation import Rule
 
 #: ``progress(stage, done, total)``, as ingest reports it.
 Progress = Callable[[str, int, int], None]
@@ -132,7 +137,7 @@ def refresh_source(
         source.select(None if listed is None else [f.path for f in new_files])
         bad = int(source.query(queries.BAD_ROWS, {"since": since})["bad"][0].as_py() or 0)
         if bad and not skip_invalid:
-            raise ValidationError(name, _problems(source), bad)
+            raise ValidationError(name, rule_problems(source, counting_rules(source.rules)), bad)
     last_seen = pc.max(counts["last_seen_at"]).as_py()
     if bad:
         counts = source.query(queries.rollup(since=listed is None, skip_bad=True),
@@ -249,11 +254,16 @@ def _store(
         con.unregister(_DAY_COUNTS)
 
 
-def _problems(source: Source) -> list[str]:
-    """The first problems of the selected rows, worded as ingest words them."""
-    rules = source.rules
+def rule_problems(
+    source: Source, rules: list[Rule], where: str = "true", params: dict[str, Any] | None = None,
+) -> list[str]:
+    """The first failures of ``rules`` among the selected rows, as ingest words them.
+
+    ``where`` (a condition over ``source_raw``; bind ``params``) narrows the rows.
+    """
     rows = source.query(
-        queries.problems([(r.condition, r.value, r.extra) for r in rules], MAX_PROBLEMS)
+        queries.problems([(r.condition, r.value, r.extra) for r in rules], MAX_PROBLEMS, where),
+        params,
     ).to_pylist()
     messages = []
     for row in rows:

@@ -85,7 +85,8 @@ BASE_TABLES = (
     "label_lead_times", "labels", "policy_settings", "queue_cache_state", "queue_candidates",
     "queue_partitions", "recalibration_knots",
     "recalibration_maps", "role_revocations", "sampled_extractions", "schema_migrations",
-    "skips", "source_counts", "source_files", "source_refreshes", "user_roles",
+    "skips", "source_counts", "source_draw_skips", "source_files", "source_refreshes",
+    "user_roles",
 )
 
 

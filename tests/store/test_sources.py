@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -11,9 +12,12 @@ import duckdb
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
+from fieldtrust.sampling.draw import draw_sample, load_sample, sample_items
+from fieldtrust.sampling.source_draw import draw_from_source
 from fieldtrust.store import rollup
 from fieldtrust.store.errors import ValidationError
 from fieldtrust.store.ingest import ingest_table
+from fieldtrust.store.readers import shown
 from fieldtrust.store.sources import SourceConfig, SourceError, open_source, refresh_source
 from fieldtrust.store.sources.dialect import to_spark
 from fieldtrust.store.summary import store_summary
@@ -129,6 +133,90 @@ def test_bad_rows_are_refused_with_the_ingest_messages_unless_skipped(
     result = refresh_source(con, source, skip_invalid=True)
     assert (result.rows_counted, result.rows_skipped) == (78, 2)
     assert con.execute("SELECT rows_skipped FROM source_refreshes").fetchall() == [(2,)]
+
+
+def test_a_bad_id_is_counted_by_the_refresh_and_refused_by_the_draw_unless_skipped(
+    rows: pa.Table, tmp_path: Path
+) -> None:
+    """The refresh checks what a row is counted by; the draw checks the rest of its week.
+
+    With the bad rows skipped, the draw is the one the embedded store makes
+    from the same rows without them (what ingest --skip-invalid keeps).
+    """
+    week = "2026-W03"
+    in_week = [i for i, t in enumerate(rows["extracted_at"].to_pylist())
+               if t.strftime("%G-W%V") == week]
+    bad = rows.to_pylist()
+    bad[in_week[0]]["extraction_id"] += "\u200b"
+    bad[in_week[1]]["doc_id"] = None
+    bad[in_week[2]]["extraction_id"] = "x" * 300
+    bad[in_week[3]]["confidence"] = 1.5  # what a row is counted by: the refresh's to check
+    folder = write_parquet_lake(pa.Table.from_pylist(bad, schema=rows.schema), tmp_path / "lake")
+    con = fresh_store(tmp_path / "b.duckdb")
+    source = open_source(SourceConfig("parquet", str(folder)))
+    with pytest.raises(ValidationError, match="1 problem") as caught:
+        refresh_source(con, source)
+    assert caught.value.problems[0].endswith("column confidence: 1.5 is outside [0, 1]")
+    result = refresh_source(con, source, skip_invalid=True)
+    assert (result.rows_counted, result.rows_skipped) == (2999, 1)
+
+    before = table_fingerprint(con)
+    with pytest.raises(ValidationError) as caught:
+        draw_from_source(con, source, week, seed=11, actor="quinn")
+    assert caught.value.total == 3
+    found = [re.fullmatch(r"file (week=2026-W03/\S+\.parquet), row (\d+), column (\w+): (.*)", p)
+             for p in caught.value.problems]
+    assert all(found)
+    assert sorted(m.group(3, 4) for m in found if m) == [
+        ("doc_id", "missing (a value is required)"),
+        ("extraction_id", f"'{bad[in_week[0]]['extraction_id'][:-1]}<U+200B>' holds the invisible"
+                          " character U+200B (a control, zero-width or direction character);"
+                          " keys must be plain text"),
+        ("extraction_id", f"'{shown('x' * 300)}' is 300 characters long; keys may have at most"
+                          " 256"),
+    ]
+    assert table_fingerprint(con) == before
+    assert draw_from_source(con, source, "2026-W02", seed=11, actor="quinn").rows_skipped == 0
+
+    drawn = draw_from_source(con, source, week, seed=11, actor="quinn", skip_invalid=True)
+    assert drawn.rows_skipped == 3
+    assert load_sample(con, drawn.sample_id).rows_skipped == 3
+    reference = fresh_store(tmp_path / "a.duckdb")
+    kept = [row for i, row in enumerate(bad) if i not in in_week[:4]]
+    ingest_table(reference, pa.Table.from_pylist(kept, schema=rows.schema), source="rows")
+    expected = draw_sample(reference, week, seed=11, actor="quinn")
+    assert drawn.n_population == expected.n_population == len(in_week) - 4
+    assert sorted(sample_items(con, drawn.sample_id)["extraction_id"].to_pylist()) == sorted(
+        sample_items(reference, expected.sample_id)["extraction_id"].to_pylist())
+
+
+def test_the_sample_command_refuses_a_week_with_bad_rows_with_exit_2(
+    rows: pa.Table, tmp_path: Path
+) -> None:
+    bad = rows.to_pylist()
+    week = bad[0]["extracted_at"].strftime("%G-W%V")
+    bad[0]["extraction_id"] = "a\tb"
+    folder = write_parquet_lake(pa.Table.from_pylist(bad, schema=rows.schema), tmp_path / "lake")
+    db = tmp_path / "s.duckdb"
+    fresh_store(db).close()
+    env = {"FIELDTRUST_SOURCE": "parquet", "FIELDTRUST_SOURCE_PATH": str(folder)}
+    runner = CliRunner()
+    assert runner.invoke(cli, ["--db", str(db), "refresh", "--quiet"], env=env).exit_code == 0
+    refused = runner.invoke(cli, ["--db", str(db), "sample", "--week", week, "--as", "quinn"],
+                            env=env)
+    assert refused.exit_code == 2
+    assert f"week {week}: rejected, 1 problem; nothing was written" in refused.output
+    assert "column extraction_id: 'a<U+0009>b' holds the invisible character U+0009" in (
+        refused.output)
+    assert "Traceback" not in refused.output
+    skipped = runner.invoke(cli, ["--db", str(db), "sample", "--week", week, "--as", "quinn",
+                                  "--skip-invalid", "--json"], env=env)
+    assert skipped.exit_code == 0, skipped.output
+    assert json.loads(skipped.output)["rows_skipped"] == 1
+    embedded = runner.invoke(cli, ["--db", str(tmp_path / "e.duckdb"), "sample", "--week", week,
+                                   "--as", "quinn", "--skip-invalid"])
+    assert embedded.exit_code == 2
+    assert "--skip-invalid is for a lake source" in embedded.output
 
 
 def test_columns_are_read_under_the_mapped_names(rows: pa.Table, ingested: Path,
