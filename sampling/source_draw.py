@@ -128,7 +128,8 @@ def draw_from_source(
     parts_sql, params = queries.cell_parts(edges)
     parts = source.query(parts_sql, params | {"start": start, "end": end})
     invalid = 0
-    if pc.sum(parts["bad"]).as_py():  # rows the refresh skipped, or rows it does not check
+    has_bad = bool(pc.sum(parts["bad"]).as_py())
+    if has_bad:  # rows the refresh skipped, or rows it does not check
         invalid = int(source.query(queries.WEEK_INVALID, {"start": start, "end": end})
                       ["invalid"][0].as_py() or 0)
     if invalid and not skip_invalid:
@@ -143,7 +144,7 @@ def draw_from_source(
         finally:
             con.unregister(_PARTS)
         report(f"ranking {len(cells)} cells' rows by permanent random number", 1, 3)
-        picks = _picks(source, week, seed, design, cells, edges)
+        picks = _picks(source, week, seed, design, cells, edges, skip_bad=has_bad)
         report(f"storing {picks.num_rows:,} picked rows", 2, 3)
         version = _next_version(con, week)
         sample_id = f"{week}/v{version}"
@@ -182,17 +183,17 @@ def _allocation(cells: pd.DataFrame, cutoffs: np.ndarray) -> pa.Table:
         "band_index": pa.array(parts["band_index"].tolist(), pa.int32()),
         "cell": parts["cell"].astype(str).tolist(),
         "n_sample": pa.array(parts["n_sample"].tolist(), pa.int64()),
-        "cutoff_key": [cutoff_key(c) for c in parts["cutoff"]],
+        "cutoff_top": [cutoff_key(c)[:2] for c in parts["cutoff"]],
     })
 
 
 def _picks(
     source: Source, week: str, seed: int, design: Design, cells: pd.DataFrame,
-    edges: list[float],
+    edges: list[float], *, skip_bad: bool,
 ) -> pa.Table:
     """Each cell's first ``n_h`` rows by rank key; rank every row if a cutoff fell short."""
     start, end = week_bounds(week)
-    sql, params = queries.draw_picks(edges)
+    sql, params = queries.draw_picks(edges, skip_bad=skip_bad)
     params |= {"seed": str(seed), "week": week, "start": start, "end": end}
     wanted = dict(zip(cells["cell"], cells["n_sample"], strict=True))
     cutoffs = candidate_cutoffs(cells["n_population"].to_numpy(), cells["n_sample"].to_numpy())

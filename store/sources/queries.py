@@ -126,13 +126,21 @@ def cell_parts(edges: Sequence[float]) -> tuple[str, dict[str, Any]]:
     return sql, params
 
 
-#: The permanent random number's rank key as text: MD5's bytes reversed, in hex.
-#: DuckDB's md5_number reads the digest little-endian, so this text sorts exactly
-#: as ``H`` (fieldtrust.sampling.prn), and every engine has md5() and substr().
-RANK_KEY = " || ".join(
-    f"substr(md5(CAST($seed AS VARCHAR) || ':' || $week || ':' || extraction_id), {31 - 2 * i}, 2)"
-    for i in range(16)
-)
+def rank_key(digest: str) -> str:
+    """The permanent random number's rank key as text, from the hex MD5 ``digest``.
+
+    MD5's bytes reversed, in hex: DuckDB's md5_number reads the digest
+    little-endian, so this text sorts exactly as ``H``
+    (fieldtrust.sampling.prn), and every engine has md5() and substr().
+    """
+    return " || ".join(f"substr({digest}, {31 - 2 * i}, 2)" for i in range(16))
+
+
+#: The digest :func:`rank_key` reads: of ``"{seed}:{week}:{extraction_id}"``.
+RANK_DIGEST = "md5(CAST($seed AS VARCHAR) || ':' || $week || ':' || extraction_id)"
+
+#: The rank key of a row of ``source_rows``.
+RANK_KEY = rank_key(RANK_DIGEST)
 
 _COPIED = (
     "extraction_id, doc_id, doc_type, form_version, field, value, value_status, confidence,"
@@ -140,26 +148,32 @@ _COPIED = (
 )
 
 
-def draw_picks(edges: Sequence[float]) -> tuple[str, dict[str, Any]]:
+def draw_picks(edges: Sequence[float], *, skip_bad: bool) -> tuple[str, dict[str, Any]]:
     """The first ``n_sample`` rows of each cell by rank key, with every stored column.
 
+    ``skip_bad``: leave out the rows an ingest rule rejects (asked only when
+    :func:`cell_parts` found some: the rules are a third of a draw's work).
+
     Joins the table ``draw_alloc`` (doc_type, field, form_version, band_index,
-    cell, n_sample, cutoff_key): rows whose key is not below their cell's
-    cutoff are not ranked. Bind seed, week, start, end.
+    cell, n_sample, cutoff_top): rows whose key's first byte is above
+    ``cutoff_top`` (the first two characters of the cell's cutoff key) are not
+    ranked. A first byte, not the whole key: building the key is most of the
+    cost of a draw, so it is built only for the few rows ranked. Bind seed,
+    week, start, end.
     """
     band, params = band_sql(edges)
     sql = f"""
     WITH week_rows AS (
-        SELECT {_COPIED}, {band} AS band_index, {RANK_KEY} AS rank_key
+        SELECT {_COPIED}, {band} AS band_index, {RANK_DIGEST} AS digest_
         FROM source_rows
-        WHERE extracted_at >= $start AND extracted_at < $end AND NOT bad_
+        WHERE extracted_at >= $start AND extracted_at < $end{" AND NOT bad_" if skip_bad else ""}
     ),
     candidates AS (
-        SELECT w.*, a.cell, a.n_sample
+        SELECT w.*, {rank_key("w.digest_")} AS rank_key, a.cell, a.n_sample
         FROM week_rows w JOIN draw_alloc a
           ON w.doc_type = a.doc_type AND w.field = a.field
          AND w.form_version = a.form_version AND w.band_index = a.band_index
-        WHERE w.rank_key < a.cutoff_key
+        WHERE substr(w.digest_, 31, 2) <= a.cutoff_top
     ),
     ranked AS (
         SELECT *, row_number() OVER (PARTITION BY cell ORDER BY rank_key, extraction_id) AS rank_
