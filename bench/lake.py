@@ -130,12 +130,17 @@ CPU: list[float] = []
 
 
 def bare_group_by(folder: Path, weeks: int) -> float:
-    """The rollup's counts by one plain GROUP BY over the same files and columns, unchecked."""
+    """The rollup's counts by one plain GROUP BY over the same files and columns, unchecked.
+
+    Grouped as the refresh groups (a week by its Monday), so the two differ only
+    by the refresh's checks and its writing into the store.
+    """
     files = sorted(str(p) for p in folder.glob("week=*/*.parquet"))
     con = _bare()
     con.execute("SET TimeZone = 'UTC'")
     seconds, _ = _timed(lambda: con.sql(
-        "SELECT doc_type, field, form_version, CAST(extracted_at AS DATE) AS day,"
+        "SELECT doc_type, field, form_version,"
+        " CAST(date_trunc('week', extracted_at) AS DATE) AS week_start,"
         " floor(confidence * 200 + 1e-9)::SMALLINT AS k, count(*), sum(confidence),"
         " min(extracted_at) FROM read_parquet($files, hive_partitioning = true)"
         " GROUP BY ALL", params={"files": files}).to_arrow_table())

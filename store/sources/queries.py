@@ -18,6 +18,11 @@ from fieldtrust.store.sql import quote_ident
 
 _K = f"CAST(floor(confidence * {GRID} + 1e-9) AS SMALLINT)"
 
+#: The Monday (UTC) of ``{stamp}``'s ISO week. Counting per week rather than
+#: per day sends the store a seventh of the rows, which at 10M rows was a
+#: quarter of a refresh.
+WEEK_START = "CAST(date_trunc('week', {stamp}) AS DATE)"
+
 #: Rows a counting rule rejects, asked only when :func:`checked_rollup` flags some.
 BAD_ROWS = """
 SELECT count(*) AS bad FROM source_rows
@@ -35,22 +40,24 @@ WHERE extracted_at >= $start AND extracted_at < $end AND bad_ AND NOT uncounted_
 
 
 def rollup(*, since: bool, skip_bad: bool) -> str:
-    """Counts per (stratum, form version, UTC day, confidence step) of the selected rows.
+    """Counts per (stratum, form version, week, confidence step) of the selected rows.
 
     ``since``: only rows after ``$since`` (a watermark); ``skip_bad``: leave out
-    the rows a counting rule rejects (asked only when there are some). Days, not
-    weeks: a portable cast; the store turns them into ISO weeks.
+    the rows a counting rule rejects (asked only when there are some). A week
+    is its Monday (:data:`WEEK_START`, which every engine computes alike); the
+    store names it as an ISO week.
     """
+    week = WEEK_START.format(stamp="extracted_at")
     where = [
         *(["(extracted_at IS NULL OR extracted_at > $since)"] if since else []),
         *(["NOT uncounted_"] if skip_bad else []),
     ]
     return f"""
-    SELECT doc_type, field, form_version, CAST(extracted_at AS DATE) AS day, {_K} AS k,
+    SELECT doc_type, field, form_version, {week} AS week_start, {_K} AS k,
            count(*) AS n, sum(confidence) AS sum_confidence, min(extracted_at) AS first_seen_at
     FROM source_rows
     {"WHERE " + " AND ".join(where) if where else ""}
-    GROUP BY doc_type, field, form_version, CAST(extracted_at AS DATE), {_K}
+    GROUP BY doc_type, field, form_version, {week}, {_K}
     """
 
 
@@ -81,19 +88,20 @@ def checked_rollup(
     keys = [quote_ident(c) for c in grouped]
     row_bad = " OR ".join(f"({c})" for c in row_checks) or "false"
     group_bad = " OR ".join(f"({c})" for c in group_checks) or "false"
+    week = WEEK_START.format(stamp=stamp)
     where = f"WHERE ({stamp} IS NULL OR {stamp} > $since)" if since else ""
     return f"""
     WITH raw_groups AS (
-        SELECT {"".join(k + ", " for k in keys)}CAST({stamp} AS DATE) AS day, {step} AS k,
+        SELECT {"".join(k + ", " for k in keys)}{week} AS week_start, {step} AS k,
                count(*) AS n, sum({number}) AS sum_confidence,
                min({stamp}) AS first_seen_at, max({stamp}) AS last_seen_at,
                count_if(coalesce({row_bad}, false)) AS suspect_rows
         FROM source_raw
         {where}
-        GROUP BY {"".join(k + ", " for k in keys)}CAST({stamp} AS DATE), {step}
+        GROUP BY {"".join(k + ", " for k in keys)}{week}, {step}
     )
     SELECT {typed["doc_type"]} AS doc_type, {typed["field"]} AS field,
-           {typed["form_version"]} AS form_version, day, k,
+           {typed["form_version"]} AS form_version, week_start, k,
            sum(n) AS n, sum(sum_confidence) AS sum_confidence,
            min(first_seen_at) AS first_seen_at, max(last_seen_at) AS last_seen_at,
            sum(CASE WHEN coalesce({group_bad}, false) THEN n ELSE suspect_rows END) AS suspect

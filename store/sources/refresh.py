@@ -162,8 +162,8 @@ _PROGRESS_STEPS = 20
 
 
 #: The rollup's columns, as the store takes them.
-_COUNT_COLUMNS = ("doc_type", "field", "form_version", "day", "k", "n", "sum_confidence",
-                  "first_seen_at")
+_COUNT_COLUMNS = ("doc_type", "field", "form_version", "week_start", "k", "n",
+                  "sum_confidence", "first_seen_at")
 
 
 def _count(
@@ -199,7 +199,7 @@ def _count(
     return pa.concat_tables(parts)
 
 
-_DAY_COUNTS = "_fieldtrust_source_day_counts"
+_WEEK_COUNTS = "_fieldtrust_source_week_counts"
 
 
 def _store(
@@ -224,15 +224,15 @@ def _store(
             [name, [f.path for f in files], [f.size for f in files],
              [f.modified for f in files], refresh_id],
         )
-    con.register(_DAY_COUNTS, counts)
+    con.register(_WEEK_COUNTS, counts)
     try:
         con.execute(
             f"""
             INSERT INTO source_counts
             SELECT ?, doc_type, field, form_version,
-                   strftime(CAST(day AS TIMESTAMP), '%G-W%V') AS week, k,
+                   strftime(CAST(week_start AS TIMESTAMP), '%G-W%V') AS week, k,
                    sum(n)::BIGINT, sum(sum_confidence)
-            FROM {_DAY_COUNTS} GROUP BY ALL
+            FROM {_WEEK_COUNTS} GROUP BY ALL
             """,
             [refresh_id],
         )
@@ -246,12 +246,12 @@ def _store(
         # A first_seen_at moves only earlier, as at ingest.
         con.execute(
             "INSERT INTO form_versions"
-            f" SELECT doc_type, form_version, min(first_seen_at) FROM {_DAY_COUNTS} GROUP BY ALL"
+            f" SELECT doc_type, form_version, min(first_seen_at) FROM {_WEEK_COUNTS} GROUP BY ALL"
             " ON CONFLICT (doc_type, form_version) DO UPDATE"
             " SET first_seen_at = least(form_versions.first_seen_at, excluded.first_seen_at)"
         )
     finally:
-        con.unregister(_DAY_COUNTS)
+        con.unregister(_WEEK_COUNTS)
 
 
 def rule_problems(
