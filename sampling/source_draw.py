@@ -3,7 +3,7 @@
 The same design, the same cells and the same permanent random numbers as
 :func:`fieldtrust.sampling.draw.draw_sample`: the source counts the week's
 cells and ranks each cell by the MD5 rank key of
-:data:`fieldtrust.store.sources.queries.RANK_KEY` (the order of ``H``), so the
+:func:`fieldtrust.store.sources.queries.rank_key` (the order of ``H``), so the
 picks are the ones the embedded store would make from the same rows. Only
 the picked rows come home: into ``extractions`` under a batch of format
 ``source`` (reviewers see their value and excerpt), ``sampled_extractions``

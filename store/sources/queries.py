@@ -147,9 +147,6 @@ def rank_key(digest: str) -> str:
 #: The digest :func:`rank_key` reads: of ``"{seed}:{week}:{extraction_id}"``.
 RANK_DIGEST = "md5(CAST($seed AS VARCHAR) || ':' || $week || ':' || extraction_id)"
 
-#: The rank key of a row of ``source_rows``.
-RANK_KEY = rank_key(RANK_DIGEST)
-
 _COPIED = (
     "extraction_id, doc_id, doc_type, form_version, field, value, value_status, confidence,"
     " model, extracted_at, conflict, conflict_value, source_excerpt"
