@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import duckdb
 from fieldtrust.store.scope import Scope
-from fieldtrust.store.sql import fetch_one
+from fieldtrust.store.sql import fetch_one, has_table
 
 #: Open items kept per (tier, doc_type, field, week): a queue of up to this many
 #: items reads the cache, with room for the items labelled between two ingests.
@@ -141,7 +141,7 @@ def append_batch(con: duckdb.DuckDBPyConnection, batch_id: str, rows_added: int)
 
 def depth(con: duckdb.DuckDBPyConnection) -> int | None:
     """Open items the cache keeps per partition; None when it is out of step (see is_current)."""
-    if not _has_cache(con):
+    if not has_table(con, "queue_cache_state"):  # migration 0021
         return None
     state = _state(con)
     current = (
@@ -199,13 +199,3 @@ def _labels_kept(con: duckdb.DuckDBPyConnection, label_rows: int) -> bool:
 def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
     row = fetch_one(con, f"SELECT count(*) FROM {table}")
     return int(row[0]) if row else 0
-
-
-def _has_cache(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether the store has the cache's tables (migration 0021)."""
-    row = fetch_one(
-        con,
-        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()"
-        " AND schema_name = 'main' AND table_name = 'queue_cache_state'",
-    )
-    return bool(row and row[0])

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 from fieldtrust.store.scope import Scope
-from fieldtrust.store.sql import fetch_one
+from fieldtrust.store.sql import fetch_one, has_table
 
 if TYPE_CHECKING:  # the CLI imports this module (migrations) and starts without pyarrow
     import pyarrow as pa
@@ -81,7 +81,7 @@ def refresh(con: duckdb.DuckDBPyConnection) -> None:
     counted again.
     """
     con.execute("DELETE FROM extraction_counts")
-    if not _has_sources(con):
+    if not has_table(con, "source_counts"):  # migration 0018
         con.execute(
             f"INSERT INTO extraction_counts ({_COLUMNS}) {_COUNTS_SQL.format(where='TRUE')}"
         )
@@ -103,7 +103,7 @@ def _rows_not_counted(con: duckdb.DuckDBPyConnection) -> int:
         "SELECT (SELECT count(*) FROM extractions)"
         " - (SELECT coalesce(sum(n), 0) FROM extraction_counts)"
     )
-    if _has_sources(con):
+    if has_table(con, "source_counts"):
         # A lake's rows are counted without being stored, and the few sampled
         # rows copied from it are stored without being counted twice.
         sql += (
@@ -117,19 +117,9 @@ def _rows_not_counted(con: duckdb.DuckDBPyConnection) -> int:
 
 def counts_a_lake(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether the store counts extractions of a lake source (rows it does not hold)."""
-    if not _has_sources(con):
+    if not has_table(con, "source_counts"):
         return False
     row = fetch_one(con, "SELECT EXISTS (SELECT 1 FROM source_counts)")
-    return bool(row and row[0])
-
-
-def _has_sources(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether the store has the lake-source tables (migration 0018)."""
-    row = fetch_one(
-        con,
-        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()"
-        " AND schema_name = 'main' AND table_name = 'source_counts'",
-    )
     return bool(row and row[0])
 
 

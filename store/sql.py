@@ -41,3 +41,14 @@ def fetch_one(
     """
     rows = con.execute(sql, list(params)).fetchall()
     return rows[0] if rows else None
+
+
+def has_table(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    """Whether the store holds ``table``: a store not yet migrated may lack a newer one."""
+    row = fetch_one(
+        con,
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()"
+        " AND schema_name = 'main' AND table_name = ?",
+        [table],
+    )
+    return bool(row and row[0])
