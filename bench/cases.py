@@ -23,10 +23,10 @@ from typing import Any
 
 import duckdb
 from fieldtrust.calibration.report import calibration_report
+from fieldtrust.ingest.extractions import ingest_files
 from fieldtrust.sampling.alerts import weekly_alerts
 from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.sampling.estimates import weekly_estimates
-from fieldtrust.store.ingest import ingest_files
 from fieldtrust.store.scope import Scope, last_weeks
 
 from bench import baselines
@@ -425,7 +425,7 @@ ALERTS = Case(
 def _render_prepare(ctx: Context) -> dict[str, Any]:
     """A one-page demo invoice of the store, drawn once (untimed) and kept as a file."""
     from fieldtrust.dashboard import render
-    from fieldtrust.store.documents import Location
+    from fieldtrust.store.locations import Location
 
     from fieldtrust.demo.documents import demo_document, render_demo
     from fieldtrust.demo.layout import field_box

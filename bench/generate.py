@@ -196,7 +196,7 @@ def sort_log(chunks: Path, out: Path, tmp: Path) -> None:
 
 def build_store(path: Path, parquet: Path, chunks: Path, seed: int) -> dict[str, Any]:
     """Ingest the log, add the demo truth, label eight weeks of audits, fit maps, approve one."""
-    from fieldtrust.store.ingest import ingest_files
+    from fieldtrust.ingest.extractions import ingest_files
 
     from fieldtrust import store
     from fieldtrust.demo.reviewers import simulate_reviews

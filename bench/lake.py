@@ -226,8 +226,8 @@ def _pages_of(store_path: Path, runs: int) -> int:
 
 def run_engine(kind: str, folder: Path, work: Path, rows: int, spark: str) -> dict[str, Any]:
     """Full refresh, one week's refresh, and the draw, on one engine."""
+    from fieldtrust.ingest.sources import SourceConfig, open_source, refresh_source
     from fieldtrust.sampling.source_draw import draw_from_source
-    from fieldtrust.store.sources import SourceConfig, open_source, refresh_source
 
     con = _store(work / f"{kind}.duckdb")
     source = open_source(SourceConfig(kind, str(folder), spark=spark))

@@ -18,8 +18,8 @@ from functools import partial
 from pathlib import Path
 
 import duckdb
+from fieldtrust.ingest.extractions import ingest_files
 from fieldtrust.store.connection import DUCKDB_CONFIG
-from fieldtrust.store.ingest import ingest_files
 
 from fieldtrust import store
 

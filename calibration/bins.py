@@ -14,8 +14,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
-from fieldtrust.calibration.errors import CalibrationInputError
 from fieldtrust.calibration.intervals import jeffreys_interval, wilson_interval
+
+from fieldtrust.errors import InputError
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -50,28 +51,28 @@ def check_inputs(
     c = np.asarray(confidence, dtype=float).ravel()
     y = np.asarray(correct, dtype=float).ravel()
     if c.shape != y.shape:
-        raise CalibrationInputError(
+        raise InputError(
             f"confidence has {c.size} values but correct has {y.size}; pass one of each per label"
         )
     bad = np.flatnonzero(~((c >= 0) & (c <= 1)))
     if bad.size:
-        raise CalibrationInputError(
+        raise InputError(
             f"row {bad[0]}, confidence: {float(c[bad[0]])!r} is outside [0, 1]"
         )
     bad = np.flatnonzero((y != 0) & (y != 1))
     if bad.size:
-        raise CalibrationInputError(f"row {bad[0]}, correct: {float(y[bad[0]])!r} is not 0 or 1")
+        raise InputError(f"row {bad[0]}, correct: {float(y[bad[0]])!r} is not 0 or 1")
     if weight is None:
         w = np.ones_like(c)
     else:
         w = np.asarray(weight, dtype=float).ravel()
         if w.shape != c.shape:
-            raise CalibrationInputError(
+            raise InputError(
                 f"weight has {w.size} values but confidence has {c.size}"
             )
         bad = np.flatnonzero(~(np.isfinite(w) & (w > 0)))
         if bad.size:
-            raise CalibrationInputError(
+            raise InputError(
                 f"row {bad[0]}, weight: {float(w[bad[0]])!r} is not a positive number"
                 " (a weight is 1 / inclusion probability)"
             )
@@ -81,11 +82,11 @@ def check_inputs(
 def bin_edges(confidence: FloatArray, *, n_bins: int, strategy: str) -> FloatArray:
     """Edges as scikit-learn's ``calibration_curve`` draws them."""
     if strategy not in STRATEGIES:
-        raise CalibrationInputError(
+        raise InputError(
             f"strategy {strategy!r} is not one of {', '.join(STRATEGIES)}"
         )
     if n_bins < 1:
-        raise CalibrationInputError(f"n_bins must be at least 1, got {n_bins}")
+        raise InputError(f"n_bins must be at least 1, got {n_bins}")
     if strategy == "uniform":
         return np.linspace(0.0, 1.0, n_bins + 1)
     if confidence.size == 0:
@@ -169,7 +170,7 @@ def reliability_bins(
     (2001) for the intervals. Kish (1965), Survey Sampling, section 8.2.
     """
     if interval not in INTERVALS:
-        raise CalibrationInputError(
+        raise InputError(
             f"interval {interval!r} is not one of {', '.join(INTERVALS)}"
         )
     stats = bin_stats(confidence, correct, weight=weight, n_bins=n_bins, strategy=strategy)

@@ -41,8 +41,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 from fieldtrust.calibration import survey
-from fieldtrust.calibration.errors import CalibrationInputError
 from fieldtrust.calibration.intervals import error_lower_bound, error_upper_bound
+
+from fieldtrust.errors import InputError
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -83,11 +84,11 @@ class Design:
 
     def __post_init__(self) -> None:
         if self.block_hist.ndim != 2 or self.block_hist.shape[1] != N_GRID:
-            raise CalibrationInputError(
+            raise InputError(
                 f"block_hist must have shape (blocks, {N_GRID}), got {self.block_hist.shape}"
             )
         if np.any(self.cell_pi <= 0) or np.any(self.cell_pi > 1):
-            raise CalibrationInputError("every cell's inclusion probability must be in (0, 1]")
+            raise InputError("every cell's inclusion probability must be in (0, 1]")
         # suffix[b, k] = population of block b with grid index >= k.
         suffix = np.zeros((self.block_hist.shape[0], N_GRID + 1), dtype=np.int64)
         suffix[:, :N_GRID] = np.cumsum(self.block_hist[:, ::-1], axis=1)[:, ::-1]
@@ -286,7 +287,7 @@ def error_bounds(
 ) -> Bounds:
     """:func:`error_bound` at every grid index in ``ks``, in one vectorised pass."""
     if side not in ("upper", "lower"):
-        raise CalibrationInputError(f"side {side!r} is not 'upper' or 'lower'")
+        raise InputError(f"side {side!r} is not 'upper' or 'lower'")
     ks = np.asarray(ks, dtype=np.int64).reshape(-1)
     above_block = design.suffix[:, ks]
     total = above_block.sum(axis=0).astype(float)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import duckdb
 import pyarrow as pa
-from fieldtrust.calibration.errors import CalibrationInputError
 from fieldtrust.store.rollup import GRID, counts_a_lake, is_current
 from fieldtrust.store.scope import Scope
+
+from fieldtrust.errors import InputError
 
 _HISTOGRAM_SQL = """
 WITH counts AS (
@@ -76,7 +77,7 @@ def confidence_histogram(
 
     Raises
     ------
-    CalibrationInputError
+    InputError
         ``bins`` is not a whole number of at least 1.
 
     References
@@ -85,7 +86,7 @@ def confidence_histogram(
     (the bin convention checked against it in the tests).
     """
     if isinstance(bins, bool) or not isinstance(bins, int) or bins < 1:
-        raise CalibrationInputError(f"bins must be a whole number of at least 1, got {bins!r}")
+        raise InputError(f"bins must be a whole number of at least 1, got {bins!r}")
     if GRID % bins == 0 and (counts_a_lake(con) or is_current(con)):
         # The rollup's grid holds every bin edge: a page never counts the rows (and a
         # lake's rows are not in the store at all).

@@ -14,8 +14,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from fieldtrust.calibration import survey
-from fieldtrust.calibration.errors import CalibrationInputError, check_fraction
+from fieldtrust.calibration.survey import check_fraction
 from scipy.special import bdtr, betaincinv, ndtri
+
+from fieldtrust.errors import InputError
 
 ArrayLike = npt.ArrayLike
 FloatArray = npt.NDArray[np.float64]
@@ -33,7 +35,7 @@ def _counts(successes: ArrayLike, trials: ArrayLike) -> tuple[FloatArray, FloatA
     k = np.asarray(successes, dtype=float)
     n = np.asarray(trials, dtype=float)
     if np.any(n < 0) or np.any(k < 0) or np.any(k > n):
-        raise CalibrationInputError(
+        raise InputError(
             "counts must satisfy 0 <= successes <= trials; got"
             f" successes={np.asarray(successes).tolist()!r}, trials={np.asarray(trials).tolist()!r}"
         )
@@ -196,7 +198,7 @@ def labels_needed(errors: int, *, target: float = 0.95, delta: float = 0.05) -> 
     Clopper & Pearson (1934); AICPA Audit Guide, Audit Sampling (2019), table A-1.
     """
     if errors < 0:
-        raise CalibrationInputError(f"errors must be >= 0, got {errors}")
+        raise InputError(f"errors must be >= 0, got {errors}")
     max_error = _check_target(target)
     level = _delta(delta)
     # With k fixed the bound falls as n grows: double, then bisect.

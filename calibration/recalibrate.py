@@ -40,7 +40,6 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 from fieldtrust.calibration.bins import check_inputs
-from fieldtrust.calibration.errors import CalibrationInputError
 from fieldtrust.calibration.metrics import expected_calibration_error
 from fieldtrust.calibration.population import load_strata
 from fieldtrust.store.connection import transaction, utc_now
@@ -48,6 +47,8 @@ from fieldtrust.store.scope import Scope
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold, StratifiedKFold
+
+from fieldtrust.errors import InputError
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -132,7 +133,7 @@ def fit_map(
         return RecalibrationMap("isotonic", x, np.clip(fx, 0.0, 1.0))
     if method == "platt":
         return RecalibrationMap("platt", *_platt_knots(c, y, w))
-    raise CalibrationInputError(f"method {method!r} is not one of {', '.join(METHODS)}")
+    raise InputError(f"method {method!r} is not one of {', '.join(METHODS)}")
 
 
 def _platt_knots(c: FloatArray, y: FloatArray, w: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -215,7 +216,7 @@ def cross_validate(
                 pred[test] = fit_map(train_c, train_y, weight=train_w, method=method).predict(
                     c[test]
                 )
-        except CalibrationInputError:
+        except InputError:
             continue  # a method that cannot fit some fold is not a choice
         out[method] = pred
     return out
@@ -340,7 +341,7 @@ def fit_recalibration(
         Strata forced to the identity carry a ``warning``.
     """
     if min_labels_platt < 2 or min_labels_isotonic < min_labels_platt:
-        raise CalibrationInputError(
+        raise InputError(
             f"need 2 <= min_labels_platt <= min_labels_isotonic, got {min_labels_platt}"
             f" and {min_labels_isotonic}"
         )

@@ -15,7 +15,6 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 from fieldtrust.calibration.candidates import CandidateAssessment, assess
-from fieldtrust.calibration.errors import CalibrationInputError
 from fieldtrust.calibration.intervals import korn_graubard_interval
 from fieldtrust.calibration.population import (
     Coverage,
@@ -27,6 +26,8 @@ from fieldtrust.calibration.population import (
 from fieldtrust.calibration.table import StratumTable, stratum_bins, stratum_table
 from fieldtrust.calibration.thresholds import ThresholdResult, select_thresholds
 from fieldtrust.store.scope import Scope
+
+from fieldtrust.errors import InputError
 
 
 def _num(value: float | None) -> float | None:
@@ -146,11 +147,11 @@ class CalibrationReport:
     strata: tuple[StratumReport, ...]
 
     def stratum(self, doc_type: str, field: str) -> StratumReport:
-        """The report of one stratum; ``CalibrationInputError`` if it is not in the store."""
+        """The report of one stratum; ``InputError`` if it is not in the store."""
         for s in self.strata:
             if (s.doc_type, s.field) == (doc_type, field):
                 return s
-        raise CalibrationInputError(
+        raise InputError(
             f"no stratum doc_type={doc_type!r}, field={field!r} in this report;"
             f" known: {', '.join(f'{s.doc_type}/{s.field}' for s in self.strata) or 'none'}"
         )
@@ -295,11 +296,11 @@ def calibration_report(
     STATS.md sections 1-7.
     """
     if not 0.0 < target < 1.0 or not 0.0 < confidence < 1.0:
-        raise CalibrationInputError(
+        raise InputError(
             f"target {target!r} and confidence {confidence!r} must be strictly between 0 and 1"
         )
     if stability_weeks < 1:
-        raise CalibrationInputError(f"stability_weeks must be at least 1, got {stability_weeks}")
+        raise InputError(f"stability_weeks must be at least 1, got {stability_weeks}")
     loaded = {(s.doc_type, s.field): s for s in load_strata(con, scope)}
     names = sorted(set(strata_names(con, scope)) | set(loaded)) if scope.weeks else sorted(loaded)
     reports = [

@@ -31,9 +31,10 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from fieldtrust.calibration.errors import CalibrationInputError, check_fraction
 from scipy import stats
 from scipy.special import betaincinv, ndtri
+
+from fieldtrust.errors import InputError
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -42,8 +43,17 @@ FloatArray = npt.NDArray[np.float64]
 LONELY_VARIANCE = 0.25
 
 
+def check_fraction(name: str, value: float, hint: str = "") -> float:
+    """``value`` as a float, or an :class:`InputError` naming it outside (0, 1)."""
+    if not 0.0 < value < 1.0:
+        raise InputError(
+            f"{name} {value!r} is not strictly between 0 and 1" + (f"; {hint}" if hint else "")
+        )
+    return float(value)
+
+
 def checked_confidence(confidence: float) -> float:
-    """``confidence`` as a float, or a :class:`CalibrationInputError` outside (0, 1)."""
+    """``confidence`` as a float, or a :class:`InputError` outside (0, 1)."""
     return check_fraction("confidence", confidence, "use e.g. 0.95")
 
 
@@ -63,7 +73,7 @@ def clopper_pearson(
     Clopper & Pearson (1934), Biometrika 26:404; STATS.md section 3.
     """
     if sided not in ("two", "upper", "lower"):
-        raise CalibrationInputError(f"sided must be 'two', 'upper' or 'lower', got {sided!r}")
+        raise InputError(f"sided must be 'two', 'upper' or 'lower', got {sided!r}")
     alpha = 1 - checked_confidence(confidence)
     x = np.atleast_1d(np.asarray(successes, dtype=np.float64))
     size = np.atleast_1d(np.asarray(n, dtype=np.float64))

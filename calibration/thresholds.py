@@ -32,12 +32,14 @@ from fieldtrust.calibration.design import (
     kept_counts,
     kept_labels,
 )
-from fieldtrust.calibration.errors import CalibrationInputError, check_fraction
 from fieldtrust.calibration.intervals import labels_needed, labels_needed_at_rate
 from fieldtrust.calibration.population import load_strata
+from fieldtrust.calibration.survey import check_fraction
 from fieldtrust.store.scope import Scope
 from scipy.special import ndtri
 from scipy.stats import binom
+
+from fieldtrust.errors import InputError
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -164,7 +166,7 @@ def _check(target: float, confidence: float, n_min: int) -> None:
     check_fraction("target", target)
     check_fraction("confidence", confidence)
     if n_min < 1:
-        raise CalibrationInputError(f"n_min must be at least 1, got {n_min}")
+        raise InputError(f"n_min must be at least 1, got {n_min}")
 
 
 def select_thresholds(
@@ -375,7 +377,7 @@ def threshold_curve(
 ) -> pa.Table:
     """:func:`threshold_table` for one stratum of the store (the dashboard's threshold chart).
 
-    Columns as :func:`threshold_table`. Raises ``CalibrationInputError`` when
+    Columns as :func:`threshold_table`. Raises ``InputError`` when
     the stratum has no extractions in ``scope``.
     """
     narrowed = Scope(
@@ -387,7 +389,7 @@ def threshold_curve(
     strata = load_strata(con, narrowed)
     match = [s for s in strata if (s.doc_type, s.field) == (doc_type, field)]
     if not match:
-        raise CalibrationInputError(
+        raise InputError(
             f"no extractions for doc_type {doc_type!r}, field {field!r} in the selected scope;"
             " check the names with `fieldtrust calibrate`"
         )

@@ -16,7 +16,8 @@ import streamlit as st
 # imported by its installed name, so the same code serves a wheel and a checkout.
 from fieldtrust.dashboard import auth, data, layout, sidebar, state
 from fieldtrust.dashboard.navigation import pages_for
-from fieldtrust.store.errors import FieldtrustError, StoreLockedError
+
+from fieldtrust.errors import FieldtrustError, StoreLockedError
 
 st.set_page_config(page_title="fieldtrust", page_icon=":material/fact_check:", layout="wide")
 

@@ -34,10 +34,10 @@ from typing import Any
 import duckdb
 import streamlit as st
 from fieldtrust.dashboard import state
-from fieldtrust.store.errors import StoreError, StoreLockedError
 from fieldtrust.store.scope import Scope
 
 from fieldtrust import store
+from fieldtrust.errors import StoreError, StoreLockedError
 from fieldtrust.settings import load_settings
 
 #: Seconds a page waits for another process to release the store.
@@ -506,7 +506,7 @@ def recalibration_info(con: duckdb.DuckDBPyConnection, doc_type: str, field: str
 @query("document_location")
 def document_location(con: duckdb.DuckDBPyConnection, extraction_id: str) -> Any:
     """Document uri, page and bbox of an extraction (store.documents)."""
-    from fieldtrust.store.documents import document_location as location
+    from fieldtrust.store.locations import document_location as location
 
     return location(con, extraction_id)
 

@@ -2,7 +2,7 @@
 
 No Streamlit here (:mod:`fieldtrust.dashboard.viewer` draws); the benchmark
 times these functions. A document is found by :func:`open_document`, which
-decides with :func:`fieldtrust.store.documents.resolve_document` before it
+decides with :func:`fieldtrust.store.locations.resolve_document` before it
 reads anything: a file inside the documents root, a remote document on an
 allowed host, a demo document drawn from the store, or a :class:`Notice`
 saying why there is nothing to show. :func:`page_image` renders one page
@@ -22,8 +22,10 @@ from pathlib import Path
 
 import duckdb
 import pypdfium2 as pdfium
-from fieldtrust.store.documents import DocumentRefused, Location, resolve_document
+from fieldtrust.store.locations import Location, resolve_document
 from PIL import Image, ImageDraw, UnidentifiedImageError
+
+from fieldtrust.errors import DocumentError
 
 #: Width in pixels pages are rendered at (an A4 page: about 110 dpi).
 PAGE_WIDTH = 900
@@ -121,7 +123,7 @@ def open_document(
         return Notice("No document is stored for this extraction.", None)
     try:
         resolved = resolve_document(uri, root=root, remote_hosts=remote_hosts)
-    except DocumentRefused as exc:
+    except DocumentError as exc:
         return Notice(f"Not shown: {exc}.", uri)
     if resolved.kind == "link":
         return Notice("A remote document: it is not fetched by the server (its host is not in"

@@ -1,7 +1,7 @@
 """The document viewer: the page an extraction was read from, its value boxed.
 
 Used beside the value on the review page, the priority queue and the
-adjudication view. It reads the item's location (:mod:`fieldtrust.store.documents`),
+adjudication view. It reads the item's location (:mod:`fieldtrust.store.locations`),
 finds the document and renders the page (:mod:`fieldtrust.dashboard.render`). When
 there is nothing to show (no document, missing, unreadable, refused, a remote
 link) it says why, with the uri and the text excerpt: the viewer never stands
@@ -15,7 +15,7 @@ from typing import Literal
 
 import streamlit as st
 from fieldtrust.dashboard import data, layout, render
-from fieldtrust.store.documents import allowed_hosts, documents_root
+from fieldtrust.store.locations import allowed_hosts, documents_root
 
 from fieldtrust.settings import load_settings
 

@@ -34,7 +34,6 @@ from fieldtrust.extraction.conversation import (
     kind_for_error_type,
 )
 from fieldtrust.extraction.documents import Document, load_document
-from fieldtrust.extraction.errors import DocumentError
 from fieldtrust.extraction.loop import Sink, api_failure, identify_files, new_run_id, unreadable
 from fieldtrust.extraction.manifest import (
     batches_in_progress,
@@ -45,6 +44,8 @@ from fieldtrust.extraction.manifest import (
     save_manifest,
 )
 from fieldtrust.extraction.results import DocumentResult, FailureKind, Gap, RunSummary, summarise
+
+from fieldtrust.errors import DocumentError
 
 #: Called with one line describing what the run is doing.
 BatchProgress = Callable[[str], None]
@@ -322,7 +323,7 @@ def run_batch(
 
     Raises
     ------
-    ManifestError
+    InputError
         The manifest is unreadable or was made for another type or model.
     """
     manifest_file = Path(manifest_path)

@@ -13,7 +13,8 @@ import os
 from collections.abc import Mapping
 
 import anthropic
-from fieldtrust.extraction.errors import MissingApiKeyError
+
+from fieldtrust.errors import ExtractionError
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 
@@ -29,13 +30,13 @@ def api_key_from_env(environ: Mapping[str, str] | None = None) -> str:
 
     Raises
     ------
-    MissingApiKeyError
+    ExtractionError
         The variable is unset or blank.
     """
     env = os.environ if environ is None else environ
     key = env.get(API_KEY_ENV, "").strip()
     if not key:
-        raise MissingApiKeyError(
+        raise ExtractionError(
             f"{API_KEY_ENV} is not set; export your Anthropic API key in that variable"
             " (fieldtrust reads it from the environment only)"
         )

@@ -33,7 +33,6 @@ from typing import Any
 from anthropic.types import Message
 from fieldtrust.extraction import prompts
 from fieldtrust.extraction.documents import Document
-from fieldtrust.extraction.errors import ExtractionConfigError
 from fieldtrust.extraction.results import (
     Attempt,
     DocumentResult,
@@ -51,6 +50,8 @@ from fieldtrust.extraction.schemas import (
 )
 from fieldtrust.extraction.validate import conflicts, format_problems, line_items_sum
 from fieldtrust.store.connection import utc_now
+
+from fieldtrust.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -72,10 +73,10 @@ class Limits:
     def __post_init__(self) -> None:
         for name in ("max_tokens", "max_tokens_retry"):
             if getattr(self, name) < 1:
-                raise ExtractionConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
+                raise InputError(f"{name} must be at least 1, got {getattr(self, name)}")
         for name in ("format_retries", "conflict_retries", "nudges"):
             if getattr(self, name) < 0:
-                raise ExtractionConfigError(f"{name} must be 0 or more, got {getattr(self, name)}")
+                raise InputError(f"{name} must be 0 or more, got {getattr(self, name)}")
 
 
 #: The limits used when none are given.

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fieldtrust.extraction.errors import DocumentError
+from fieldtrust.errors import DocumentError
 
 #: The API rejects a base64 image over 5 MB and a request over 32 MB.
 MAX_IMAGE_BYTES = 5 * 1024 * 1024

@@ -3,7 +3,7 @@
 The model says, per field, the page and the text exactly as printed. For a
 PDF with a text layer the quote is looked up in that page's characters
 (pypdfium2) and the union of the matched characters' boxes becomes the
-field's bbox: fractions of the page, origin top left (store.documents). The
+field's bbox: fractions of the page, origin top left (store.locations). The
 match forgives case and runs of white space, nothing else: a quote the page
 does not hold gets no bbox, and the log says so. Images and scanned PDFs
 (no text layer) keep the page only.

@@ -28,7 +28,6 @@ from fieldtrust.extraction.documents import (
     identify,
     load_document,
 )
-from fieldtrust.extraction.errors import DocumentError
 from fieldtrust.extraction.results import (
     DocumentResult,
     Failure,
@@ -36,6 +35,8 @@ from fieldtrust.extraction.results import (
     RunSummary,
     summarise,
 )
+
+from fieldtrust.errors import DocumentError
 
 #: Called after each document: (position, count, result).
 Progress = Callable[[int, int, DocumentResult], None]

@@ -25,8 +25,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from fieldtrust.extraction.errors import ManifestError
 from fieldtrust.store.connection import utc_now
+
+from fieldtrust.errors import InputError
 
 VERSION = 1
 
@@ -49,23 +50,23 @@ def load_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
 
     Raises
     ------
-    ManifestError
+    InputError
         The file is not JSON, or not a manifest of this version.
     """
     file = Path(path)
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise ManifestError(
+        raise InputError(
             f"{file}: not a readable manifest ({exc}); use another --manifest"
         ) from exc
     if not isinstance(data, dict) or data.get("version") != VERSION:
-        raise ManifestError(
+        raise InputError(
             f"{file}: not a version {VERSION} extraction manifest; use another --manifest"
         )
     for key in ("run_id", "doc_type", "model", "documents", "batches"):
         if key not in data:
-            raise ManifestError(f"{file}: manifest lacks {key!r}; it was edited or is truncated")
+            raise InputError(f"{file}: manifest lacks {key!r}; it was edited or is truncated")
     return data
 
 
@@ -83,7 +84,7 @@ def check_matches(
     """Refuse to resume a manifest made for another document type or model."""
     for key, wanted in (("doc_type", doc_type), ("model", model)):
         if manifest[key] != wanted:
-            raise ManifestError(
+            raise InputError(
                 f"{path}: this manifest's run used {key} {manifest[key]!r}, not {wanted!r};"
                 f" resume with --{key.replace('_', '-')} {manifest[key]} or use another --manifest"
             )

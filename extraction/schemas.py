@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from fieldtrust.extraction.errors import ExtractionConfigError
+from fieldtrust.errors import InputError
 
 #: The explicit value of a field that is on the document but unreadable.
 UNCLEAR = "unclear"
@@ -192,11 +192,11 @@ class DocSchema:
         return tuple(spec.name for spec in self.fields)
 
     def field(self, name: str) -> FieldSpec:
-        """The spec of field ``name`` (:class:`ExtractionConfigError` if this type has none)."""
+        """The spec of field ``name`` (:class:`InputError` if this type has none)."""
         for spec in self.fields:
             if spec.name == name:
                 return spec
-        raise ExtractionConfigError(
+        raise InputError(
             f"document type {self.doc_type!r} has no field {name!r};"
             f" its fields: {', '.join(self.field_names)}"
         )
@@ -271,7 +271,7 @@ def schemas_for(doc_type: str) -> tuple[DocSchema, ...]:
     if doc_type == "auto":
         return tuple(SCHEMAS.values())
     if doc_type not in SCHEMAS:
-        raise ExtractionConfigError(
+        raise InputError(
             f"doc_type {doc_type!r} is not one of {', '.join(DOC_TYPE_CHOICES)}"
         )
     return (SCHEMAS[doc_type],)

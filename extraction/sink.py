@@ -2,7 +2,7 @@
 
 :func:`store_result` writes one document's result: its attempts to
 ``extraction_log`` and, when it was accepted, its rows through
-:func:`fieldtrust.store.ingest.ingest_table` (the same checks as an ingested file).
+:func:`fieldtrust.ingest.extractions.ingest_table` (the same checks as an ingested file).
 :class:`StoreSink` opens the store only for each write, because DuckDB locks
 the file per process and an extraction run (a batch can take hours) must not
 lock reviewers out of the dashboard.
@@ -22,9 +22,9 @@ from fieldtrust.extraction.locate import Located, locate_fields
 from fieldtrust.extraction.log import write_attempts
 from fieldtrust.extraction.results import DocumentResult
 from fieldtrust.extraction.to_rows import extraction_rows, quotes
+from fieldtrust.ingest.extractions import ingest_table
 from fieldtrust.store.connection import open_store, utc_now
-from fieldtrust.store.documents import relative_uri
-from fieldtrust.store.ingest import ingest_table
+from fieldtrust.store.locations import relative_uri
 
 
 def store_result(

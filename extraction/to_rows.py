@@ -29,7 +29,7 @@ from fieldtrust.extraction.locate import Box, Located
 from fieldtrust.extraction.results import Extraction
 from fieldtrust.extraction.schemas import SCHEMAS, UNCLEAR, FieldSpec
 
-#: Columns of the rows, as store.ingest.ingest_table takes them.
+#: Columns of the rows, as ingest.extractions.ingest_table takes them.
 ROW_SCHEMA = pa.schema(
     [
         ("extraction_id", pa.string()),

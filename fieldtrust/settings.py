@@ -17,16 +17,13 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from fieldtrust.store.errors import FieldtrustError
+from fieldtrust.errors import InputError
 from fieldtrust.store.scope import MAX_WEEKS
 
 ENV_PREFIX = "FIELDTRUST_"
 CONFIG_ENV = "FIELDTRUST_CONFIG"
 DEFAULT_CONFIG_FILE = "fieldtrust.toml"
 
-
-class SettingsError(FieldtrustError, ValueError):
-    """A setting's value is unusable; the message names the setting and the value."""
 
 
 def _setting(default: Any, help: str) -> Any:
@@ -85,7 +82,7 @@ class Settings:
         for f in fields(self):
             problem = _problem(f.name, getattr(self, f.name))
             if problem:
-                raise SettingsError(f"setting {f.name}: {problem}")
+                raise InputError(f"setting {f.name}: {problem}")
 
     def with_flags(self, **flags: object) -> Settings:
         """These settings with a command's flags laid over them; flags given as ``None`` (not
@@ -98,7 +95,7 @@ class Settings:
         for name, value in given.items():
             problem = _problem(name, value)
             if problem:
-                raise SettingsError(f"--{name.replace('_', '-')}: {problem}")
+                raise InputError(f"--{name.replace('_', '-')}: {problem}")
         return dataclasses.replace(self, **given) if given else self  # type: ignore[arg-type]
 
     @classmethod
@@ -133,7 +130,7 @@ def _coerce(name: str, raw: object, kind: type) -> object:
     try:
         return kind(raw)
     except (TypeError, ValueError) as exc:
-        raise SettingsError(f"setting {name}: {raw!r} is not a valid {kind.__name__}") from exc
+        raise InputError(f"setting {name}: {raw!r} is not a valid {kind.__name__}") from exc
 
 
 def load_settings(
@@ -159,7 +156,7 @@ def load_settings(
             table.update(_source_table(path, table.pop("source")))
         for name, raw in table.items():
             if name not in types:
-                raise SettingsError(f"{path}: unknown setting {name!r}; known: {', '.join(types)}")
+                raise InputError(f"{path}: unknown setting {name!r}; known: {', '.join(types)}")
             values[name] = _coerce(name, raw, types[name])
     for name, kind in types.items():
         raw = env.get(ENV_PREFIX + name.upper())

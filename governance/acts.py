@@ -30,7 +30,6 @@ from fieldtrust.governance.decisions import (
     Decision,
     current_policy,
 )
-from fieldtrust.governance.errors import DecisionError
 from fieldtrust.governance.evidence import (
     AuditDesign,
     Certification,
@@ -45,6 +44,8 @@ from fieldtrust.store.policy_settings import current_policy_settings
 from fieldtrust.store.provenance import provenance
 from fieldtrust.store.retry import first_row, write_with_retry
 from fieldtrust.store.rollup import extraction_columns_sql
+
+from fieldtrust.errors import Refused
 
 
 def approve(
@@ -86,7 +87,7 @@ def approve(
     ------
     PermissionDenied
         ``actor`` may not decide.
-    DecisionError
+    Refused
         No comment, an unknown stratum, criteria looser than the store's
         policy, a stratum that is not a current candidate (the reason is
         named), or ``threshold`` is below the certified one.
@@ -95,12 +96,12 @@ def approve(
     _check_range(threshold)
     certification = certify(con, doc_type, field, criteria)
     if not certification.candidate or certification.threshold is None:
-        raise DecisionError(
+        raise Refused(
             f"{doc_type}/{field} is not an automation candidate ({reason_text(certification)})"
             " as a whole stratum at the store's policy settings; it cannot be approved"
         )
     if threshold is not None and threshold < certification.threshold - 1e-12:
-        raise DecisionError(
+        raise Refused(
             f"{doc_type}/{field} is certified at {certification.threshold} for the whole"
             f" stratum; {threshold} is below it: approve at or above the certified threshold"
             " (re-run `fieldtrust candidates` for fresh numbers)"
@@ -157,7 +158,7 @@ def revoke(
     ------
     PermissionDenied
         ``actor`` may not decide.
-    DecisionError
+    Refused
         No comment, or the stratum is not approved (nothing to revoke).
     """
     actor = _before_certifying(con, actor, "revoke", doc_type, field, comment)
@@ -206,7 +207,7 @@ def _record(
     """
     actor = user_name(actor, what="acting user")
     if action not in DECISION_ACTIONS:
-        raise DecisionError(f"action {action!r} is not one of {', '.join(DECISION_ACTIONS)}")
+        raise Refused(f"action {action!r} is not one of {', '.join(DECISION_ACTIONS)}")
     _check_comment(action, doc_type, field, comment)
     _check_range(threshold)
     if action == "approve":
@@ -251,25 +252,25 @@ def _record(
 
 def _check_comment(action: str, doc_type: str, field: str, comment: str) -> None:
     if not isinstance(comment, str) or not comment.strip():
-        raise DecisionError(f"{action} of {doc_type}/{field} needs a comment saying why")
+        raise Refused(f"{action} of {doc_type}/{field} needs a comment saying why")
 
 
 def _check_range(threshold: float | None) -> None:
     if threshold is not None and not (math.isfinite(threshold) and 0.0 <= threshold <= 1.0):
-        raise DecisionError(f"threshold {threshold!r} is outside [0, 1]")
+        raise Refused(f"threshold {threshold!r} is outside [0, 1]")
 
 
 def _check_certified(
     doc_type: str, field: str, threshold: float | None, certification: Certification | None
 ) -> None:
     if certification is None or certification.threshold is None:
-        raise DecisionError(
+        raise Refused(
             f"approving {doc_type}/{field} needs its certification; see `fieldtrust candidates`"
         )
     if threshold is None:
-        raise DecisionError(f"approving {doc_type}/{field} needs a threshold")
+        raise Refused(f"approving {doc_type}/{field} needs a threshold")
     if threshold < certification.threshold - 1e-12:
-        raise DecisionError(
+        raise Refused(
             f"approving {doc_type}/{field} at {threshold} but the evidence certifies"
             f" {certification.threshold}: approve at or above the certified threshold"
         )
@@ -280,7 +281,7 @@ def _check_stratum(con: duckdb.DuckDBPyConnection, doc_type: str, field: str) ->
         "SELECT 1 FROM extractions WHERE doc_type = ? AND field = ? LIMIT 1", [doc_type, field]
     ).fetchall())
     if row is None:
-        raise DecisionError(
+        raise Refused(
             f"no extractions of doc_type {doc_type!r}, field {field!r} in the store;"
             " check the spelling (`fieldtrust info`)"
         )
@@ -293,11 +294,11 @@ def _revocable_threshold(
         (e for e in current_policy(con) if (e.doc_type, e.field) == (doc_type, field)), None
     )
     if active is None or active.status != "active" or active.threshold is None:
-        raise DecisionError(
+        raise Refused(
             f"{doc_type}/{field} is not approved for automation, so there is nothing to revoke"
         )
     if threshold is not None and not math.isclose(threshold, active.threshold, abs_tol=1e-12):
-        raise DecisionError(
+        raise Refused(
             f"{doc_type}/{field} is approved at {active.threshold}, not {threshold}:"
             " revoke names the active threshold (or leave it out)"
         )

@@ -19,7 +19,6 @@ from typing import Protocol, cast
 
 import duckdb
 from fieldtrust.calibration.candidates import METHOD, REASONS, automation_candidates
-from fieldtrust.governance.errors import DecisionError
 from fieldtrust.governance.evidence import Certification
 from fieldtrust.store.policy_settings import (
     DEFAULT_POLICY,
@@ -28,6 +27,8 @@ from fieldtrust.store.policy_settings import (
     current_policy_settings,
 )
 from fieldtrust.store.scope import Scope, last_weeks
+
+from fieldtrust.errors import Refused
 
 
 class _CriteriaSource(Protocol):
@@ -100,7 +101,7 @@ def held_to(policy: PolicySettings, criteria: Criteria | None) -> PolicySettings
 
     Raises
     ------
-    DecisionError
+    Refused
         A value of ``criteria`` is looser than the policy's (or ``weeks`` is
         not the policy's window); the message names the setting, both values
         and how an admin changes the policy.
@@ -121,7 +122,7 @@ def held_to(policy: PolicySettings, criteria: Criteria | None) -> PolicySettings
             relation = "is looser than the store's policy"
         if looser:
             flag = "--" + name.replace("_", "-")
-            raise DecisionError(
+            raise Refused(
                 f"{name} {value} (from {criteria.source}) {relation} ({current}):"
                 " approvals use the store's policy; an admin changes it with"
                 f" `fieldtrust policy settings {flag} {value} --as ADMIN`"
@@ -129,7 +130,7 @@ def held_to(policy: PolicySettings, criteria: Criteria | None) -> PolicySettings
             )
     stricter = dataclasses.replace(policy, **asked)
     if stricter.stability_weeks > stricter.weeks:
-        raise DecisionError(
+        raise Refused(
             f"stability_weeks {stricter.stability_weeks} (from {criteria.source}) is longer than"
             f" the store's policy window ({stricter.weeks} weeks); ask for at most"
             f" {stricter.weeks}"
@@ -150,7 +151,7 @@ def certify(
 
     Raises
     ------
-    DecisionError
+    Refused
         ``criteria`` asks for something looser than the store's policy, or
         the store has no such stratum.
     """
@@ -166,7 +167,7 @@ def certify(
     )
     match = next((a for a in assessments if (a.doc_type, a.field) == (doc_type, field)), None)
     if match is None:
-        raise DecisionError(
+        raise Refused(
             f"no extractions of doc_type {doc_type!r}, field {field!r} in the store;"
             " check the spelling (`fieldtrust info`)"
         )

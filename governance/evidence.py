@@ -29,12 +29,13 @@ from typing import Any
 import duckdb
 import numpy as np
 from fieldtrust.calibration.stability import VersionCheck, WeekCheck
-from fieldtrust.governance.errors import DecisionError
 from fieldtrust.governance.revocation import RevocationRecommendation
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
 from fieldtrust.store.provenance import Provenance
 from fieldtrust.store.retry import first_row
+
+from fieldtrust.errors import Refused
 
 #: Bumped when the layout of :meth:`Evidence.to_dict` changes.
 EVIDENCE_FORMAT = 2
@@ -139,9 +140,9 @@ class Evidence:
 
     @classmethod
     def from_dict(cls, record: Mapping[str, Any]) -> Evidence:
-        """Read :meth:`to_dict`'s form back; a :class:`DecisionError` for another format."""
+        """Read :meth:`to_dict`'s form back; a :class:`Refused` for another format."""
         if record.get("format") != EVIDENCE_FORMAT:
-            raise DecisionError(
+            raise Refused(
                 f"evidence of format {record.get('format')!r} is not format {EVIDENCE_FORMAT}:"
                 " it was frozen by another fieldtrust version; read it as JSON with"
                 " evidence_payload"
@@ -199,7 +200,7 @@ def evidence_json(con: duckdb.DuckDBPyConnection, evidence_id: str) -> str:
         "SELECT payload_json FROM evidence_snapshots WHERE evidence_id = ?", [evidence_id]
     ).fetchall())
     if row is None:
-        raise DecisionError(f"no evidence snapshot {evidence_id!r} in the store")
+        raise Refused(f"no evidence snapshot {evidence_id!r} in the store")
     return str(row[0])
 
 
@@ -207,7 +208,7 @@ def evidence_payload(con: duckdb.DuckDBPyConnection, evidence_id: str) -> dict[s
     """A snapshot parsed back into Python, after checking its sha256 still matches its id."""
     text = evidence_json(con, evidence_id)
     if evidence_id_of(text) != evidence_id:
-        raise DecisionError(
+        raise Refused(
             f"evidence snapshot {evidence_id} does not hash to its id: the store was altered"
             " outside fieldtrust"
         )
@@ -248,7 +249,7 @@ def _plain(value: Any) -> Any:
         return sorted((_plain(v) for v in value), key=canonical_json)
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
-    raise DecisionError(
+    raise Refused(
         f"evidence value {value!r} of type {type(value).__name__} cannot be frozen as JSON;"
         " pass numbers, text, dates, lists or mappings"
     )

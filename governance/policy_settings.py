@@ -10,7 +10,6 @@ import uuid
 from typing import Unpack
 
 import duckdb
-from fieldtrust.labels.errors import LabelError
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
@@ -22,9 +21,11 @@ from fieldtrust.store.policy_settings import (
 )
 from fieldtrust.store.retry import write_with_retry
 
+from fieldtrust.errors import InputError
+
 
 def _checked(settings: PolicySettings) -> None:
-    """A :class:`LabelError` naming the setting and value that is out of range."""
+    """A :class:`InputError` naming the setting and value that is out of range."""
     rules = (
         ("target", 0 < settings.target < 1, "strictly between 0 and 1"),
         ("confidence", 0 < settings.confidence < 1, "strictly between 0 and 1"),
@@ -37,9 +38,9 @@ def _checked(settings: PolicySettings) -> None:
     )
     for name, ok, rule in rules:
         if not ok:
-            raise LabelError(f"policy setting {name} = {getattr(settings, name)!r} must be {rule}")
+            raise InputError(f"policy setting {name} = {getattr(settings, name)!r} must be {rule}")
     if settings.stability_weeks > settings.weeks:
-        raise LabelError(
+        raise InputError(
             f"policy setting stability_weeks = {settings.stability_weeks} is longer than the"
             f" window weeks = {settings.weeks}; lower it or widen the window"
         )
@@ -68,13 +69,13 @@ def set_policy_settings(
     ------
     PermissionDenied
         ``actor`` is not an admin; nothing is written.
-    LabelError
+    InputError
         An unknown setting or a value out of range; nothing is written.
     """
     actor = user_name(actor, what="acting user")
     unknown = sorted(set(changes) - set(POLICY_FIELDS))
     if unknown:
-        raise LabelError(
+        raise InputError(
             f"no policy setting {unknown[0]!r}; the settings are {', '.join(POLICY_FIELDS)}"
         )
 

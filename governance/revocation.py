@@ -30,10 +30,11 @@ import duckdb
 import numpy as np
 from fieldtrust.calibration import survey
 from fieldtrust.governance.decisions import PolicyEntry, current_policy
-from fieldtrust.governance.errors import DecisionError
 from fieldtrust.store.labelled import design_based_items
 from fieldtrust.store.scope import Scope
 from fieldtrust.store.weeks import iso_week
+
+from fieldtrust.errors import Refused
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ def revocation_recommendations(
     """
     for name, value in (("target", target), ("confidence", confidence)):
         if not 0.0 < value < 1.0:
-            raise DecisionError(f"{name} must be in (0, 1), got {value}")
+            raise Refused(f"{name} must be in (0, 1), got {value}")
     flagged = []
     for entry in current_policy(con):
         if entry.status != "active" or entry.threshold is None:
@@ -161,7 +162,7 @@ def weighted_upper_bound(correct: np.ndarray, weight: np.ndarray, confidence: fl
     """
     n = len(correct)
     if n == 0:
-        raise DecisionError("no labels: the bound needs at least one")
+        raise Refused("no labels: the bound needs at least one")
     p = survey.hajek(correct, weight)
     one_cell = np.zeros(n, dtype=np.int64)
     variance = survey.linearised_variance(correct, weight, one_cell, np.zeros(n),

@@ -28,12 +28,13 @@ from typing import Any
 
 import duckdb
 import numpy as np
-from fieldtrust.labels.errors import LabelError
 from fieldtrust.labels.verdicts import Label, insert_label, live_label, verdict_fields
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.retry import write_with_retry
 from fieldtrust.store.rollup import labelled_columns_sql
 from fieldtrust.store.scope import Scope
+
+from fieldtrust.errors import InputError
 
 _PAIRS_SQL = """
 WITH live AS (
@@ -141,7 +142,7 @@ def cohen_kappa(first: Sequence[str], second: Sequence[str]) -> float:
     ``sklearn.metrics.cohen_kappa_score`` gives.
     """
     if len(first) != len(second) or not first:
-        raise LabelError(
+        raise InputError(
             f"kappa needs two equally long, non-empty verdict lists; got {len(first)}"
             f" and {len(second)}"
         )
@@ -245,7 +246,7 @@ def adjudicate(
     ------
     PermissionDenied
         ``actor`` is not a qa_lead.
-    LabelError
+    InputError
         Invalid verdict fields, or the extraction has no label to adjudicate.
     """
     fields = verdict_fields(verdict, corrected_value, corrected_status, error_type, error_detail)
@@ -256,7 +257,7 @@ def adjudicate(
         reviewed = [live_label(tx, extraction_id, r) for r in ("primary", "second", "import")]
         basis = next((label for label in reviewed if label is not None), None)
         if basis is None:
-            raise LabelError(
+            raise InputError(
                 f"extraction {extraction_id!r} has no review to adjudicate; label it first"
             )
         previous = live_label(tx, extraction_id, "adjudication")

@@ -25,11 +25,12 @@ import datetime as dt
 from dataclasses import dataclass
 
 import duckdb
-from fieldtrust.labels.errors import LabelError
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
 from fieldtrust.store.retry import first_row, write_with_retry
+
+from fieldtrust.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -143,12 +144,12 @@ def next_items(
     ------
     PermissionDenied
         ``actor`` may not label.
-    LabelError
+    InputError
         No such sample (or none drawn yet), or ``count`` below 1.
     """
     actor = user_name(actor, what="acting user")
     if count < 1:
-        raise LabelError(f"count must be at least 1, got {count}")
+        raise InputError(f"count must be at least 1, got {count}")
 
     def work(tx: duckdb.DuckDBPyConnection) -> list[ReviewItem]:
         require(tx, actor, "label")
@@ -179,7 +180,7 @@ def item_view(
     require(con, actor, "label")
     items = _items(con, actor, sample_id, extraction_id=extraction_id)
     if not items:
-        raise LabelError(
+        raise InputError(
             f"extraction {extraction_id!r} of sample {sample_id!r} is not assigned to {actor};"
             " ask for items with next_items"
         )
@@ -200,7 +201,7 @@ def skip(
     """
     actor = user_name(actor, what="acting user")
     if not isinstance(reason, str) or not reason.strip():
-        raise LabelError("a skip needs a reason (e.g. 'scan unreadable', 'conflict of interest')")
+        raise InputError("a skip needs a reason (e.g. 'scan unreadable', 'conflict of interest')")
 
     def work(tx: duckdb.DuckDBPyConnection) -> None:
         require(tx, actor, "label")
@@ -210,7 +211,7 @@ def skip(
             [sample_id, extraction_id, actor],
         ).fetchall())
         if row is None:
-            raise LabelError(
+            raise InputError(
                 f"extraction {extraction_id!r} of sample {sample_id!r} is not assigned to"
                 f" {actor}, so there is nothing to skip"
             )
@@ -219,7 +220,7 @@ def skip(
             [extraction_id, row[0]],
         ).fetchall())
         if labelled is not None:
-            raise LabelError(
+            raise InputError(
                 f"extraction {extraction_id!r} already has its {row[0]} label; supersede the"
                 " label to change it instead of skipping"
             )
@@ -283,18 +284,18 @@ def resolve_sample(con: duckdb.DuckDBPyConnection, sample_id: str | None) -> str
 
     Raises
     ------
-    LabelError
+    InputError
         No such sample, or none drawn yet.
     """
     if sample_id is None:
         current = current_sample(con)
         if current is None:
-            raise LabelError("no audit sample has been drawn yet: run `fieldtrust sample --week W`")
+            raise InputError("no audit sample has been drawn yet: run `fieldtrust sample --week W`")
         return current
     rows = con.execute("SELECT 1 FROM audit_samples WHERE sample_id = ?", [sample_id]).fetchall()
     row = first_row(rows)
     if row is None:
-        raise LabelError(f"no audit sample {sample_id!r}; samples look like '2026-W48/v1'")
+        raise InputError(f"no audit sample {sample_id!r}; samples look like '2026-W48/v1'")
     return sample_id
 
 

@@ -20,11 +20,12 @@ import os
 from pathlib import Path
 
 import duckdb
-from fieldtrust.labels.errors import LabelError
 from fieldtrust.store.connection import is_no_space, no_space_error
 from fieldtrust.store.retry import first_row
 from fieldtrust.store.spreadsheet import escape_sql
 from fieldtrust.store.sql import quote_ident, quote_literal
+
+from fieldtrust.errors import InputError
 
 _COLUMNS = (
     ("label_id", True), ("extraction_id", True), ("sample_id", True),
@@ -54,7 +55,7 @@ def export_labels(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str]) 
 
     Raises
     ------
-    LabelError
+    InputError
         The extension is neither ``.csv`` nor ``.parquet``, or the file cannot
         be written.
     NoSpaceError
@@ -74,14 +75,14 @@ def export_labels(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str]) 
         query = _HISTORY_SQL
         options = "FORMAT parquet"
     else:
-        raise LabelError(f"cannot export labels to {target.name}: use a .csv or .parquet file")
+        raise InputError(f"cannot export labels to {target.name}: use a .csv or .parquet file")
     # COPY cannot bind its file name; quote_literal is the one sanctioned way.
     try:
         con.execute(f"COPY ({query}) TO {quote_literal(str(target))} ({options})")
     except duckdb.IOException as exc:
         if is_no_space(exc):
             raise no_space_error(str(target), exc) from exc
-        raise LabelError(
+        raise InputError(
             f"cannot write {target}: {str(exc).splitlines()[0][:200]}"
         ) from exc
     row = first_row(con.execute("SELECT count(*) FROM labels").fetchall())

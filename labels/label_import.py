@@ -43,14 +43,8 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-from fieldtrust.labels.errors import LabelError, LabelFieldError
-from fieldtrust.labels.verdicts import verdict_fields, verdict_problems
-from fieldtrust.store.access import require, user_name
-from fieldtrust.store.chain import chain_returned, chain_rows
-from fieldtrust.store.connection import utc_now
-from fieldtrust.store.errors import AccessError, ValidationError
-from fieldtrust.store.ingest import EXTRACTION_COLUMNS, first_batch
-from fieldtrust.store.readers import (
+from fieldtrust.ingest.extractions import EXTRACTION_COLUMNS, first_batch
+from fieldtrust.ingest.readers import (
     MAX_PROBLEMS,
     Snapshot,
     Staged,
@@ -61,11 +55,7 @@ from fieldtrust.store.readers import (
     stage_file,
     temp_name,
 )
-from fieldtrust.store.retry import write_with_retry
-from fieldtrust.store.rollup import record_sampled
-from fieldtrust.store.spreadsheet import unescape_sql
-from fieldtrust.store.sql import quote_ident
-from fieldtrust.store.validation import (
+from fieldtrust.ingest.rules import (
     Rule,
     TimeWindow,
     check_columns,
@@ -79,6 +69,16 @@ from fieldtrust.store.validation import (
     timestamp_rules,
     timestamp_sql,
 )
+from fieldtrust.labels.verdicts import verdict_fields, verdict_problems
+from fieldtrust.store.access import require, user_name
+from fieldtrust.store.chain import chain_returned, chain_rows
+from fieldtrust.store.connection import utc_now
+from fieldtrust.store.retry import write_with_retry
+from fieldtrust.store.rollup import record_sampled
+from fieldtrust.store.spreadsheet import unescape_sql
+from fieldtrust.store.sql import quote_ident
+
+from fieldtrust.errors import FieldError, InputError, ValidationError
 
 REQUIRED_COLUMNS = ("extraction_id", "verdict")
 OPTIONAL_COLUMNS = (
@@ -436,15 +436,15 @@ def _check_verdicts(con: duckdb.DuckDBPyConnection, typed: Staged, source: str) 
     cleaned = []
     lacking = 0
     for number, verdict, value, status, kind, detail, reviewer in rows:
-        found: list[LabelError] = [*verdict_problems(verdict, value, status, kind, detail,
+        found: list[InputError] = [*verdict_problems(verdict, value, status, kind, detail,
                                                      details_required=False)]
         if verdict == "incorrect" and (kind is None or (value is None and status is None)):
             lacking += 1
         try:
             if user_name(reviewer, what="reviewer") != reviewer:
-                found.append(LabelFieldError("reviewer", f"{reviewer!r} has spaces around it"))
-        except AccessError as exc:
-            found.append(LabelFieldError("reviewer", str(exc)))
+                found.append(FieldError("reviewer", f"{reviewer!r} has spaces around it"))
+        except InputError as exc:
+            found.append(FieldError("reviewer", str(exc)))
         problems += [_in_row(number, exc) for exc in found]
         if not found:
             fields = verdict_fields(verdict, value, status, kind, detail, details_required=False)
@@ -464,9 +464,9 @@ def _check_verdicts(con: duckdb.DuckDBPyConnection, typed: Staged, source: str) 
     return lacking
 
 
-def _in_row(number: int, exc: LabelError) -> str:
+def _in_row(number: int, exc: InputError) -> str:
     """``row N, column C: message``, without the column's name repeated, cut to one line."""
-    column = exc.column if isinstance(exc, LabelFieldError) else "verdict"
+    column = exc.column if isinstance(exc, FieldError) else "verdict"
     text = str(exc).removeprefix(f"{column} ")
     line = f"row {number}, column {column}: {text}"
     return line if len(line) <= _SHOWN_LINE else line[: _SHOWN_LINE - 3] + "..."

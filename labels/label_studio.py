@@ -37,7 +37,8 @@ from xml.sax.saxutils import quoteattr
 
 import pyarrow as pa
 from fieldtrust.labels.taxonomy import ERROR_TYPES
-from fieldtrust.store.errors import ValidationError
+
+from fieldtrust.errors import ValidationError
 
 #: Set in every task fieldtrust writes; an export task without it is not ours.
 TASK_MARKER = "fieldtrust_task"

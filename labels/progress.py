@@ -20,8 +20,9 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 from fieldtrust.labels.assignment import resolve_sample
-from fieldtrust.labels.errors import LabelError
 from fieldtrust.store.retry import first_row
+
+from fieldtrust.errors import InputError
 
 _CELL_PROGRESS_SQL = """
 WITH items AS (
@@ -75,7 +76,7 @@ def cell_progress(con: duckdb.DuckDBPyConnection, sample_id: str | None = None) 
 
     Raises
     ------
-    LabelError
+    InputError
         No such sample, or none drawn yet.
     """
     sample = resolve_sample(con, sample_id)
@@ -117,7 +118,7 @@ def item_context(
 
     Raises
     ------
-    LabelError
+    InputError
         No extraction ``extraction_id`` in the store.
     """
     row = first_row(con.execute(
@@ -127,7 +128,7 @@ def item_context(
         {"id": extraction_id, "reviewer": reviewer, "sample": sample_id},
     ).fetchall())
     if row is None:
-        raise LabelError(
+        raise InputError(
             f"no extraction {extraction_id!r} in the store; item ids come from the sample's"
             " items (fieldtrust sample --out FILE)"
         )

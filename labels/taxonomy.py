@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from fieldtrust.labels.errors import LabelFieldError
+from fieldtrust.errors import FieldError
 
 #: Error type -> what it means (shown to reviewers and in docs/review.md).
 ERROR_TYPES: MappingProxyType[str, str] = MappingProxyType(
@@ -53,19 +53,19 @@ def check_error(error_type: str | None, error_detail: str | None) -> tuple[str, 
     ``other`` needs a non-empty detail; the others take an optional one.
     """
     if error_type is None:
-        raise LabelFieldError(
+        raise FieldError(
             "error_type",
             f"error_type is missing: an 'incorrect' verdict needs one of {', '.join(ERROR_TYPES)}",
         )
     if error_type not in ERROR_TYPES:
-        raise LabelFieldError(
+        raise FieldError(
             "error_type",
             f"error_type {error_type!r} is not in the taxonomy; pick one of"
             f" {', '.join(ERROR_TYPES)}"
         )
     detail = error_detail.strip() if error_detail else None
     if error_type == "other" and not detail:
-        raise LabelFieldError(
+        raise FieldError(
             "error_detail",
             "error_type 'other' needs error_detail: say in a few words what was wrong",
         )
@@ -83,26 +83,26 @@ def check_correction(
     """
     if corrected_status is None:
         if corrected_value is None:
-            raise LabelFieldError(
+            raise FieldError(
                 "corrected_status",
                 "an 'incorrect' verdict without corrected_value needs corrected_status:"
                 " 'null' if the field is absent from the document, 'unclear' if unreadable"
             )
         corrected_status = "present"
     if corrected_status not in CORRECTED_STATUSES:
-        raise LabelFieldError(
+        raise FieldError(
             "corrected_status",
             f"corrected_status {corrected_status!r} is not one of"
             f" {', '.join(CORRECTED_STATUSES)}"
         )
     if corrected_status in ("null", "unclear") and corrected_value is not None:
-        raise LabelFieldError(
+        raise FieldError(
             "corrected_value",
             f"corrected_status {corrected_status!r} means there is no value, but corrected_value"
             f" is {corrected_value!r}: drop one of them"
         )
     if corrected_status in ("present", "other") and corrected_value is None:
-        raise LabelFieldError(
+        raise FieldError(
             "corrected_value", f"corrected_status {corrected_status!r} needs a corrected_value"
         )
     return corrected_value, corrected_status

@@ -9,7 +9,7 @@ Two constraints in the store (migration ``0010_labels_history_constraints``)
 make this safe with several reviewers writing at once: each (extraction,
 review round) has one chain of labels, and a label is superseded at most once.
 A concurrent writer that loses the race gets a DuckDB conflict, is retried,
-and then sees the winner's row and a :class:`~fieldtrust.labels.errors.LabelConflict`
+and then sees the winner's row and a :class:`~fieldtrust.errors.Refused`
 that says what to do, so nobody's label is lost or silently replaced.
 """
 
@@ -22,12 +22,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
-from fieldtrust.labels.errors import LabelConflict, LabelError, LabelFieldError
 from fieldtrust.labels.taxonomy import NOT_RECORDED, check_correction, check_error
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
 from fieldtrust.store.retry import first_row, write_with_retry
+
+from fieldtrust.errors import FieldError, InputError, Refused
 
 #: The verdicts a reviewer can give; 'unclear' = the source cannot be read.
 VERDICTS: tuple[str, ...] = ("correct", "incorrect", "unclear")
@@ -106,9 +107,9 @@ def record_verdict(
     ------
     PermissionDenied
         ``actor`` may not label.
-    LabelError
+    InputError
         Invalid verdict fields, unknown extraction, or item not in ``sample_id``.
-    LabelConflict
+    Refused
         The item already has a label in this round (supersede it instead), or
         ``actor`` gave the other round's verdict on it (double review needs two
         people).
@@ -117,7 +118,7 @@ def record_verdict(
     actor = user_name(actor, what="acting user")
 
     if review_round is not None and review_round not in REVIEW_ROUNDS:
-        raise LabelError(
+        raise InputError(
             f"review_round {review_round!r} is not one of {', '.join(REVIEW_ROUNDS)}"
             " (adjudications go through labels.agreement.adjudicate)"
         )
@@ -154,8 +155,8 @@ def supersede(
 
     Raises
     ------
-    PermissionDenied, LabelError, LabelConflict
-        As for :func:`record_verdict`; ``LabelConflict`` when ``label_id`` was
+    PermissionDenied, InputError, Refused
+        As for :func:`record_verdict`; ``Refused`` when ``label_id`` was
         already superseded (supersede the newer label instead).
     """
     fields = verdict_fields(verdict, corrected_value, corrected_status, error_type, error_detail)
@@ -168,7 +169,7 @@ def supersede(
             "SELECT label_id, reviewer FROM labels WHERE supersedes = ?", [label_id]
         ).fetchall())
         if newer is not None:
-            raise LabelConflict(
+            raise Refused(
                 f"label {label_id} was already superseded by label {newer[0]} ({newer[1]});"
                 " supersede that one instead"
             )
@@ -181,12 +182,12 @@ def supersede(
 
 
 def get_label(con: duckdb.DuckDBPyConnection, label_id: str) -> Label:
-    """The label row ``label_id``; :class:`LabelError` when there is none."""
+    """The label row ``label_id``; :class:`InputError` when there is none."""
     row = first_row(con.execute(
         f"SELECT {_LABEL_COLUMNS} FROM labels WHERE label_id = ?", [label_id]
     ).fetchall())
     if row is None:
-        raise LabelError(f"no label {label_id!r} in the store; check the id")
+        raise InputError(f"no label {label_id!r} in the store; check the id")
     return Label(*row)
 
 
@@ -211,7 +212,7 @@ def verdict_fields(
 ) -> dict[str, Any]:
     """Validate a verdict and what goes with it; return the label columns to write.
 
-    Raises the first of :func:`verdict_problems` (a :class:`LabelFieldError`).
+    Raises the first of :func:`verdict_problems` (a :class:`FieldError`).
     ``details_required=False`` is for history kept elsewhere (labels import):
     see :func:`verdict_problems`.
     """
@@ -232,7 +233,7 @@ def verdict_problems(
     error_detail: str | None,
     *,
     details_required: bool = True,
-) -> list[LabelFieldError]:
+) -> list[FieldError]:
     """Every reason :func:`verdict_fields` would refuse these fields (empty: none).
 
 from fieldtrust.labels.taxonomy import NOT_RECORDED, check_correction, check_error
@@ -247,21 +248,21 @@ def _verdict_only(
     corrected_status: str | None,
     error_type: str | None,
     error_detail: str | None,
-) -> tuple[dict[str, Any], list[LabelFieldError]]:
+) -> tuple[dict[str, Any], list[FieldError]]:
     """An 'incorrect' label from history: what is given is checked, what is missing stays so."""
-    problems: list[LabelFieldError] = []
+    problems: list[FieldError] = []
     value: str | None = None
     status: str | None = None
     if corrected_value is not None or corrected_status is not None:
         try:
             value, status = check_correction(corrected_value, corrected_status)
-        except LabelFieldError as exc:
+        except FieldError as exc:
             problems.append(exc)
     kind, detail = NOT_RECORDED, (error_detail.strip() or None) if error_detail else None
     if error_type is not None:
         try:
             kind, detail = check_error(error_type, error_detail)
-        except LabelFieldError as exc:
+        except FieldError as exc:
             problems.append(exc)
     if problems:
         return {}, problems
@@ -279,23 +280,23 @@ def _checked_fields(
     error_detail: str | None,
     *,
     details_required: bool = True,
-) -> tuple[dict[str, Any], list[LabelFieldError]]:
+) -> tuple[dict[str, Any], list[FieldError]]:
     """The cleaned label columns and the problems found (columns are empty when there are some)."""
     if verdict == "incorrect" and not details_required:
         return _verdict_only(corrected_value, corrected_status, error_type, error_detail)
     if verdict not in VERDICTS:
-        return {}, [LabelFieldError(
+        return {}, [FieldError(
             "verdict", f"verdict {verdict!r} is not one of {', '.join(VERDICTS)}"
         )]
     if verdict == "incorrect":
-        problems: list[LabelFieldError] = []
+        problems: list[FieldError] = []
         try:
             value, status = check_correction(corrected_value, corrected_status)
-        except LabelFieldError as exc:
+        except FieldError as exc:
             problems.append(exc)
         try:
             kind, detail = check_error(error_type, error_detail)
-        except LabelFieldError as exc:
+        except FieldError as exc:
             problems.append(exc)
         if problems:
             return {}, problems
@@ -315,7 +316,7 @@ def _checked_fields(
     if verdict == "correct" and error_detail is not None:
         given["error_detail"] = error_detail
     if given:
-        return {}, [LabelFieldError(
+        return {}, [FieldError(
             next(iter(given)),
             f"a {verdict!r} verdict takes no {', '.join(given)}: those describe an 'incorrect'"
             " one",
@@ -350,12 +351,12 @@ def insert_label(
     ------
     PermissionDenied
         ``reviewer`` may not write this label.
-    LabelError
+    InputError
         An unknown round or extraction, or fields :func:`verdict_fields` refuses.
     """
     reviewer = user_name(reviewer, what="reviewer")
     if review_round not in (*REVIEW_ROUNDS, "adjudication"):
-        raise LabelError(
+        raise InputError(
             f"review_round {review_round!r} is not one of {', '.join(REVIEW_ROUNDS)},"
             " adjudication (imported labels go through `fieldtrust labels import`)"
         )
@@ -365,7 +366,7 @@ def insert_label(
         fields.get("error_type"), fields.get("error_detail"),
     )
     if checked != fields:
-        raise LabelError("label fields must be what verdict_fields returns for them")
+        raise InputError("label fields must be what verdict_fields returns for them")
     if supersedes is not None:
         old = get_label(con, supersedes)
         if old.reviewer != reviewer and review_round != "adjudication":
@@ -373,7 +374,7 @@ def insert_label(
     if first_row(con.execute(
         "SELECT 1 FROM extractions WHERE extraction_id = ? LIMIT 1", [extraction_id]
     ).fetchall()) is None:
-        raise LabelError(f"no extraction {extraction_id!r} in the store; check the id")
+        raise InputError(f"no extraction {extraction_id!r} in the store; check the id")
     label = Label(
         label_id=str(uuid.uuid4()),
         extraction_id=extraction_id,
@@ -453,9 +454,9 @@ def _check_context(
     context: _Context, extraction_id: str, actor: str, sample_id: str | None, rnd: str
 ) -> None:
     if not context.known:
-        raise LabelError(f"no extraction {extraction_id!r} in the store; check the id")
+        raise InputError(f"no extraction {extraction_id!r} in the store; check the id")
     if sample_id is not None and context.sample_id is None:
-        raise LabelError(
+        raise InputError(
             f"extraction {extraction_id!r} is not in audit sample {sample_id!r};"
             " label it in the sample it was drawn into"
         )
@@ -463,7 +464,7 @@ def _check_context(
     if current is not None:
         # Name the label and its reviewer, never its verdict: a second reviewer
         # hitting this must stay blind to the first verdict.
-        raise LabelConflict(
+        raise Refused(
             f"extraction {extraction_id} already has a {rnd} label"
             f" ({current['label_id']}, by {current['reviewer']}); to change it, supersede"
             " that label"
@@ -471,7 +472,7 @@ def _check_context(
     other = "second" if rnd == "primary" else "primary"
     mine = [label for label in context.live if label["reviewer"] == actor]
     if any(label["round"] == other for label in mine) or other in context.my_assignments:
-        raise LabelConflict(
+        raise Refused(
             f"{actor} has the {other} review of extraction {extraction_id}: double review"
             f" needs a different person for the {rnd} review"
         )

@@ -59,11 +59,12 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
-from fieldtrust.sampling.errors import SamplingError
 from fieldtrust.sampling.estimates import audit_labels, estimate_frame
 from fieldtrust.store.scope import Scope
 from fieldtrust.store.weeks import parse_week, shift_week
 from scipy import stats
+
+from fieldtrust.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -130,9 +131,9 @@ def weekly_alerts(
     Fisher (1935), The Design of Experiments.
     """
     if not 0 < target < 1 or not 0 < confidence < 1:
-        raise SamplingError(f"target {target} and confidence {confidence} must be in (0, 1)")
+        raise InputError(f"target {target} and confidence {confidence} must be in (0, 1)")
     if lookback < 1:
-        raise SamplingError(f"lookback must be at least 1 week, got {lookback}")
+        raise InputError(f"lookback must be at least 1 week, got {lookback}")
     week = week or _latest_sampled_week(con)
     if week is None:
         return []

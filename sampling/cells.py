@@ -23,11 +23,12 @@ from fieldtrust.sampling.allocation import (
     smoothed_error_rate,
 )
 from fieldtrust.sampling.design import Design
-from fieldtrust.sampling.errors import SamplingError
 from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.rollup import GRID, counts_a_lake, is_current
 from fieldtrust.store.scope import Scope, last_weeks
 from fieldtrust.store.weeks import parse_week, shift_week, week_bounds
+
+from fieldtrust.errors import InputError
 
 #: Weeks of past labels that set a band's error rate for Neyman allocation.
 RATE_LOOKBACK_WEEKS = 8
@@ -36,11 +37,11 @@ CELL_COLUMNS = ["cell", "doc_type", "field", "band", "version_status", "n_popula
 
 
 def checked_week(week: str) -> str:
-    """``week`` normalised, or a :class:`SamplingError` saying what a week looks like."""
+    """``week`` normalised, or a :class:`InputError` saying what a week looks like."""
     try:
         parse_week(week)
     except ValueError as exc:
-        raise SamplingError(str(exc)) from exc
+        raise InputError(str(exc)) from exc
     return week.strip()
 
 
@@ -182,7 +183,7 @@ def plan_cells(
 
     Raises
     ------
-    SamplingError
+    InputError
         The week holds no extractions.
     """
     cells = plan_frame(con, week, design, parts, from_rollup=from_rollup)
@@ -198,7 +199,7 @@ def plan_frame(
     cells = _cell_counts(con, week, design, parts, from_rollup=from_rollup)
     if cells.empty:
         start, end = week_bounds(week)
-        raise SamplingError(
+        raise InputError(
             f"week {week} holds no extractions (extracted_at in [{start}, {end}) UTC);"
             " pick a week with data (`fieldtrust info` shows the first and last week)"
         )

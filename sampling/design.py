@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fieldtrust.sampling.errors import DesignError
+from fieldtrust.errors import InputError
 
 DEFAULT_BANDS: tuple[float, ...] = (0.0, 0.5, 0.8, 0.9, 0.95, 1.0)
 
@@ -107,19 +107,19 @@ class Design:
 
         Raises
         ------
-        DesignError
+        InputError
             An unknown key, a value of the wrong type or outside its range.
         """
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise DesignError(
+            raise InputError(
                 f"{source}: unknown key {unknown[0]!r}; known keys: {', '.join(sorted(known))}"
             )
         try:
             return cls(**dict(values))
-        except DesignError as exc:
-            raise DesignError(f"{source}: {exc}") from exc
+        except InputError as exc:
+            raise InputError(f"{source}: {exc}") from exc
 
     @classmethod
     def from_json(cls, text: str, *, source: str = "design") -> Design:
@@ -127,9 +127,9 @@ class Design:
         try:
             values = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise DesignError(f"{source}: not valid JSON ({exc})") from exc
+            raise InputError(f"{source}: not valid JSON ({exc})") from exc
         if not isinstance(values, dict):
-            raise DesignError(f"{source}: expected a JSON object of design keys")
+            raise InputError(f"{source}: expected a JSON object of design keys")
         return cls.from_mapping(values, source=source)
 
 
@@ -146,22 +146,22 @@ def load_design(path: str | os.PathLike[str]) -> Design:
     """
     file = Path(path)
     if not file.is_file():
-        raise DesignError(f"design file {file} does not exist")
+        raise InputError(f"design file {file} does not exist")
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise DesignError(f"design file {file}: cannot be read as UTF-8 text ({exc})") from exc
+        raise InputError(f"design file {file}: cannot be read as UTF-8 text ({exc})") from exc
     if file.suffix.lower() == ".json":
         return Design.from_json(text, source=str(file))
     if file.suffix.lower() != ".toml":
-        raise DesignError(f"design file {file}: use a .toml or .json file")
+        raise InputError(f"design file {file}: use a .toml or .json file")
     try:
         table = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise DesignError(f"design file {file}: not valid TOML ({exc})") from exc
+        raise InputError(f"design file {file}: not valid TOML ({exc})") from exc
     design_table = table.get("design", table)
     if not isinstance(design_table, dict):
-        raise DesignError(f"design file {file}: [design] must be a table")
+        raise InputError(f"design file {file}: [design] must be a table")
     return Design.from_mapping(design_table, source=str(file))
 
 
@@ -172,29 +172,29 @@ def _edge_text(x: float) -> str:
 
 def _number(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise DesignError(f"{name} = {value!r} is not a number")
+        raise InputError(f"{name} = {value!r} is not a number")
     number = float(value)
     if not math.isfinite(number):
-        raise DesignError(f"{name} = {value!r} is not a finite number")
+        raise InputError(f"{name} = {value!r} is not a finite number")
     return number
 
 
 def _integer(name: str, value: Any) -> int:
     number = _number(name, value)
     if number != int(number):
-        raise DesignError(f"{name} = {value!r} is not a whole number")
+        raise InputError(f"{name} = {value!r} is not a whole number")
     return int(number)
 
 
 def _check(ok: bool, message: str) -> None:
     if not ok:
-        raise DesignError(message)
+        raise InputError(message)
 
 
 def _validated(design: Design) -> dict[str, Any]:
     """Every field checked and coerced to its canonical type (floats stay floats)."""
     if isinstance(design.bands, str | bytes) or not hasattr(design.bands, "__iter__"):
-        raise DesignError(f"bands = {design.bands!r} is not a list of band edges")
+        raise InputError(f"bands = {design.bands!r} is not a list of band edges")
     bands = tuple(_number("bands", x) for x in design.bands)
     _check(len(bands) >= 2, "bands needs at least two edges, e.g. [0, 1]")
     _check(

@@ -26,12 +26,13 @@ import pandas as pd
 import pyarrow as pa
 from fieldtrust.sampling.cells import checked_week, plan_frame, population_sql
 from fieldtrust.sampling.design import Design
-from fieldtrust.sampling.errors import SamplingError
 from fieldtrust.sampling.prn import prn_hash_sql, prn_sql
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.connection import transaction, utc_now
 from fieldtrust.store.rollup import LOCATION_COLUMNS, record_sampled_rows
 from scipy import stats
+
+from fieldtrust.errors import InputError
 
 #: Chance that a cell's candidate cutoff holds fewer than ``n_h`` items; then the
 #: draw falls back to ranking every row, so the cutoff only saves time.
@@ -146,9 +147,9 @@ def draw_sample(
     PermissionDenied
         ``actor`` holds no role allowed to draw (an unknown name included);
         nothing was written.
-    LabelError
+    InputError
         ``actor`` is empty or not a usable name.
-    SamplingError
+    InputError
         The week is malformed or holds no extractions.
 
     Notes
@@ -199,7 +200,7 @@ def load_sample(con: duckdb.DuckDBPyConnection, sample_id: str) -> SampleResult:
         params=[sample_id],
     ).fetchall()
     if not rows:
-        raise SamplingError(f"no audit sample {sample_id!r}; draw one with `fieldtrust sample`")
+        raise InputError(f"no audit sample {sample_id!r}; draw one with `fieldtrust sample`")
     week, version, seed, design_json, digest = rows[0]
     design = Design.from_json(design_json, source=f"sample {sample_id}")
     cells = con.sql(_CELLS_SQL, params=[sample_id]).to_arrow_table()
@@ -226,7 +227,7 @@ def sample_items(con: duckdb.DuckDBPyConnection, sample_id: str) -> pa.Table:
     if not con.sql(
         "SELECT 1 FROM audit_samples WHERE sample_id = ?", params=[sample_id]
     ).fetchall():
-        raise SamplingError(f"no audit sample {sample_id!r}; draw one with `fieldtrust sample`")
+        raise InputError(f"no audit sample {sample_id!r}; draw one with `fieldtrust sample`")
     return con.sql(_ITEMS_SQL, params=[sample_id]).to_arrow_table()
 
 

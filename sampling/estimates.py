@@ -24,11 +24,12 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from fieldtrust.sampling.errors import SamplingError
 from fieldtrust.sampling.stratified import ProportionEstimate, domain_estimates
 from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.scope import Scope
 from fieldtrust.store.sql import quote_ident
+
+from fieldtrust.errors import InputError
 
 #: What an estimate can be broken down by.
 GROUPINGS = ("week", "doc_type", "field", "form_version", "band", "version_status", "cell")
@@ -241,7 +242,7 @@ def _checked_grouping(by: Sequence[str]) -> list[str]:
         by = (by,)
     unknown = [c for c in by if c not in GROUPINGS]
     if unknown:
-        raise SamplingError(
+        raise InputError(
             f"cannot group estimates by {unknown[0]!r}; choose from {', '.join(GROUPINGS)}"
         )
     return list(dict.fromkeys(by))

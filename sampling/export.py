@@ -19,8 +19,9 @@ import os
 from pathlib import Path
 
 import pyarrow as pa
-from fieldtrust.sampling.errors import SamplingError
 from fieldtrust.store.spreadsheet import escape_cell
+
+from fieldtrust.errors import InputError
 
 __all__ = ["ITEM_COLUMNS", "LABEL_COLUMNS", "check_writable", "escape_cell", "write_items_csv"]
 
@@ -48,13 +49,13 @@ def check_writable(path: str | os.PathLike[str]) -> None:
 
     Raises
     ------
-    SamplingError
+    InputError
         The folder is missing or not writable, or the path is a folder.
     """
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     if target.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
-        raise SamplingError(
+        raise InputError(
             f"cannot write {target}: no writable folder {folder} (or it names a folder);"
             " nothing was drawn"
         )
@@ -65,18 +66,18 @@ def write_items_csv(items: pa.Table, path: str | os.PathLike[str]) -> int:
 
     Raises
     ------
-    SamplingError
+    InputError
         The file cannot be written (a missing folder, no permission, a full disk).
     """
     missing = [c for c in ITEM_COLUMNS if c not in items.column_names]
     if missing:
-        raise SamplingError(f"items lack column {missing[0]!r}; pass sample_items(...) output")
+        raise InputError(f"items lack column {missing[0]!r}; pass sample_items(...) output")
     rows = items.select(list(ITEM_COLUMNS)).to_pylist()
     try:
         return _write(rows, Path(path))
     except OSError as exc:
         reason = exc.strerror.lower() if exc.strerror else type(exc).__name__
-        raise SamplingError(f"cannot write {path}: {reason}") from exc
+        raise InputError(f"cannot write {path}: {reason}") from exc
 
 
 def _write(rows: list[dict[str, object]], path: Path) -> int:

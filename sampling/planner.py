@@ -15,8 +15,9 @@ import numpy as np
 import pyarrow as pa
 from fieldtrust.sampling.cells import CELL_COLUMNS, plan_frame
 from fieldtrust.sampling.design import Design
-from fieldtrust.sampling.errors import SamplingError
 from scipy import stats
+
+from fieldtrust.errors import InputError
 
 
 def sample_size(p: float, margin: float, N: int | None = None, z: float = 1.96) -> int:
@@ -32,11 +33,11 @@ def sample_size(p: float, margin: float, N: int | None = None, z: float = 1.96) 
         ``p`` outside [0, 1], ``margin`` not in (0, 1), ``N`` below 1.
     """
     if not 0 <= p <= 1:
-        raise SamplingError(f"p = {p} must be in [0, 1]")
+        raise InputError(f"p = {p} must be in [0, 1]")
     if not 0 < margin < 1:
-        raise SamplingError(f"margin = {margin} must be in (0, 1), e.g. 0.02 for +-2 points")
+        raise InputError(f"margin = {margin} must be in (0, 1), e.g. 0.02 for +-2 points")
     if N is not None and N < 1:
-        raise SamplingError(f"N = {N} must be at least 1")
+        raise InputError(f"N = {N} must be at least 1")
     n0 = z**2 * p * (1 - p) / margin**2
     n = n0 if N is None else n0 / (1 + (n0 - 1) / N)
     # Round away float noise before rounding up (457.0000000001 is 457).
@@ -55,11 +56,11 @@ def attribute_sample_size(
     at zero deviations and 5% risk.
     """
     if not 0 < tolerable_rate < 1:
-        raise SamplingError(f"tolerable_rate = {tolerable_rate} must be in (0, 1)")
+        raise InputError(f"tolerable_rate = {tolerable_rate} must be in (0, 1)")
     if not 0 < risk < 1:
-        raise SamplingError(f"risk = {risk} must be in (0, 1)")
+        raise InputError(f"risk = {risk} must be in (0, 1)")
     if expected_deviations < 0:
-        raise SamplingError(f"expected_deviations = {expected_deviations} must be 0 or more")
+        raise InputError(f"expected_deviations = {expected_deviations} must be 0 or more")
     n = expected_deviations + 1
     # The cdf falls as n grows: a doubling search then bisection finds the first n.
     while stats.binom.cdf(expected_deviations, n, tolerable_rate) > risk:

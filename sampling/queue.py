@@ -47,9 +47,10 @@ import dataclasses
 
 import duckdb
 import pyarrow as pa
-from fieldtrust.sampling.errors import SamplingError
 from fieldtrust.store import queue_cache
 from fieldtrust.store.scope import Scope
+
+from fieldtrust.errors import InputError
 
 _UNORDERED_MAPS = """
 unordered_maps AS (  -- strata whose current map ever goes down: no shortcut there
@@ -270,7 +271,7 @@ def priority_queue(
         reason (why it sits where it does).
     """
     if not 1 <= limit <= MAX_LIMIT:
-        raise SamplingError(f"limit must be between 1 and {MAX_LIMIT:,}, got {limit:,}")
+        raise InputError(f"limit must be between 1 and {MAX_LIMIT:,}, got {limit:,}")
     cached = _from_cache(con, scope, limit)
     return cached if cached is not None else _ranked_rows(con, scope, limit)
 

@@ -3,7 +3,7 @@
 The same design, the same cells and the same permanent random numbers as
 :func:`fieldtrust.sampling.draw.draw_sample`: the source counts the week's
 cells and ranks each cell by the MD5 rank key of
-:func:`fieldtrust.store.sources.queries.rank_key` (the order of ``H``), so the
+:func:`fieldtrust.ingest.sources.queries.rank_key` (the order of ``H``), so the
 picks are the ones the embedded store would make from the same rows. Only
 the picked rows come home: into ``extractions`` under a batch of format
 ``source`` (reviewers see their value and excerpt), ``sampled_extractions``
@@ -29,6 +29,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+from fieldtrust.ingest.extractions import STORED_COLUMNS, typed_columns
+from fieldtrust.ingest.sources import Source, queries
+from fieldtrust.ingest.sources.checks import any_fails, counting_rules, storing_rules
+from fieldtrust.ingest.sources.refresh import counted_files, rule_problems
 from fieldtrust.sampling.cells import checked_week, plan_frame
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import (
@@ -40,17 +44,13 @@ from fieldtrust.sampling.draw import (
     candidate_cutoffs,
     load_sample,
 )
-from fieldtrust.sampling.errors import SamplingError
 from fieldtrust.sampling.prn import prn
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.connection import transaction, utc_now
-from fieldtrust.store.errors import ValidationError
-from fieldtrust.store.ingest import STORED_COLUMNS, typed_columns
 from fieldtrust.store.rollup import record_sampled
-from fieldtrust.store.sources import Source, queries
-from fieldtrust.store.sources.checks import any_fails, counting_rules, storing_rules
-from fieldtrust.store.sources.refresh import counted_files, rule_problems
 from fieldtrust.store.weeks import week_bounds
+
+from fieldtrust.errors import InputError, ValidationError
 
 #: A rank key above every MD5 hex text: no cutoff.
 _NO_CUTOFF = "g"
@@ -75,7 +75,7 @@ def select_counted(con: duckdb.DuckDBPyConnection, source: Source) -> None:
         return
     counted = sorted(counted_files(con, source.config.name))
     if not counted:
-        raise SamplingError(
+        raise InputError(
             f"nothing counted from {source.config.name} yet; run `fieldtrust refresh` first"
         )
     source.select(counted)
@@ -108,7 +108,7 @@ def draw_from_source(
     ValidationError
         Counted rows of the week hold a bad id, value or status (unless
         ``skip_invalid``); nothing was written.
-    SamplingError
+    InputError
         The week holds no counted extractions, or nothing was refreshed yet.
     """
     actor = user_name(actor, what="acting user")
@@ -205,7 +205,7 @@ def _picks(
             break
     ids = picks["extraction_id"].to_pylist()
     if len(set(ids)) != len(ids):
-        raise SamplingError(
+        raise InputError(
             f"{source.config.name}: week {week} repeats extraction ids among the drawn rows;"
             " extraction_id must be unique in the source"
         )

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import duckdb
 import pyarrow as pa
+from fieldtrust.ingest.sources import Source, queries
 from fieldtrust.store.scope import Scope
-from fieldtrust.store.sources import Source, queries
 
 _POLICY = """
 SELECT doc_type, field, threshold FROM (

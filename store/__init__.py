@@ -1,15 +1,10 @@
-"""The DuckDB store: schema, connections, ingest and the shared reads."""
+"""The DuckDB store: schema, connections, access, history chain and the shared reads."""
 
 from fieldtrust.store.connection import connect, cursor, open_store, transaction, utc_now
-from fieldtrust.store.errors import FieldtrustError, StoreError, StoreLockedError, ValidationError
 from fieldtrust.store.scope import Scope, last_weeks, latest_week
 
 __all__ = [
-    "FieldtrustError",
     "Scope",
-    "StoreError",
-    "StoreLockedError",
-    "ValidationError",
     "connect",
     "cursor",
     "last_weeks",

@@ -25,8 +25,9 @@ from typing import Any
 import duckdb
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
-from fieldtrust.store.errors import AccessError, PermissionDenied
 from fieldtrust.store.retry import first_row, write_with_retry
+
+from fieldtrust.errors import InputError, PermissionDenied
 
 #: Roles a user can hold; ``none`` (revoked) is also grantable.
 ROLES: tuple[str, ...] = ("reviewer", "qa_lead", "manager", "admin")
@@ -76,14 +77,14 @@ class RoleGrant:
 
 
 def user_name(name: object, *, what: str = "user name") -> str:
-    """``name`` stripped; an :class:`AccessError` when it is empty, too long or holds a line
+    """``name`` stripped; an :class:`InputError` when it is empty, too long or holds a line
     break, tab or other control character (anywhere, even at an end).
     """
     if not isinstance(name, str) or not name.strip():
-        raise AccessError(f"{what} {name!r} is empty: give the person's user name")
+        raise InputError(f"{what} {name!r} is empty: give the person's user name")
     cleaned = name.strip()
     if len(cleaned) > _MAX_NAME or any(unicodedata.category(ch) == "Cc" for ch in name):
-        raise AccessError(
+        raise InputError(
             f"{what} {cleaned[:40]!r} is not a usable name: at most {_MAX_NAME} characters,"
             " one line, no tabs or control characters"
         )
@@ -128,7 +129,7 @@ SELECT * FROM (
 def allowed(roles: str | frozenset[str] | None, action: str) -> bool:
     """Whether a role, or any of a set of roles, may do ``action`` (:data:`PERMISSIONS`)."""
     if action not in PERMISSIONS:
-        raise AccessError(f"unknown action {action!r}; known: {', '.join(PERMISSIONS)}")
+        raise InputError(f"unknown action {action!r}; known: {', '.join(PERMISSIONS)}")
     held = frozenset() if roles is None else frozenset({roles}) if isinstance(roles, str) \
         else roles
     return bool(held & PERMISSIONS[action])
@@ -166,13 +167,13 @@ def grant_role(con: duckdb.DuckDBPyConnection, actor: str, user: str, role: str)
     ------
     PermissionDenied
         ``actor`` is not an admin, or the grant would leave no admin.
-    AccessError
+    InputError
         ``role`` is not one of :data:`ROLES` or ``none``.
     """
     actor = user_name(actor, what="acting user")
     user = user_name(user)
     if role not in (*ROLES, "none"):
-        raise AccessError(f"role {role!r} is not one of {', '.join(ROLES)}, none")
+        raise InputError(f"role {role!r} is not one of {', '.join(ROLES)}, none")
 
     def work(tx: duckdb.DuckDBPyConnection) -> RoleGrant:
         row = first_row(tx.execute("SELECT count(*) FROM user_roles").fetchall())
@@ -230,19 +231,19 @@ def revoke_role(
     ------
     PermissionDenied
         ``actor`` is not an admin, or ``user`` is the last admin and ``role`` is admin.
-    LabelError
+    InputError
         ``role`` is not one of :data:`ROLES`, or ``user`` does not hold it.
     """
     actor = user_name(actor, what="acting user")
     user = user_name(user)
     if role not in ROLES:
-        raise AccessError(f"role {role!r} is not one of {', '.join(ROLES)}")
+        raise InputError(f"role {role!r} is not one of {', '.join(ROLES)}")
 
     def work(tx: duckdb.DuckDBPyConnection) -> RoleRevocation:
         require(tx, actor, "grant_roles")
         held = current_roles(tx, user)
         if role not in held:
-            raise AccessError(
+            raise InputError(
                 f"{user} does not hold the role {role}"
                 f" (holds: {roles_text(held) or 'no role'}); nothing to revoke"
             )

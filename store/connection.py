@@ -17,13 +17,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
-from fieldtrust.store.errors import (
-    NoSpaceError,
-    NotAStoreError,
-    StoreError,
-    StoreLockedError,
-)
 from fieldtrust.store.migrations import migrate, pending_migrations
+
+from fieldtrust.errors import NoSpaceError, NotAStoreError, StoreError, StoreLockedError
 
 #: How long :func:`connect` keeps retrying a locked file, in seconds.
 DEFAULT_LOCK_TIMEOUT = 10.0

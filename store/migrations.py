@@ -46,7 +46,7 @@ MIGRATIONS: tuple[Migration, ...] = (
 
         -- One row per field read from one document. No PRIMARY KEY: an ART index
         -- over ten million ids costs more at ingest than the anti-join that keeps
-        -- extraction_id unique (store.ingest checks it inside the transaction).
+        -- extraction_id unique (ingest.extractions checks it inside the transaction).
         CREATE TABLE extractions (
             extraction_id  VARCHAR   NOT NULL,
             doc_id         VARCHAR   NOT NULL,
@@ -438,7 +438,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0016_store_document_locations",
         """
-        -- Where a value came from (store.documents): the document, the 1-based
+        -- Where a value came from (store.locations): the document, the 1-based
         -- page and the value's box as fractions of the page, origin top left.
         -- All optional; the sampled copy carries them (and doc_id) because the
         -- review screens read items from it.

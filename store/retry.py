@@ -26,7 +26,8 @@ from typing import Any, TypeVar
 
 import duckdb
 from fieldtrust.store.connection import transaction
-from fieldtrust.store.errors import ConcurrentWriteError
+
+from fieldtrust.errors import StoreError
 
 T = TypeVar("T")
 
@@ -52,7 +53,7 @@ def write_with_retry(
                 return work(con)
         except (duckdb.TransactionException, duckdb.ConstraintException) as exc:
             if attempt == MAX_ATTEMPTS:
-                raise ConcurrentWriteError(
+                raise StoreError(
                     f"{what}: gave up after {MAX_ATTEMPTS} attempts because other writers kept"
                     f" changing the same rows ({exc}); try again"
                 ) from exc

@@ -147,7 +147,7 @@ def population_counts(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) ->
 
 
 _SAMPLED_COLUMNS = "extraction_id, doc_type, form_version, field, confidence, extracted_at"
-#: Where each copied item's value came from (store.documents), for the review screens.
+#: Where each copied item's value came from (store.locations), for the review screens.
 LOCATION_COLUMNS = ("doc_id", "document_uri", "page", "bbox_x0", "bbox_y0", "bbox_x1", "bbox_y1")
 
 

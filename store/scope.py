@@ -11,9 +11,10 @@ import datetime as dt
 from dataclasses import dataclass
 
 import duckdb
-from fieldtrust.store.errors import InputError
 from fieldtrust.store.sql import fetch_one
 from fieldtrust.store.weeks import iso_week, parse_week, shift_week, week_bounds, week_sql
+
+from fieldtrust.errors import InputError
 
 
 @dataclass(frozen=True)

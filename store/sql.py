@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import duckdb
-from fieldtrust.store.errors import InputError
+
+from fieldtrust.errors import InputError
 
 
 def quote_ident(name: str) -> str:

@@ -27,15 +27,13 @@ from fieldtrust.store.chain import (
     row_key,
     table_rows,
 )
-from fieldtrust.store.errors import StoreError
+
+from fieldtrust.errors import StoreError
 
 #: Problems kept in a report (the count covers them all).
 MAX_PROBLEMS = 20
 _SHOWN = 60
 
-
-class HistoryAlteredError(StoreError, ValueError):
-    """The history chain does not match the store: something was changed outside fieldtrust."""
 
 
 @dataclass(frozen=True)

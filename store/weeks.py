@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from fieldtrust.store.errors import InputError
+from fieldtrust.errors import InputError
 
 _WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
 

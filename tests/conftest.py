@@ -298,7 +298,7 @@ def spark_master() -> str:
 
     Every test naming this fixture shares it: the JVM takes seconds to start.
     """
-    from fieldtrust.store.sources.engines import spark_session
+    from fieldtrust.ingest.sources.engines import spark_session
 
     master = "local[1]"
     spark_session(master)

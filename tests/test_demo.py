@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
-from fieldtrust.store.ingest import EXTRACTION_COLUMNS
+from fieldtrust.ingest.extractions import EXTRACTION_COLUMNS
 from fieldtrust.store.labelled import labelled_items
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,12 +18,12 @@ from hypothesis import strategies as st
 from fieldtrust import store
 from fieldtrust.cli.main import cli
 from fieldtrust.demo import (
-    DemoStoreNotEmptyError,
     build_demo,
     ensure_demo_store,
     generate_demo,
 )
-from fieldtrust.demo.reviewers import DemoTruthMissingError, simulate_reviews
+from fieldtrust.demo.reviewers import simulate_reviews
+from fieldtrust.errors import Refused
 from tests.conftest import table_fingerprint
 
 PROFILE_ROWS = 60_000
@@ -344,7 +344,7 @@ def test_building_over_a_store_with_rows_is_refused(demo_store: Path) -> None:
     con = store.connect(demo_store)
     try:
         before = table_fingerprint(con)
-        with pytest.raises(DemoStoreNotEmptyError, match=f"already holds {STORE_ROWS:,}"):
+        with pytest.raises(Refused, match=f"already holds {STORE_ROWS:,}"):
             build_demo(con, rows=100)
         assert table_fingerprint(con) == before
     finally:
@@ -416,7 +416,7 @@ def test_design_weighted_labels_estimate_the_true_accuracy(demo_store: Path) -> 
 
 
 def test_reviewers_need_truth_and_two_people(con: duckdb.DuckDBPyConnection) -> None:
-    with pytest.raises(DemoTruthMissingError, match="no demo truth"):
+    with pytest.raises(Refused, match="no demo truth"):
         simulate_reviews(con, seed=1)
     with pytest.raises(ValueError, match="at least two reviewers"):
         simulate_reviews(con, seed=1, reviewers=("ana",))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from fieldtrust.store.ingest import ingest_files
+from fieldtrust.ingest.extractions import ingest_files
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 

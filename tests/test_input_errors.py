@@ -16,12 +16,12 @@ from fieldtrust.sampling.alerts import weekly_alerts
 from fieldtrust.sampling.planner import attribute_sample_size, sample_size
 from fieldtrust.sampling.queue import priority_queue
 from fieldtrust.sampling.stratified import clopper_pearson
-from fieldtrust.store.errors import FieldtrustError
 from fieldtrust.store.scope import last_weeks
 from fieldtrust.store.sql import quote_ident, quote_literal
 from fieldtrust.store.weeks import parse_week
 
 from fieldtrust.demo.generator import generate_demo
+from fieldtrust.errors import FieldtrustError
 from fieldtrust.settings import Settings
 
 CASES: list[tuple[str, Callable[[duckdb.DuckDBPyConnection], object], str]] = [

@@ -19,16 +19,16 @@ import pytest
 from fieldtrust.calibration.candidates import automation_candidates
 from fieldtrust.governance.acts import approve
 from fieldtrust.governance.policy_settings import set_policy_settings
+from fieldtrust.ingest.extractions import ingest_table
+from fieldtrust.ingest.sources import SourceConfig, open_source, refresh_source
 from fieldtrust.labels.verdicts import record_verdict
 from fieldtrust.sampling.draw import draw_sample, sample_items
 from fieldtrust.sampling.queue import priority_queue
 from fieldtrust.sampling.source_draw import draw_from_source
 from fieldtrust.sampling.source_queue import source_queue
 from fieldtrust.store import rollup
-from fieldtrust.store.ingest import ingest_table
-from fieldtrust.store.sources import SourceConfig, open_source, refresh_source
 
-from tests.store.lake import fresh_store, lake_rows, write_delta_lake, write_parquet_lake
+from tests.ingest.lake import fresh_store, lake_rows, write_delta_lake, write_parquet_lake
 
 WEEKS = ("2026-W02", "2026-W03", "2026-W04", "2026-W05")
 SEED = 20261130
@@ -146,7 +146,7 @@ def test_a_lake_read_by_spark_audits_as_the_ingested_rows_do(
 
 def test_spark_finds_the_bad_rows_duckdb_finds(spark_master: str, rows: pa.Table,
                                                tmp_path: Path) -> None:
-    from fieldtrust.store.errors import ValidationError
+    from fieldtrust.errors import ValidationError
 
     bad = rows.slice(0, 40).to_pylist()
     bad[5]["confidence"] = float("nan")

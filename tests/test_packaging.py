@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = {
     "fieldtrust": "fieldtrust",
     "store": "fieldtrust/store",
+    "ingest": "fieldtrust/ingest",
     "calibration": "fieldtrust/calibration",
     "extraction": "fieldtrust/extraction",
     "labels": "fieldtrust/labels",

@@ -26,7 +26,8 @@ from fieldtrust.labels.taxonomy import ERROR_TYPES
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import SampleResult, draw_sample
 from fieldtrust.store.access import allowed, require
-from fieldtrust.store.errors import FieldtrustError
+
+from fieldtrust.errors import FieldtrustError
 
 
 def _design_from_widgets() -> Design:

@@ -18,7 +18,8 @@ from fieldtrust.governance import acts
 from fieldtrust.governance.certification import Criteria
 from fieldtrust.governance.policy import policy_json
 from fieldtrust.store.access import allowed
-from fieldtrust.store.errors import FieldtrustError
+
+from fieldtrust.errors import FieldtrustError
 
 
 def _decide(identity: auth.Identity, action: str, stratum: views.Stratum) -> None:

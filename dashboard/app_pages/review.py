@@ -15,7 +15,8 @@ from fieldtrust.labels.progress import ItemContext
 from fieldtrust.labels.taxonomy import ERROR_TYPES
 from fieldtrust.labels.verdicts import record_verdict
 from fieldtrust.store.access import allowed
-from fieldtrust.store.errors import FieldtrustError, StoreLockedError
+
+from fieldtrust.errors import FieldtrustError, StoreLockedError
 
 SKIP_REASON = "skipped by reviewer (next)"
 

@@ -10,8 +10,8 @@ import click
 import duckdb
 
 from fieldtrust import store
+from fieldtrust.ingest.rules import TimeWindow
 from fieldtrust.settings import Settings
-from fieldtrust.store.validation import TimeWindow
 
 
 def settings(ctx: click.Context, **flags: object) -> Settings:
@@ -20,7 +20,7 @@ def settings(ctx: click.Context, **flags: object) -> Settings:
 
     A command passes its flags by setting name (``settings(ctx, weeks=weeks)``);
     ``None`` means the flag was not given. A refused value raises
-    :class:`~fieldtrust.settings.SettingsError` naming the flag.
+    :class:`~fieldtrust.settings.InputError` naming the flag.
     """
     resolved: Settings = ctx.find_root().obj["settings"]
     return resolved.with_flags(**flags)

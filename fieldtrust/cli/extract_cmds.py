@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from fieldtrust.cli.common import echo_json, echo_table, settings
-from fieldtrust.extraction.errors import ExtractionConfigError
+from fieldtrust.errors import InputError
 from fieldtrust.extraction.schemas import DOC_TYPE_CHOICES
 from fieldtrust.settings import Settings
 from fieldtrust.store.connection import open_store
@@ -108,7 +108,7 @@ def extract(
     from fieldtrust.extraction.documents import SUPPORTED_SUFFIXES, expand_paths
 
     if not expand_paths(list(paths)):
-        raise ExtractionConfigError(
+        raise InputError(
             f"no documents in {', '.join(paths)}: fieldtrust reads"
             f" {' '.join(SUPPORTED_SUFFIXES)} files"
         )
@@ -117,7 +117,7 @@ def extract(
     with open_store(resolved.db):
         pass  # creates and migrates the store now, so a bad --db fails before any API call
     client = make_client(api_key)
-    from fieldtrust.store.documents import documents_root
+    from fieldtrust.store.locations import documents_root
 
     _show_warnings()
     root = documents_root(resolved.documents_root, resolved.db)

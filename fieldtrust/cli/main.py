@@ -15,8 +15,8 @@ import click
 import duckdb
 
 from fieldtrust import __version__
+from fieldtrust.errors import FieldtrustError
 from fieldtrust.settings import load_settings
-from fieldtrust.store.errors import FieldtrustError
 
 #: Modules that add commands; each defines ``register(group)``.
 COMMAND_MODULES = (

@@ -15,12 +15,12 @@ from fieldtrust.cli.common import echo_json, open_db, settings, time_window
 from fieldtrust.settings import Settings
 
 if TYPE_CHECKING:
-    from fieldtrust.store.sources import Source, SourceConfig
+    from fieldtrust.ingest.sources import Source, SourceConfig
 
 
 def source_config(resolved: Settings) -> SourceConfig:
     """The source the settings name (``source``, ``source_path``...)."""
-    from fieldtrust.store.sources import SourceConfig, parse_columns
+    from fieldtrust.ingest.sources import SourceConfig, parse_columns
 
     return SourceConfig(
         resolved.source, resolved.source_path, resolved.source_spark,
@@ -34,7 +34,7 @@ def open_configured_source(ctx: click.Context) -> Source | None:
     Its rows are held to the settings' time window (``earliest_time``,
     ``future_days``), as ingest holds a file's.
     """
-    from fieldtrust.store.sources import open_source
+    from fieldtrust.ingest.sources import open_source
 
     config = source_config(settings(ctx))
     if config.is_store:
@@ -57,7 +57,7 @@ def open_configured_source(ctx: click.Context) -> Source | None:
 @click.pass_context
 def source(ctx: click.Context, test: bool, as_json: bool) -> None:
     """Show the extraction source (settings `source`...) and what the store counted from it."""
-    from fieldtrust.store.sources import source_summary
+    from fieldtrust.ingest.sources import source_summary
 
     config = source_config(settings(ctx))
     payload: dict[str, Any] = {
@@ -79,7 +79,7 @@ def source(ctx: click.Context, test: bool, as_json: bool) -> None:
 
 
 def _test(ctx: click.Context) -> dict[str, Any]:
-    from fieldtrust.store.sources.refresh import counted_files
+    from fieldtrust.ingest.sources.refresh import counted_files
 
     opened = open_configured_source(ctx)
     assert opened is not None
@@ -119,7 +119,7 @@ def refresh(ctx: click.Context, skip_invalid: bool, quiet: bool, as_json: bool) 
     store unchanged) unless --skip-invalid. The other rules (ids, values,
     statuses) are checked by `fieldtrust sample`, on the week it draws.
     """
-    from fieldtrust.store.sources import refresh_source
+    from fieldtrust.ingest.sources import refresh_source
 
     opened = open_configured_source(ctx)
     if opened is None:

@@ -15,11 +15,11 @@ import click
 import duckdb
 
 from fieldtrust.cli.common import AS_HELP, acting_user, echo_json, open_db, settings, time_window
+from fieldtrust.errors import StoreError
 from fieldtrust.settings import Settings
 from fieldtrust.store.chain import ChainHead
-from fieldtrust.store.errors import StoreError
 from fieldtrust.store.summary import filter_options, store_summary
-from fieldtrust.store.verify import HistoryAlteredError, verify_history
+from fieldtrust.store.verify import verify_history
 
 
 @click.command(epilog="Example: fieldtrust --db demo.duckdb info --json")
@@ -73,7 +73,7 @@ def init(ctx: click.Context, adopt: bool, admin: str | None) -> None:
     and left as it is, unless --adopt: the store's tables are then added next
     to yours. With --admin NAME the store gets its first admin.
     """
-    from fieldtrust.store.errors import NotAStoreError
+    from fieldtrust.errors import NotAStoreError
     from fieldtrust.store.migrations import MIGRATIONS
 
     path = settings(ctx).db
@@ -116,7 +116,7 @@ def ingest(ctx: click.Context, files: tuple[str, ...], quiet: bool, as_json: boo
     docs/ingest.md.
     """
     from fieldtrust.cli.progress import stage_progress
-    from fieldtrust.store.ingest import ingest_files
+    from fieldtrust.ingest.extractions import ingest_files
 
     progress = None if quiet or as_json else stage_progress("rows")
     results = ingest_files(open_db(ctx), files, progress=progress, window=time_window(ctx))
@@ -237,7 +237,7 @@ def verify(ctx: click.Context, head: str | None, policy_file: str | None, as_jso
             ctx.exit(2)
         return
     if not check.intact:
-        raise HistoryAlteredError(check.summary())
+        raise StoreError(check.summary())
     click.echo(check.summary())
 
 

@@ -1,20 +1,12 @@
 """The demo store: a realistic extraction log with a hidden truth (docs/demo.md)."""
 
-from fieldtrust.demo.build import (
-    DemoStoreNotEmptyError,
-    NotADemoStoreError,
-    build_demo,
-    build_demo_store,
-    ensure_demo_store,
-)
+from fieldtrust.demo.build import build_demo, build_demo_store, ensure_demo_store
 from fieldtrust.demo.generator import DemoData, generate_demo
 from fieldtrust.demo.summary import DemoSummary, StratumTruth, VersionTruth, truth_summary
 
 __all__ = [
     "DemoData",
-    "DemoStoreNotEmptyError",
     "DemoSummary",
-    "NotADemoStoreError",
     "StratumTruth",
     "VersionTruth",
     "build_demo",

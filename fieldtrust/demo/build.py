@@ -20,19 +20,11 @@ from fieldtrust.demo.generator import check_size, generate_demo
 from fieldtrust.demo.layout import with_locations
 from fieldtrust.demo.reviewers import simulate_reviews
 from fieldtrust.demo.summary import DemoSummary, truth_summary
+from fieldtrust.errors import Refused
+from fieldtrust.ingest.extractions import ingest_table
 from fieldtrust.store.connection import DEFAULT_LOCK_TIMEOUT
-from fieldtrust.store.errors import FieldtrustError
-from fieldtrust.store.ingest import ingest_table
 from fieldtrust.store.migrations import migrate
 from fieldtrust.store.sql import quote_ident
-
-
-class DemoStoreNotEmptyError(FieldtrustError, FileExistsError):
-    """The target store already holds extractions; the demo only fills an empty one."""
-
-
-class NotADemoStoreError(FieldtrustError, PermissionError):
-    """``--force`` was asked to rebuild a store that holds more than the demo."""
 
 
 @dataclass(frozen=True)
@@ -77,13 +69,13 @@ def build_demo(
 
     Raises
     ------
-    DemoStoreNotEmptyError
+    Refused
         The store already holds extractions or demo truth.
     """
     started = time.perf_counter()
     counts = _counts(con)
     if counts.extractions or counts.truth:
-        raise DemoStoreNotEmptyError(
+        raise Refused(
             f"the store already holds {counts.extractions:,} extractions; the demo only fills"
             " an empty store: pick another --db, or pass --force to delete and rebuild it"
         )
@@ -127,9 +119,9 @@ def build_demo_store(
 
     Raises
     ------
-    DemoStoreNotEmptyError
+    Refused
         ``path`` holds extractions and ``force`` is not set.
-    NotADemoStoreError
+    Refused
         ``force`` is set and ``path`` holds more than a demo: nothing was changed.
     """
     check_size(seed, rows)  # before --force empties anything
@@ -138,7 +130,7 @@ def build_demo_store(
         if force:
             problems = demo_store_problems(con)
             if problems:
-                raise NotADemoStoreError(
+                raise Refused(
                     f"{path} is not a demo store ({'; '.join(problems)}): --force only rebuilds"
                     " a demo store, and left this one unchanged; pick another --db"
                 )

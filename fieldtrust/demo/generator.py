@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from fieldtrust.demo import profiles
 from fieldtrust.demo.readings import read_rows
 from fieldtrust.demo.values import Documents, make_documents
-from fieldtrust.store.errors import InputError
+from fieldtrust.errors import InputError
 from fieldtrust.store.weeks import shift_week, week_bounds
 
 DEFAULT_END_WEEK = "2026-W48"

@@ -35,6 +35,7 @@ import pyarrow as pa
 
 from fieldtrust.demo.users import QA_LEAD, REVIEWERS, grant_demo_roles
 from fieldtrust.demo.values import OTHER_PAYMENTS, misread_digit, misread_letter
+from fieldtrust.errors import InputError, Refused
 from fieldtrust.labels.agreement import adjudicate
 from fieldtrust.labels.verdicts import verdict_fields
 from fieldtrust.sampling.design import Design
@@ -42,7 +43,6 @@ from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.settings import Settings
 from fieldtrust.store.chain import chain_rows
 from fieldtrust.store.connection import transaction
-from fieldtrust.store.errors import FieldtrustError, InputError
 from fieldtrust.store.weeks import week_bounds, week_sql
 
 #: A review of a wrong item misses the error with chance ``rate * MISS_FACTOR``;
@@ -63,9 +63,6 @@ WHERE i.sample_id = ?
 ORDER BY i.cell, i.prn, i.extraction_id
 """
 
-
-class DemoTruthMissingError(FieldtrustError, LookupError):
-    """Simulated reviewers need the demo truth, which only `fieldtrust demo` writes."""
 
 
 @dataclass(frozen=True)
@@ -123,7 +120,7 @@ def simulate_reviews(
     # half-fetched, which DuckDB 2.0 would otherwise refuse con.sql() over.
     truth_rows = con.execute("SELECT count(*) FROM demo_truth").fetchall()[0][0]
     if not truth_rows:
-        raise DemoTruthMissingError(
+        raise Refused(
             "this store has no demo truth to review against; build it with `fieldtrust demo`"
         )
     weeks = list(weeks) if weeks is not None else _store_weeks(con)

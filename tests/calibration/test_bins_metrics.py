@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from fieldtrust.calibration.bins import reliability_bins
-from fieldtrust.calibration.errors import CalibrationInputError
 from fieldtrust.calibration.metrics import (
     brier_score,
     calibration_metrics,
@@ -14,6 +13,8 @@ from fieldtrust.calibration.metrics import (
 )
 from sklearn.calibration import calibration_curve
 from sklearn.metrics import brier_score_loss
+
+from fieldtrust.errors import InputError
 
 
 def random_labels(seed: int, n: int = 500) -> tuple[np.ndarray, np.ndarray]:
@@ -140,5 +141,5 @@ def test_metrics_bundle_agrees_with_single_functions() -> None:
     ],
 )
 def test_bad_inputs_name_the_row_and_value(kwargs, message) -> None:
-    with pytest.raises(CalibrationInputError, match=message):
+    with pytest.raises(InputError, match=message):
         reliability_bins(**kwargs)

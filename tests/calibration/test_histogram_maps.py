@@ -11,7 +11,6 @@ import duckdb
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from fieldtrust.calibration.errors import CalibrationInputError
 from fieldtrust.calibration.histogram import confidence_histogram
 from fieldtrust.calibration.maps import MapSummary, current_maps
 from fieldtrust.calibration.recalibrate import stored_map
@@ -21,6 +20,7 @@ from hypothesis import strategies as st
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
+from fieldtrust.errors import InputError
 from tests.conftest import Builder
 
 W10 = dt.datetime(2026, 3, 2, 9)  # 2026-W10
@@ -76,7 +76,7 @@ def test_histogram_of_an_unknown_stratum_has_every_bin_empty(
 
 @pytest.mark.parametrize("bins", [0, -3, 2.5, "10", True])
 def test_histogram_refuses_bad_bin_counts(con: duckdb.DuckDBPyConnection, bins: object) -> None:
-    with pytest.raises(CalibrationInputError, match="bins must be a whole number of at least 1"):
+    with pytest.raises(InputError, match="bins must be a whole number of at least 1"):
         confidence_histogram(con, "invoice", "total", bins=bins)  # type: ignore[arg-type]
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fieldtrust.calibration.errors import CalibrationInputError
 from fieldtrust.calibration.intervals import (
     clopper_pearson_interval,
     error_lower_bound,
@@ -16,6 +15,8 @@ from fieldtrust.calibration.intervals import (
     wilson_interval,
 )
 from scipy.stats import beta, binomtest
+
+from fieldtrust.errors import InputError
 
 CASES = [(0, 1), (0, 10), (1, 10), (3, 100), (50, 100), (99, 100), (100, 100), (7, 13), (0, 400),
          (399, 400), (123, 456)]
@@ -130,5 +131,5 @@ def test_korn_graubard_widens_with_the_design_effect() -> None:
     ],
 )
 def test_bad_arguments_say_what_is_wrong(call, message) -> None:
-    with pytest.raises(CalibrationInputError, match=message):
+    with pytest.raises(InputError, match=message):
         call()

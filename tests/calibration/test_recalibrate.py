@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from calib_store import DesignSpec, StratumSpec, build_store, insert_labels, weeks_from
-from fieldtrust.calibration.errors import CalibrationInputError
 from fieldtrust.calibration.metrics import expected_calibration_error
 from fieldtrust.calibration.recalibrate import (
     allowed_methods,
@@ -16,6 +15,8 @@ from fieldtrust.calibration.recalibrate import (
     stored_map,
 )
 from sklearn.isotonic import IsotonicRegression
+
+from fieldtrust.errors import InputError
 
 
 def miscalibrated(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -158,7 +159,7 @@ def test_refitting_makes_a_new_current_map(fitted_store) -> None:
 
 
 def test_bad_minimums_are_refused(con) -> None:
-    with pytest.raises(CalibrationInputError, match="min_labels_platt <= min_labels_isotonic"):
+    with pytest.raises(InputError, match="min_labels_platt <= min_labels_isotonic"):
         fit_recalibration(con, min_labels_isotonic=10, min_labels_platt=50)
 
 

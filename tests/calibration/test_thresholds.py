@@ -15,9 +15,10 @@ from fieldtrust.calibration.design import (
     kept_labels,
     unlabelled_mass,
 )
-from fieldtrust.calibration.errors import CalibrationInputError
 from fieldtrust.calibration.thresholds import candidate_grid, select_thresholds, threshold_table
 from scipy.stats import beta
+
+from fieldtrust.errors import InputError
 
 
 def srs(confidence: np.ndarray, labelled: np.ndarray, correct: np.ndarray, seed: int = 0):
@@ -205,7 +206,7 @@ def test_threshold_table_marks_certified_and_point_rows() -> None:
 def test_bad_settings_are_refused(kwargs, message) -> None:
     c = np.full(10, 0.9)
     design, labels = srs(c, np.arange(10), np.ones(10))
-    with pytest.raises(CalibrationInputError, match=message):
+    with pytest.raises(InputError, match=message):
         select_thresholds(design, labels, **kwargs)
 
 

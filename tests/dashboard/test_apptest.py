@@ -24,10 +24,10 @@ from fieldtrust.governance.certification import certify
 from fieldtrust.governance.evidence import evidence_payload
 from fieldtrust.governance.policy_settings import set_policy_settings
 from fieldtrust.store.access import grant_role, list_users
-from fieldtrust.store.errors import PermissionDenied
 from streamlit.testing.v1 import AppTest
 
 from fieldtrust import store
+from fieldtrust.errors import PermissionDenied
 from tests.conftest import Builder, file_rows, store_held, table_fingerprint
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
@@ -459,8 +459,8 @@ def test_a_library_error_quoting_a_hostile_value_shows_it_as_written(
 def _fresh_store(path: Path) -> Path:
     """A store after `init --admin ann` and one ingest: extractions, no labels."""
     import pyarrow as pa
+    from fieldtrust.ingest.extractions import ingest_table
     from fieldtrust.store.access import first_admin
-    from fieldtrust.store.ingest import ingest_table
 
     con = store.connect(path)
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from fieldtrust.dashboard import render
-from fieldtrust.store.documents import Location
+from fieldtrust.store.locations import Location
 from fpdf import FPDF
 from PIL import Image
 

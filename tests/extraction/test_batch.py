@@ -22,11 +22,11 @@ from claude_fake import (
 )
 from fieldtrust.extraction.batch import run_batch
 from fieldtrust.extraction.documents import identify
-from fieldtrust.extraction.errors import ManifestError
 from fieldtrust.extraction.manifest import load_manifest, save_manifest
 from fieldtrust.extraction.sink import StoreSink
 
 from fieldtrust import store
+from fieldtrust.errors import InputError
 
 
 @pytest.fixture
@@ -181,7 +181,7 @@ def test_a_manifest_for_another_model_is_refused(docs: list[Path], tmp_path: Pat
     manifest = tmp_path / "run.json"
     batch(FakeClaude(by_document), docs, manifest)
 
-    with pytest.raises(ManifestError, match="used model 'claude-sonnet-4-6', not 'other-model'"):
+    with pytest.raises(InputError, match="used model 'claude-sonnet-4-6', not 'other-model'"):
         run_batch(client_for(FakeClaude()), docs, manifest_path=manifest, doc_type="invoice",
                   model="other-model")
 
@@ -190,7 +190,7 @@ def test_an_unreadable_manifest_is_a_clear_error(docs: list[Path], tmp_path: Pat
     manifest = tmp_path / "run.json"
     manifest.write_text(json.dumps({"version": 99}))
 
-    with pytest.raises(ManifestError, match="not a version 1 extraction manifest"):
+    with pytest.raises(InputError, match="not a version 1 extraction manifest"):
         batch(FakeClaude(), docs, manifest)
 
 

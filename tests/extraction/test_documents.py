@@ -9,7 +9,8 @@ import pytest
 from claude_fake import FIXTURES
 from fieldtrust.extraction import documents
 from fieldtrust.extraction.documents import expand_paths, identify, load_document, media_type_of
-from fieldtrust.extraction.errors import DocumentError
+
+from fieldtrust.errors import DocumentError
 
 
 def test_pdf_becomes_a_base64_document_block() -> None:

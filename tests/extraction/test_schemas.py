@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 from claude_fake import invoice_input, receipt_input
-from fieldtrust.extraction.errors import ExtractionConfigError
 from fieldtrust.extraction.schemas import (
     CATEGORIES,
     INVOICE,
@@ -19,6 +18,8 @@ from fieldtrust.extraction.schemas import (
     union_count,
 )
 from fieldtrust.extraction.validate import format_problems
+
+from fieldtrust.errors import InputError
 
 #: Keywords strict tool use does not support (they would be ignored or rejected).
 UNSUPPORTED = {"minimum", "maximum", "minLength", "maxLength", "pattern", "multipleOf",
@@ -100,5 +101,5 @@ def test_schemas_for_auto_offers_every_type_and_rejects_unknown_types() -> None:
     assert schemas_for("receipt") == (RECEIPT,)
     assert schema_for_tool("record_invoice") is INVOICE
     assert schema_for_tool("record_purchase_order") is None
-    with pytest.raises(ExtractionConfigError, match="'purchase_order' is not one of invoice"):
+    with pytest.raises(InputError, match="'purchase_order' is not one of invoice"):
         schemas_for("purchase_order")

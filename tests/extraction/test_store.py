@@ -24,7 +24,7 @@ from fieldtrust.extraction.loop import extract_paths
 from fieldtrust.extraction.results import Extraction
 from fieldtrust.extraction.sink import StoreSink, store_result, stored_doc_ids
 from fieldtrust.extraction.to_rows import ROW_SCHEMA, extraction_rows
-from fieldtrust.store.ingest import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
+from fieldtrust.ingest.extractions import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
 from fieldtrust.store.labelled import labelled_items
 
 from fieldtrust import store

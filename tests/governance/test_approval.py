@@ -14,11 +14,11 @@ import pytest
 from fieldtrust.governance.acts import approve, reject, revoke
 from fieldtrust.governance.certification import certify
 from fieldtrust.governance.decisions import current_policy
-from fieldtrust.governance.errors import DecisionError
 from fieldtrust.governance.evidence import evidence_payload
 from fieldtrust.governance.policy_settings import set_policy_settings
-from fieldtrust.store.errors import PermissionDenied
 from fieldtrust.store.weeks import week_bounds
+
+from fieldtrust.errors import PermissionDenied, Refused
 
 WEEKS = ("2026-W07", "2026-W08", "2026-W09", "2026-W10")
 
@@ -77,13 +77,13 @@ def test_a_candidate_is_approved_at_its_certified_threshold_with_its_evidence(
 def test_non_candidates_and_other_thresholds_are_refused(
     certified_store: duckdb.DuckDBPyConnection,
 ) -> None:
-    with pytest.raises(DecisionError, match=r"invoice/tax is not an automation candidate \("):
+    with pytest.raises(Refused, match=r"invoice/tax is not an automation candidate \("):
         approve(certified_store, "mona", "invoice", "tax", "please")
-    with pytest.raises(DecisionError, match=r"certified at .* stratum; 0\.5 is below it"):
+    with pytest.raises(Refused, match=r"certified at .* stratum; 0\.5 is below it"):
         approve(certified_store, "mona", "invoice", "total", "x", threshold=0.5)
     with pytest.raises(PermissionDenied, match=r"alice \(role reviewer\) may not approve"):
         approve(certified_store, "alice", "invoice", "total", "x")
-    with pytest.raises(DecisionError, match=r"no extractions of doc_type 'invoice', field 'iban'"):
+    with pytest.raises(Refused, match=r"no extractions of doc_type 'invoice', field 'iban'"):
         approve(certified_store, "mona", "invoice", "iban", "x")
     assert current_policy(certified_store) == []
 

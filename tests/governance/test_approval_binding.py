@@ -22,13 +22,13 @@ import pytest
 from click.testing import CliRunner
 from fieldtrust.governance.acts import approve
 from fieldtrust.governance.certification import Criteria, certify
-from fieldtrust.governance.errors import DecisionError
 from fieldtrust.governance.evidence import evidence_payload
 from fieldtrust.governance.policy import export_policy
 from fieldtrust.governance.policy_settings import set_policy_settings
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
+from fieldtrust.errors import Refused
 from tests.conftest import Builder, file_fingerprint, table_fingerprint
 
 WEEKS = ("2026-W07", "2026-W08", "2026-W09", "2026-W10")
@@ -153,7 +153,7 @@ def test_the_threshold_must_be_at_or_above_the_certified_one(approvable: Path) -
         certified = certify(con, "invoice", "total").threshold
         assert certified is not None and certified < 0.99
         before = table_fingerprint(con)
-        with pytest.raises(DecisionError, match=r"is below it: approve at or above"):
+        with pytest.raises(Refused, match=r"is below it: approve at or above"):
             approve(con, "mona", "invoice", "total", "lower", threshold=certified - 0.01)
         assert table_fingerprint(con) == before
         decision = approve(con, "mona", "invoice", "total", "higher", threshold=0.99)
@@ -171,7 +171,7 @@ def test_library_criteria_looser_than_the_policy_are_refused(approvable: Path) -
         for looser, pattern in ((Criteria(version_share=0.5), r"version_share 0\.5 .* \(0\.05\)"),
                                 (Criteria(weeks=1), r"weeks 1 .* policy window \(8\)"),
                                 (Criteria(confidence=0.5), r"confidence 0\.5 .* \(0\.95\)")):
-            with pytest.raises(DecisionError, match=pattern):
+            with pytest.raises(Refused, match=pattern):
                 approve(con, "mona", "invoice", "total", "looser", criteria=looser)
         assert table_fingerprint(con) == before
     finally:

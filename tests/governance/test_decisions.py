@@ -20,7 +20,6 @@ from decided import certification
 from fieldtrust.governance import acts
 from fieldtrust.governance.acts import _record
 from fieldtrust.governance.decisions import current_policy, decision_history
-from fieldtrust.governance.errors import DecisionError
 from fieldtrust.governance.evidence import (
     Evidence,
     canonical_json,
@@ -29,10 +28,10 @@ from fieldtrust.governance.evidence import (
     load_evidence,
 )
 from fieldtrust.labels.verdicts import record_verdict
-from fieldtrust.store.errors import PermissionDenied
 
 import fieldtrust
 from fieldtrust import governance, labels
+from fieldtrust.errors import PermissionDenied, Refused
 from tests.conftest import table_fingerprint
 
 CERTIFIED = certification(0.95, audit_weeks=("2026-W10",))
@@ -114,7 +113,7 @@ def test_evidence_round_trips_through_its_json_form() -> None:
     assert math.isnan(back.certification.weeks_checked[1].accuracy)
     assert dataclasses.replace(back, certification=None) == dataclasses.replace(
         evidence, certification=None)
-    with pytest.raises(DecisionError, match="format 1 is not format 2"):
+    with pytest.raises(Refused, match="format 1 is not format 2"):
         Evidence.from_dict({**json.loads(text), "format": 1})
 
 
@@ -125,7 +124,7 @@ def test_tampered_evidence_is_detected(review_store: duckdb.DuckDBPyConnection) 
     review_store.execute(
         "UPDATE evidence_snapshots SET payload_json = replace(payload_json, '0.987', '0.999')"
     )
-    with pytest.raises(DecisionError, match="does not hash to its id"):
+    with pytest.raises(Refused, match="does not hash to its id"):
         evidence_payload(review_store, evidence_id)
 
 
@@ -134,7 +133,7 @@ def test_canonical_json_is_stable_and_plain() -> None:
          "d": dt.date(2026, 3, 2), "e": {"z", "y"}}
     assert canonical_json(a) == canonical_json(dict(reversed(list(a.items()))))
     assert canonical_json(a) == '{"a":[3,[1,2]],"b":0.5,"c":null,"d":"2026-03-02","e":["y","z"]}'
-    with pytest.raises(DecisionError, match="cannot be frozen as JSON"):
+    with pytest.raises(Refused, match="cannot be frozen as JSON"):
         canonical_json({"x": object()})
 
 
@@ -158,14 +157,14 @@ def test_current_policy_is_the_latest_decision(review_store: duckdb.DuckDBPyConn
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
-        ({"comment": "  "}, DecisionError, "needs a comment"),
-        ({"threshold": None}, DecisionError, "needs a threshold"),
-        ({"threshold": 1.5}, DecisionError, "outside"),
-        ({"certification": None}, DecisionError, "needs its certification"),
-        ({"threshold": 0.9}, DecisionError, "evidence certifies 0.95"),
-        ({"action": "pause"}, DecisionError, "action 'pause' is not one of"),
-        ({"field": "iban"}, DecisionError, "no extractions of doc_type 'invoice', field 'iban'"),
-        ({"action": "revoke"}, DecisionError, "nothing to revoke"),
+        ({"comment": "  "}, Refused, "needs a comment"),
+        ({"threshold": None}, Refused, "needs a threshold"),
+        ({"threshold": 1.5}, Refused, "outside"),
+        ({"certification": None}, Refused, "needs its certification"),
+        ({"threshold": 0.9}, Refused, "evidence certifies 0.95"),
+        ({"action": "pause"}, Refused, "action 'pause' is not one of"),
+        ({"field": "iban"}, Refused, "no extractions of doc_type 'invoice', field 'iban'"),
+        ({"action": "revoke"}, Refused, "nothing to revoke"),
         ({"actor": "carol"}, PermissionDenied, r"carol \(role qa_lead\) may not approve"),
         ({"actor": "alice"}, PermissionDenied, r"alice \(role reviewer\) may not approve"),
     ],

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from decided import approve_as_stated
 from fieldtrust.governance.acts import revoke
-from fieldtrust.governance.errors import DecisionError
 from fieldtrust.governance.evidence import load_evidence
 from fieldtrust.governance.revocation import revocation_recommendations, weighted_upper_bound
 from fieldtrust.store.weeks import iso_week, shift_week, week_bounds
 from scipy.stats import beta
 
 from fieldtrust import store
+from fieldtrust.errors import Refused
 
 EVIDENCE = {"threshold": 0.9, "labels": 300, "accuracy": 0.99, "lower_bound": 0.96}
 
@@ -87,7 +87,7 @@ def test_upper_bound_is_clopper_pearson_at_the_effective_size() -> None:
     expected = beta.ppf(0.95, p * n_eff + 1, n_eff - p * n_eff)
     assert weighted_upper_bound(correct, weight, 0.95) == pytest.approx(expected)
     assert weighted_upper_bound(np.ones(10), np.ones(10), 0.95) == 1.0
-    with pytest.raises(DecisionError, match="no labels"):
+    with pytest.raises(Refused, match="no labels"):
         weighted_upper_bound(np.array([]), np.array([]), 0.95)
 
 
@@ -105,5 +105,5 @@ def test_bound_covers_the_truth_in_simulation() -> None:
 
 
 def test_bad_arguments(review_store: duckdb.DuckDBPyConnection) -> None:
-    with pytest.raises(DecisionError, match="target must be in"):
+    with pytest.raises(Refused, match="target must be in"):
         revocation_recommendations(review_store, target=1.0)

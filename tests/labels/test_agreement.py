@@ -10,14 +10,14 @@ import duckdb
 import numpy as np
 import pytest
 from fieldtrust.labels.agreement import adjudicate, adjudication_queue, agreement, cohen_kappa
-from fieldtrust.labels.errors import LabelError
 from fieldtrust.labels.verdicts import label_history, record_verdict
-from fieldtrust.store.errors import PermissionDenied
 from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.scope import Scope
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
+
+from fieldtrust.errors import InputError, PermissionDenied
 
 VERDICTS = ("correct", "incorrect", "unclear")
 
@@ -48,7 +48,7 @@ def test_kappa_hand_computed_and_degenerate() -> None:
     b = ["correct"] * 20 + ["incorrect"] * 5 + ["correct"] * 10 + ["incorrect"] * 15
     assert cohen_kappa(a, b) == pytest.approx(0.4)
     assert math.isnan(cohen_kappa(["correct"] * 3, ["correct"] * 3))
-    with pytest.raises(LabelError, match="equally long"):
+    with pytest.raises(InputError, match="equally long"):
         cohen_kappa(["correct"], [])
 
 
@@ -145,5 +145,5 @@ def test_only_a_qa_lead_adjudicates_and_only_reviewed_items(
     with pytest.raises(PermissionDenied, match=r"bob \(role reviewer\) may not adjudicate"):
         adjudicate(review_store, "bob", "e00", "incorrect", corrected_status="null",
                    error_type="value_not_in_document")
-    with pytest.raises(LabelError, match="has no review to adjudicate"):
+    with pytest.raises(InputError, match="has no review to adjudicate"):
         adjudicate(review_store, "carol", "e11", "correct")

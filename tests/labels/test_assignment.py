@@ -9,11 +9,10 @@ from pathlib import Path
 import duckdb
 import pytest
 from fieldtrust.labels.assignment import ReviewItem, item_view, next_items, sample_progress, skip
-from fieldtrust.labels.errors import LabelError
 from fieldtrust.labels.verdicts import record_verdict
-from fieldtrust.store.errors import PermissionDenied
 
 from fieldtrust import store
+from fieldtrust.errors import InputError, PermissionDenied
 
 SAMPLE = "2026-W10/v1"
 CELL_OF = {f"e{c}{k}": c for c in range(3) for k in range(4)}
@@ -113,7 +112,7 @@ def test_bad_skips_are_refused(
     review_store: duckdb.DuckDBPyConnection, reason: str, extraction_id: str, message: str
 ) -> None:
     next_items(review_store, "alice", count=1)
-    with pytest.raises(LabelError, match=message):
+    with pytest.raises(InputError, match=message):
         skip(review_store, "alice", SAMPLE, extraction_id, reason)
 
 
@@ -127,9 +126,9 @@ def test_no_sample_and_bad_count(con: duckdb.DuckDBPyConnection) -> None:
 
     bootstrap_admin(con, "root")
     grant_role(con, "root", "alice", "reviewer")
-    with pytest.raises(LabelError, match="no audit sample has been drawn yet"):
+    with pytest.raises(InputError, match="no audit sample has been drawn yet"):
         next_items(con, "alice")
-    with pytest.raises(LabelError, match="count must be at least 1"):
+    with pytest.raises(InputError, match="count must be at least 1"):
         next_items(con, "alice", count=0)
 
 
@@ -170,5 +169,5 @@ def test_second_review_is_blind_and_by_someone_else(
 
 
 def test_item_view_only_for_assigned_items(review_store: duckdb.DuckDBPyConnection) -> None:
-    with pytest.raises(LabelError, match="is not assigned to bob"):
+    with pytest.raises(InputError, match="is not assigned to bob"):
         item_view(review_store, "bob", SAMPLE, "e00")

@@ -14,10 +14,10 @@ import pyarrow as pa
 import pytest
 from fieldtrust.labels.label_import import LabelImportResult, import_labels
 from fieldtrust.store.access import bootstrap_admin, grant_role
-from fieldtrust.store.errors import ValidationError
 from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.verify import verify_history
 
+from fieldtrust.errors import ValidationError
 from tests.conftest import Builder, table_fingerprint
 
 AT = dt.datetime(2026, 1, 5, 9)
@@ -435,10 +435,11 @@ def test_rows_are_held_to_the_rules_of_recording_a_verdict(
 
 def test_record_verdict_refuses_what_import_refuses(con: duckdb.DuckDBPyConnection) -> None:
     """One rule set: the messages of the import are those of labels.verdicts."""
-    from fieldtrust.labels.errors import LabelFieldError
     from fieldtrust.labels.verdicts import verdict_fields
 
-    with pytest.raises(LabelFieldError, match="error_type 'typo' is not in the taxonomy") as err:
+    from fieldtrust.errors import FieldError
+
+    with pytest.raises(FieldError, match="error_type 'typo' is not in the taxonomy") as err:
         verdict_fields("incorrect", "2", None, "typo", None)
     assert err.value.column == "error_type"
 
@@ -478,7 +479,7 @@ def test_fields_are_stored_as_record_verdict_cleans_them(
 def test_only_a_qa_lead_or_admin_may_import(
     stored: duckdb.DuckDBPyConnection, tmp_path: Path, actor: str, allowed: bool
 ) -> None:
-    from fieldtrust.store.errors import PermissionDenied
+    from fieldtrust.errors import PermissionDenied
 
     path = write_csv(tmp_path / "l.csv", LABELS)
     if allowed:
@@ -498,11 +499,11 @@ def test_only_a_qa_lead_or_admin_may_import(
 def test_a_bad_acting_user_or_default_reviewer_is_refused(
     stored: duckdb.DuckDBPyConnection, tmp_path: Path, option: str, value: str
 ) -> None:
-    from fieldtrust.store.errors import AccessError
+    from fieldtrust.errors import InputError
 
     options = {"actor": QA_LEAD, option: value}
     before = table_fingerprint(stored)
-    with pytest.raises(AccessError, match=r"is not a usable name|is empty"):
+    with pytest.raises(InputError, match=r"is not a usable name|is empty"):
         import_labels(stored, write_csv(tmp_path / "l.csv", LABELS), **options)
     assert table_fingerprint(stored) == before
 
@@ -536,10 +537,11 @@ def test_a_verdict_only_qa_sheet_imports_with_not_recorded_details(
 
 
 def test_the_dashboards_rules_stay_strict(stored: duckdb.DuckDBPyConnection) -> None:
-    from fieldtrust.labels.errors import LabelFieldError
     from fieldtrust.labels.verdicts import record_verdict
 
-    with pytest.raises(LabelFieldError, match="error_type is missing"):
+    from fieldtrust.errors import FieldError
+
+    with pytest.raises(FieldError, match="error_type is missing"):
         record_verdict(stored, actor="rita", extraction_id="e1", verdict="incorrect",
                        corrected_value="2")
 

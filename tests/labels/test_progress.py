@@ -9,10 +9,10 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 from fieldtrust.labels.assignment import sample_progress
-from fieldtrust.labels.errors import LabelError
 from fieldtrust.labels.progress import ItemContext, cell_progress, item_context
 
 from fieldtrust.cli.main import cli
+from fieldtrust.errors import InputError
 from tests.conftest import Builder
 
 # The review_store fixture's sample and cells (tests/labels/conftest.py).
@@ -76,12 +76,12 @@ def test_cell_progress_defaults_to_the_newest_sample(
 def test_cell_progress_refuses_an_unknown_sample(
     review_store: duckdb.DuckDBPyConnection,
 ) -> None:
-    with pytest.raises(LabelError, match=r"no audit sample '2026-W99/v1'"):
+    with pytest.raises(InputError, match=r"no audit sample '2026-W99/v1'"):
         cell_progress(review_store, "2026-W99/v1")
 
 
 def test_cell_progress_before_any_draw(con: duckdb.DuckDBPyConnection) -> None:
-    with pytest.raises(LabelError, match="no audit sample has been drawn yet"):
+    with pytest.raises(InputError, match="no audit sample has been drawn yet"):
         cell_progress(con)
 
 
@@ -108,7 +108,7 @@ def test_item_context_gives_confidence_conflict_and_the_reviewers_count(
 
 
 def test_item_context_of_an_unknown_extraction(review_store: duckdb.DuckDBPyConnection) -> None:
-    with pytest.raises(LabelError, match=r"no extraction 'nope' in the store"):
+    with pytest.raises(InputError, match=r"no extraction 'nope' in the store"):
         item_context(review_store, "nope", "alice", SAMPLE)
 
 

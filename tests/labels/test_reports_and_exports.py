@@ -12,16 +12,16 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 from decided import approve_as_stated
+from fieldtrust.labels.errors_report import error_report
 from fieldtrust.governance.acts import revoke
 from fieldtrust.governance.policy import export_policy, policy_json
 from fieldtrust.labels.agreement import adjudicate
-from fieldtrust.labels.errors import LabelError
-from fieldtrust.labels.errors_report import error_report
 from fieldtrust.labels.export import export_labels
 from fieldtrust.labels.verdicts import record_verdict, supersede
 from fieldtrust.store.scope import Scope
 
 import fieldtrust
+from fieldtrust.errors import InputError
 
 
 def test_error_report_counts_and_shares_per_form_version(
@@ -128,5 +128,5 @@ def test_labels_export_parquet_keeps_values_exact(
 def test_labels_export_needs_a_known_extension(
     review_store: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
-    with pytest.raises(LabelError, match=r"use a \.csv or \.parquet file"):
+    with pytest.raises(InputError, match=r"use a \.csv or \.parquet file"):
         export_labels(review_store, tmp_path / "labels.xlsx")

@@ -28,9 +28,9 @@ from fieldtrust.store.access import (
     revoke_role,
     role_history,
 )
-from fieldtrust.store.errors import AccessError, PermissionDenied
 from fieldtrust.store.verify import verify_history
 
+from fieldtrust.errors import InputError, PermissionDenied
 from tests.conftest import table_fingerprint
 
 #: Expected table, written out by hand so a change to PERMISSIONS must change the test too.
@@ -193,12 +193,12 @@ def test_revoking_a_role_not_held_or_by_a_non_admin_is_refused(
 ) -> None:
     bootstrap_admin(con, "root")
     grant_role(con, "root", "pat", "reviewer")
-    with pytest.raises(AccessError,
+    with pytest.raises(InputError,
                        match=r"pat does not hold the role manager \(holds: reviewer\)"):
         revoke_role(con, "root", "pat", "manager")
     with pytest.raises(PermissionDenied, match=r"pat \(role reviewer\) may not grant roles"):
         revoke_role(con, "pat", "pat", "reviewer")
-    with pytest.raises(AccessError, match="role 'none' is not one of"):
+    with pytest.raises(InputError, match="role 'none' is not one of"):
         revoke_role(con, "root", "pat", "none")
     assert current_roles(con, "pat") == {"reviewer"}
 
@@ -259,5 +259,5 @@ def test_bad_grants_are_refused(
     con: duckdb.DuckDBPyConnection, user: str, role: str, message: str
 ) -> None:
     bootstrap_admin(con, "root")
-    with pytest.raises(AccessError, match=message):
+    with pytest.raises(InputError, match=message):
         grant_role(con, "root", user, role)

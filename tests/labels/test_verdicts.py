@@ -10,12 +10,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from fieldtrust.labels.errors import LabelConflict, LabelError
 from fieldtrust.labels.verdicts import get_label, label_history, record_verdict, supersede
-from fieldtrust.store.errors import PermissionDenied
 from fieldtrust.store.labelled import labelled_items
 
 from fieldtrust import store
+from fieldtrust.errors import InputError, PermissionDenied, Refused
 from tests.conftest import Builder, table_fingerprint
 
 SAMPLE = "2026-W10/v1"
@@ -90,7 +89,7 @@ def test_invalid_verdicts_are_refused_and_write_nothing(
 ) -> None:
     arguments = {"extraction_id": "e01", **kwargs}
     before = table_fingerprint(review_store)
-    with pytest.raises(LabelError, match=message):
+    with pytest.raises(InputError, match=message):
         record_verdict(review_store, actor="alice", **arguments)  # type: ignore[arg-type]
     assert table_fingerprint(review_store) == before
 
@@ -128,9 +127,9 @@ def test_a_superseded_label_cannot_be_superseded_again(
 ) -> None:
     label = record_verdict(review_store, actor="alice", extraction_id="e00", verdict="correct")
     newer = supersede(review_store, actor="alice", label_id=label.label_id, verdict="unclear")
-    with pytest.raises(LabelConflict, match=f"already superseded by label {newer.label_id}"):
+    with pytest.raises(Refused, match=f"already superseded by label {newer.label_id}"):
         supersede(review_store, actor="alice", label_id=label.label_id, verdict="correct")
-    with pytest.raises(LabelError, match="no label 'missing'"):
+    with pytest.raises(InputError, match="no label 'missing'"):
         supersede(review_store, actor="alice", label_id="missing", verdict="correct")
 
 
@@ -139,7 +138,7 @@ def test_a_second_primary_label_is_a_conflict_not_an_overwrite(
 ) -> None:
     label = record_verdict(review_store, actor="alice", extraction_id="e00", verdict="incorrect",
                            corrected_value="9", error_type="misread_characters")
-    with pytest.raises(LabelConflict, match="already has a primary label") as raised:
+    with pytest.raises(Refused, match="already has a primary label") as raised:
         record_verdict(review_store, actor="bob", extraction_id="e00", verdict="correct")
     assert "incorrect" not in str(raised.value)  # names the label, never its verdict
     assert label_history(review_store, "e00") == [label]
@@ -147,7 +146,7 @@ def test_a_second_primary_label_is_a_conflict_not_an_overwrite(
 
 def test_one_person_cannot_give_both_reviews(review_store: duckdb.DuckDBPyConnection) -> None:
     record_verdict(review_store, actor="alice", extraction_id="e00", verdict="correct")
-    with pytest.raises(LabelConflict, match="needs a different person for the second review"):
+    with pytest.raises(Refused, match="needs a different person for the second review"):
         record_verdict(review_store, actor="alice", extraction_id="e00", verdict="correct",
                        review_round="second")
 
@@ -165,7 +164,7 @@ def _label_in_thread(
                 record_verdict(con, actor=reviewer, extraction_id=extraction_id,
                                verdict="correct" if reviewer == "alice" else "unclear")
                 outcomes.append((reviewer, extraction_id, "ok"))
-            except LabelConflict:
+            except Refused:
                 outcomes.append((reviewer, extraction_id, "conflict"))
     finally:
         con.close()

@@ -105,7 +105,7 @@ def run_and_kill(code: str, *args: str, marker: str, delay: float,
 INGEST_CHILD = """
 import sys
 from fieldtrust import store
-from fieldtrust.store.ingest import ingest_files
+from fieldtrust.ingest.extractions import ingest_files
 con = store.connect(sys.argv[1])
 def progress(stage, done, total):
     print(stage, flush=True)

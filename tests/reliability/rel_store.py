@@ -16,13 +16,13 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 from fieldtrust.governance.acts import reject
+from fieldtrust.ingest.extractions import ingest_table
 from fieldtrust.labels.agreement import adjudicate
 from fieldtrust.labels.assignment import next_items
 from fieldtrust.labels.verdicts import record_verdict, supersede
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.store.access import bootstrap_admin, grant_role
-from fieldtrust.store.ingest import ingest_table
 
 from fieldtrust import store
 from tests.decided import approve_as_stated

@@ -32,11 +32,11 @@ from crash import write_big_parquet
 from fieldtrust.dashboard import data, state
 from fieldtrust.labels.assignment import next_items
 from fieldtrust.labels.verdicts import record_verdict
-from fieldtrust.store.errors import StoreLockedError
 from fieldtrust.store.verify import verify_history
 from rel_store import dashboard_as, record_figure
 
 from fieldtrust import store
+from fieldtrust.errors import StoreLockedError
 from tests.conftest import file_rows, store_held, table_fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]

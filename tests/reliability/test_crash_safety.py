@@ -19,10 +19,10 @@ import pytest
 from crash import DECIDE_CHILD, DRAW_CHILD, INGEST_CHILD, Killed, run_and_kill, write_big_parquet
 from fieldtrust.governance.acts import reject
 from fieldtrust.governance.decisions import current_policy
+from fieldtrust.ingest.extractions import ingest_files
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.store.access import bootstrap_admin, grant_role
-from fieldtrust.store.ingest import ingest_files
 from fieldtrust.store.verify import verify_history
 from rel_store import ADMIN, QA_LEAD, record_figure
 

@@ -26,7 +26,6 @@ from decided import approve_as_stated, certification
 from fieldtrust.governance import acts
 from fieldtrust.governance.acts import _record as record_decision
 from fieldtrust.governance.decisions import decision_history
-from fieldtrust.governance.errors import DecisionError
 from fieldtrust.governance.evidence import (
     canonical_json,
     evidence_id_of,
@@ -39,11 +38,11 @@ from fieldtrust.labels.export import export_labels
 from fieldtrust.labels.verdicts import label_history, record_verdict, supersede
 from fieldtrust.store.access import grant_role, revoke_role
 from fieldtrust.store.chain import CHAINED, chain_head
-from fieldtrust.store.errors import FieldtrustError
 from fieldtrust.store.verify import verify_history
 from rel_store import ADMIN, MANAGER, QA_LEAD, rows_of
 
 from fieldtrust import labels, store
+from fieldtrust.errors import FieldtrustError, Refused
 from tests.conftest import table_fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -317,5 +316,5 @@ def test_a_direct_edit_of_evidence_is_detected_when_read(pcon: duckdb.DuckDBPyCo
     payload["code_version"] = "0.0.0"
     pcon.execute("UPDATE evidence_snapshots SET payload_json = ? WHERE evidence_id = ?",
                  [canonical_json(payload), evidence_id])
-    with pytest.raises(DecisionError, match="does not hash to its id: the store was altered"):
+    with pytest.raises(Refused, match="does not hash to its id: the store was altered"):
         evidence_payload(pcon, evidence_id)

@@ -28,24 +28,24 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from fieldtrust.labels.errors import LabelError
+from fieldtrust.ingest.extractions import ingest_files, ingest_table
+from fieldtrust.ingest.rules import TimeWindow
 from fieldtrust.labels.export import export_labels
 from fieldtrust.labels.label_import import import_labels
 from fieldtrust.labels.verdicts import insert_label, record_verdict, verdict_fields
 from fieldtrust.store.access import bootstrap_admin, grant_role
-from fieldtrust.store.errors import (
+from rel_store import ADMIN, QA_LEAD, extraction_rows
+
+from fieldtrust import store
+from fieldtrust.cli.main import cli
+from fieldtrust.errors import (
+    InputError,
     NotAStoreError,
     PermissionDenied,
     StoreError,
     StoreLockedError,
     ValidationError,
 )
-from fieldtrust.store.ingest import ingest_files, ingest_table
-from fieldtrust.store.validation import TimeWindow
-from rel_store import ADMIN, QA_LEAD, extraction_rows
-
-from fieldtrust import store
-from fieldtrust.cli.main import cli
 from tests.conftest import file_fingerprint, table_fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -220,7 +220,7 @@ def test_serve_refuses_demo_off_this_machine_and_unknown_local_users(populated: 
     ("mallory", "primary", PermissionDenied),  # no role at all
     ("maya", "primary", PermissionDenied),  # a manager does not label
     ("ana", "adjudication", PermissionDenied),  # a reviewer does not adjudicate
-    ("ana", "import", LabelError),  # imports go through labels import
+    ("ana", "import", InputError),  # imports go through labels import
 ])
 def test_insert_label_holds_its_caller_to_the_roles(
     pcon: duckdb.DuckDBPyConnection, reviewer: str, review_round: str, error: type[Exception]

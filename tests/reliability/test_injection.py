@@ -26,25 +26,24 @@ import pytest
 from click.testing import CliRunner
 from decided import certification
 from fieldtrust.dashboard.downloads import csv_bytes
+from fieldtrust.labels.errors_report import error_report
 from fieldtrust.governance.acts import _record as record_decision
 from fieldtrust.governance.decisions import decision_history
 from fieldtrust.governance.evidence import evidence_payload
+from fieldtrust.ingest.extractions import ingest_table
+from fieldtrust.ingest.readers import INVISIBLE
+from fieldtrust.ingest.rules import TimeWindow
 from fieldtrust.labels.agreement import review_pairs
 from fieldtrust.labels.assignment import next_items, skip
-from fieldtrust.labels.errors_report import error_report
 from fieldtrust.labels.export import export_labels
 from fieldtrust.labels.verdicts import get_label, record_verdict, supersede
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample, sample_items
 from fieldtrust.sampling.export import write_items_csv
 from fieldtrust.store.access import bootstrap_admin, grant_role
-from fieldtrust.store.errors import AccessError
-from fieldtrust.store.ingest import ingest_table
 from fieldtrust.store.labelled import labelled_items
-from fieldtrust.store.readers import INVISIBLE
 from fieldtrust.store.scope import Scope
 from fieldtrust.store.spreadsheet import escape_cell, unescape_cell
-from fieldtrust.store.validation import TimeWindow
 from rel_store import (
     ADMIN,
     MANAGER,
@@ -57,6 +56,7 @@ from rel_store import (
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
+from fieldtrust.errors import InputError
 from tests.conftest import table_fingerprint
 
 HOSTILE = (
@@ -112,7 +112,7 @@ def test_hostile_text_in_every_labels_field_is_stored_verbatim(
         grant_role(pcon, ADMIN, text, "reviewer")
         reviewer = text.strip()
     else:
-        with pytest.raises(AccessError, match="not a usable name"):
+        with pytest.raises(InputError, match="not a usable name"):
             grant_role(pcon, ADMIN, text, "reviewer")
     items = next_items(pcon, reviewer, sample_id, count=2)
     label = record_verdict(pcon, actor=reviewer, extraction_id=items[0].extraction_id,

@@ -22,15 +22,14 @@ from fieldtrust.dashboard import data, state
 from fieldtrust.governance import acts
 from fieldtrust.labels.agreement import adjudicate
 from fieldtrust.labels.assignment import item_view, next_items, skip
-from fieldtrust.labels.errors import LabelError
 from fieldtrust.labels.verdicts import record_verdict, supersede
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.store.access import grant_role
-from fieldtrust.store.errors import AccessError, PermissionDenied
 from rel_store import MANAGER, QA_LEAD, WEEK, as_read
 from streamlit.testing.v1 import AppTest
 
+from fieldtrust.errors import InputError, PermissionDenied
 from tests.conftest import file_fingerprint, table_fingerprint
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
@@ -81,7 +80,7 @@ def _writes(sample_id: str) -> dict[str, Callable[[duckdb.DuckDBPyConnection, st
 ALLOWED = {
     "label": {"ana", "quinn"},
     "next_items": {"ana", "quinn"},
-    "skip": {"ana", "quinn"},  # allowed, but x000001 is assigned to nobody: a LabelError
+    "skip": {"ana", "quinn"},  # allowed, but x000001 is assigned to nobody: a InputError
     "supersede_anas_label": {"ana", "quinn"},  # her own label, or the qa_lead
     "adjudicate": {"quinn"},
     "decide": {"maya", "root"},
@@ -108,7 +107,7 @@ def test_every_write_is_checked_against_the_store_grants(
     assert len(refused) >= len(FORGED_NAMES) + 2
     allowed_actor = sorted(ALLOWED[write])[0]
     if write == "skip":
-        with pytest.raises(LabelError, match="not assigned"):
+        with pytest.raises(InputError, match="not assigned"):
             action(pcon, allowed_actor)
         assert table_fingerprint(pcon) == before
     else:
@@ -158,7 +157,7 @@ def test_drawing_a_sample_is_checked_in_the_library(pcon: duckdb.DuckDBPyConnect
     current = pcon.execute("SELECT seed, design_json FROM audit_samples").fetchall()[0]
     with pytest.raises(PermissionDenied, match="nobody \\(no role\\)"):
         draw_sample(pcon, WEEK, Design.from_json(current[1]), seed=current[0], actor="nobody")
-    with pytest.raises(AccessError, match="acting user ' ' is empty"):
+    with pytest.raises(InputError, match="acting user ' ' is empty"):
         draw_sample(pcon, WEEK, Design(base_rate=0.2), seed=99, actor=" ")
     assert table_fingerprint(pcon) == before
     # The qa_lead draws; the sample records who, as the store spells the name.

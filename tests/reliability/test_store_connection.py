@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-from fieldtrust.store.errors import StoreLockedError
 
 from fieldtrust import store
+from fieldtrust.errors import StoreLockedError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 from fieldtrust.sampling.design import Design, load_design
-from fieldtrust.sampling.errors import DesignError
+
+from fieldtrust.errors import InputError
 
 
 def test_defaults_follow_stats_md() -> None:
@@ -79,14 +80,14 @@ def test_load_toml_top_level_and_json(tmp_path: Path) -> None:
     ],
 )
 def test_invalid_designs_say_what_to_fix(values: dict[str, object], message: str) -> None:
-    with pytest.raises(DesignError, match=message):
+    with pytest.raises(InputError, match=message):
         Design.from_mapping(values, source="my.toml")
 
 
 def test_error_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "bad.toml"
     path.write_text("[design]\nminimum = 1\n")
-    with pytest.raises(DesignError, match=r"bad.toml: minimum = 1"):
+    with pytest.raises(InputError, match=r"bad.toml: minimum = 1"):
         load_design(path)
 
 
@@ -102,10 +103,10 @@ def test_error_names_the_file(tmp_path: Path) -> None:
 def test_unreadable_files(tmp_path: Path, name: str, text: str, message: str) -> None:
     path = tmp_path / name
     path.write_text(text)
-    with pytest.raises(DesignError, match=message):
+    with pytest.raises(InputError, match=message):
         load_design(path)
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(DesignError, match=r"does not exist"):
+    with pytest.raises(InputError, match=r"does not exist"):
         load_design(tmp_path / "nope.toml")

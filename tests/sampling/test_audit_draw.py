@@ -17,13 +17,13 @@ from fieldtrust.sampling.draw import (
     load_sample,
     sample_items,
 )
-from fieldtrust.sampling.errors import SamplingError
 from fieldtrust.sampling.export import ITEM_COLUMNS
 from fieldtrust.sampling.prn import prn
 from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.scope import Scope
 
 from fieldtrust import store
+from fieldtrust.errors import InputError
 from tests.conftest import table_fingerprint
 
 WEEK = "2026-W48"
@@ -323,13 +323,13 @@ def test_unusable_weeks(
 ) -> None:
     world.insert(con, world.frame(WEEK, 50, seed=17))
     before = table_fingerprint(con)
-    with pytest.raises(SamplingError, match=message):
+    with pytest.raises(InputError, match=message):
         draw_sample(con, week, seed=SEED, actor=world.qa_lead)
     assert table_fingerprint(con) == before
 
 
 def test_unknown_sample(con: duckdb.DuckDBPyConnection) -> None:
-    with pytest.raises(SamplingError, match=r"no audit sample '2026-W48/v9'"):
+    with pytest.raises(InputError, match=r"no audit sample '2026-W48/v9'"):
         sample_items(con, "2026-W48/v9")
 
 

@@ -8,12 +8,13 @@ import pandas as pd
 import pytest
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample
-from fieldtrust.sampling.errors import SamplingError
 from fieldtrust.sampling.estimates import estimate_table, overall_estimate, weekly_estimates
 from fieldtrust.sampling.stratified import clopper_pearson, effective_size, stratified_proportion
 from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.scope import Scope
 from scipy import stats
+
+from fieldtrust.errors import InputError
 
 WEEKS = ("2026-W47", "2026-W48")
 
@@ -235,7 +236,7 @@ def test_only_the_current_sample_counts(con: duckdb.DuckDBPyConnection, world) -
 
 
 def test_grouping_must_be_known(con: duckdb.DuckDBPyConnection) -> None:
-    with pytest.raises(SamplingError, match=r"cannot group estimates by 'reviewer'; choose from"):
+    with pytest.raises(InputError, match=r"cannot group estimates by 'reviewer'; choose from"):
         estimate_table(con, by=("reviewer",))
 
 

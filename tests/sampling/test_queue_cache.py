@@ -15,10 +15,10 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
+from fieldtrust.ingest.extractions import ingest_table
 from fieldtrust.sampling import queue
 from fieldtrust.sampling.queue import priority_queue
 from fieldtrust.store import queue_cache
-from fieldtrust.store.ingest import ingest_table
 from fieldtrust.store.scope import Scope
 
 from tests.sampling.test_review_queue import add_map, decide

@@ -33,6 +33,7 @@ from fieldtrust.store.verify import HistoryCheck, verify_history
 from fieldtrust import store
 from fieldtrust.cli.main import cli
 from fieldtrust.demo.build import build_demo
+from fieldtrust.errors import StoreError
 from tests.conftest import copy_store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -444,7 +445,7 @@ def test_a_store_opened_only_read_only_has_no_chain_yet(tmp_path: Path) -> None:
     _store_before_migrations(path).close()
     con = duckdb.connect(str(path), read_only=True)
     try:
-        with pytest.raises(store.StoreError, match="has no history chain yet"):
+        with pytest.raises(StoreError, match="has no history chain yet"):
             verify_history(con)
     finally:
         con.close()

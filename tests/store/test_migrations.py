@@ -7,6 +7,7 @@ import pytest
 from fieldtrust.store.migrations import MIGRATIONS, applied_migrations, migrate
 
 from fieldtrust import store
+from fieldtrust.errors import StoreError
 
 
 def test_fresh_file_gets_every_migration_in_order(tmp_path: Path) -> None:
@@ -51,5 +52,5 @@ def test_failed_migration_leaves_no_trace(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_read_only_store_must_exist(tmp_path: Path) -> None:
-    with pytest.raises(store.StoreError, match="no store at"):
+    with pytest.raises(StoreError, match="no store at"):
         store.connect(tmp_path / "missing.duckdb", read_only=True)

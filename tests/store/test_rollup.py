@@ -10,8 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from fieldtrust.calibration.design import GRID
+from fieldtrust.ingest.extractions import ingest_table
 from fieldtrust.store import rollup
-from fieldtrust.store.ingest import ingest_table
 from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.migrations import MIGRATIONS, pending_migrations
 from fieldtrust.store.scope import Scope

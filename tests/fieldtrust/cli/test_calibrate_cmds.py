@@ -8,12 +8,12 @@ import math
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from fieldtrust.calibration.errors import CalibrationInputError
 from fieldtrust.calibration.report import calibration_report
 from fieldtrust.store.scope import Scope
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
+from fieldtrust.errors import InputError
 from tests.calibration.calib_store import (
     DesignSpec,
     StratumSpec,
@@ -90,9 +90,9 @@ def test_the_library_prints_nothing(reader, capsys) -> None:
 
 
 def test_report_refuses_bad_settings(reader) -> None:
-    with pytest.raises(CalibrationInputError, match=r"target 1\.5"):
+    with pytest.raises(InputError, match=r"target 1\.5"):
         calibration_report(reader, target=1.5)
-    with pytest.raises(CalibrationInputError, match="no stratum doc_type='x'"):
+    with pytest.raises(InputError, match="no stratum doc_type='x'"):
         calibration_report(reader).stratum("x", "y")
 
 

@@ -1,7 +1,7 @@
 """Each source query is written once, in DuckDB SQL; Spark runs its sqlglot translation.
 
 sqlglot (rather than Ibis) keeps the one text a reader can run in a DuckDB
-shell, and the ingest rules (:mod:`fieldtrust.store.validation`) are already
+shell, and the ingest rules (:mod:`fieldtrust.ingest.rules`) are already
 DuckDB SQL: translating them keeps ingest and a lake source on the same
 rules and messages. Where sqlglot has no Spark form for a DuckDB function
 (``isfinite``), :func:`to_spark` rewrites it.

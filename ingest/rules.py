@@ -1,6 +1,6 @@
 """Validation of staged rows in SQL, reported row by row.
 
-Rows staged by :mod:`fieldtrust.store.readers` are checked against :class:`Rule` s (a
+Rows staged by :mod:`fieldtrust.ingest.readers` are checked against :class:`Rule` s (a
 SQL condition true on a bad row) and :class:`Unique` keys (no repeats within
 the input). A large valid input, the common case, costs one aggregate scan
 (:func:`raise_problems` asks "any problem?" first). Only when something is
@@ -20,9 +20,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import duckdb
-from fieldtrust.store.errors import ValidationError
-from fieldtrust.store.readers import MAX_PROBLEMS, Staged, shown
+from fieldtrust.ingest.readers import MAX_PROBLEMS, Staged, shown
 from fieldtrust.store.sql import quote_ident
+
+from fieldtrust.errors import ValidationError
 
 BOOLEAN_WORDS = ("true", "false", "1", "0", "yes", "no")
 

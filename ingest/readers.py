@@ -37,8 +37,9 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-from fieldtrust.store.errors import NoSpaceError, ValidationError
 from fieldtrust.store.sql import quote_ident, quote_literal
+
+from fieldtrust.errors import NoSpaceError, ValidationError
 
 #: File formats by extension. ``.json`` is read as JSON Lines, or as one
 #: array of objects when it holds that.

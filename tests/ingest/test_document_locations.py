@@ -11,19 +11,18 @@ from typing import Any
 
 import duckdb
 import pytest
-from fieldtrust.store.documents import (
-    DocumentRefused,
+from fieldtrust.ingest.extractions import ingest_files
+from fieldtrust.store.locations import (
     document_location,
     documents_root,
     relative_uri,
     resolve_document,
     uri_problem,
 )
-from fieldtrust.store.errors import ValidationError
-from fieldtrust.store.ingest import ingest_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fieldtrust.errors import DocumentError, ValidationError
 from tests.conftest import table_fingerprint
 
 BASE = {
@@ -175,7 +174,7 @@ def test_what_resolves_outside_the_root_is_refused_and_never_opened(
     root: Path, opened: list[str], uri: str
 ) -> None:
     uri = uri.format(root=str(root).lstrip("/"), outside=root.parent / "secret.txt")
-    with pytest.raises(DocumentRefused, match="it is not opened"):
+    with pytest.raises(DocumentError, match="it is not opened"):
         resolve_document(uri, root=root)
     assert opened == []
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import duckdb
 import pytest
-from fieldtrust.store import progress
-from fieldtrust.store.progress import RowProgress
+from fieldtrust.ingest import query_progress as progress
+from fieldtrust.ingest.query_progress import RowProgress
 
 
 def test_a_long_statement_reports_rows_done_as_it_runs(

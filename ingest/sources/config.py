@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from fieldtrust.store.errors import FieldtrustError
+from fieldtrust.errors import SourceError
 
 #: Source kinds. ``store``: the embedded ``extractions`` table (rows are ingested).
 KINDS = ("store", "parquet", "delta", "spark")
@@ -19,9 +19,6 @@ SOURCE_COLUMNS = (
 #: ``spark`` paths starting with this name a catalog table instead of Parquet files.
 TABLE_PREFIX = "table:"
 
-
-class SourceError(FieldtrustError):
-    """The source cannot be read (missing path, Spark unreachable, Java missing...)."""
 
 
 @dataclass(frozen=True)

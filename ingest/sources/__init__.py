@@ -3,16 +3,15 @@
 Only counts and the sampled rows come home from a lake: see docs/scale.md.
 """
 
-from fieldtrust.store.sources.config import KINDS, SourceConfig, SourceError, parse_columns
-from fieldtrust.store.sources.engines import Source, SourceFile, open_source
-from fieldtrust.store.sources.refresh import RefreshResult, refresh_source, source_summary
+from fieldtrust.ingest.sources.config import KINDS, SourceConfig, parse_columns
+from fieldtrust.ingest.sources.engines import Source, SourceFile, open_source
+from fieldtrust.ingest.sources.refresh import RefreshResult, refresh_source, source_summary
 
 __all__ = [
     "KINDS",
     "RefreshResult",
     "Source",
     "SourceConfig",
-    "SourceError",
     "SourceFile",
     "open_source",
     "parse_columns",

@@ -14,10 +14,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from fieldtrust.store.errors import ValidationError
-from fieldtrust.store.ingest import IngestResult, ingest_files, ingest_table
+from fieldtrust.ingest.extractions import IngestResult, ingest_files, ingest_table
 
 from fieldtrust import store
+from fieldtrust.errors import ValidationError
 from tests.conftest import table_fingerprint
 
 GOOD: list[dict[str, Any]] = [

@@ -1,8 +1,8 @@
 """Validated ingest of extraction files (CSV, Parquet, JSON Lines) and in-memory rows.
 
-Every input is staged (:mod:`fieldtrust.store.readers`) and checked with SQL
-(:mod:`fieldtrust.store.validation`) before anything is written. One bad row rejects
-the call: a :class:`~fieldtrust.store.errors.ValidationError` names rows, columns and
+Every input is staged (:mod:`fieldtrust.ingest.readers`) and checked with SQL
+(:mod:`fieldtrust.ingest.rules`) before anything is written. One bad row rejects
+the call: a :class:`~fieldtrust.errors.ValidationError` names rows, columns and
 values, and the store is unchanged. Valid inputs then land in one
 transaction.
 
@@ -26,16 +26,9 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-from fieldtrust.store.connection import transaction, utc_now
-from fieldtrust.store.documents import (
-    LOCATION_COLUMNS,
-    LOCATION_STORED_COLUMNS,
-    location_rules,
-    location_select,
-)
-from fieldtrust.store.progress import Progress, RowProgress
-from fieldtrust.store.queue_cache import append_batch as append_queue_batch
-from fieldtrust.store.readers import (
+from fieldtrust.ingest.location_rules import location_rules, location_select
+from fieldtrust.ingest.query_progress import Progress, RowProgress
+from fieldtrust.ingest.readers import (
     Snapshot,
     Staged,
     arrow_sha256,
@@ -47,9 +40,7 @@ from fieldtrust.store.readers import (
     stage_file,
     temp_name,
 )
-from fieldtrust.store.rollup import append_batch
-from fieldtrust.store.sql import quote_ident
-from fieldtrust.store.validation import (
+from fieldtrust.ingest.rules import (
     Rule,
     TimeWindow,
     Unique,
@@ -69,6 +60,11 @@ from fieldtrust.store.validation import (
     timestamp_rules,
     timestamp_sql,
 )
+from fieldtrust.store.connection import transaction, utc_now
+from fieldtrust.store.locations import LOCATION_COLUMNS, LOCATION_STORED_COLUMNS
+from fieldtrust.store.queue_cache import append_batch as append_queue_batch
+from fieldtrust.store.rollup import append_batch
+from fieldtrust.store.sql import quote_ident
 
 REQUIRED_COLUMNS = ("doc_id", "doc_type", "field", "confidence", "extracted_at")
 OPTIONAL_COLUMNS = (
@@ -80,7 +76,7 @@ OPTIONAL_COLUMNS = (
     "conflict",
     "conflict_value",
     "source_excerpt",
-    *LOCATION_COLUMNS,  # document_uri, page, bbox: store.documents checks them
+    *LOCATION_COLUMNS,  # document_uri, page, bbox: ingest.location_rules checks them
 )
 VALUE_STATUSES = ("present", "null", "unclear", "other")
 
@@ -159,7 +155,7 @@ def ingest_files(
     progress
         Called as ``progress(stage, rows_done, rows_total)`` as each step
         (reading, validating, storing a file) starts and, while it runs,
-        whenever more of its rows are done (:mod:`fieldtrust.store.progress`);
+        whenever more of its rows are done (:mod:`fieldtrust.ingest.query_progress`);
         ``rows_total`` is 0 while a CSV or JSON file is parsed, then the
         file's rows. Last comes ``("done", rows, rows)``.
     window
@@ -279,7 +275,7 @@ def validate_extractions(
     Rules (docs/ingest.md): required columns present and nothing unknown;
     required values not blank; confidence a finite number in [0, 1];
     extracted_at an ISO 8601 timestamp inside ``window`` (default
-    :class:`~fieldtrust.store.validation.TimeWindow`); keys plain text of at
+    :class:`~fieldtrust.ingest.rules.TimeWindow`); keys plain text of at
     most 256 characters; value_status one of
     :data:`VALUE_STATUSES` and consistent with value; conflict a boolean;
     extraction_id (given or derived) unique within the input. ``progress(done,

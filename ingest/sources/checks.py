@@ -17,7 +17,7 @@ is asked the cheapest way that never misses a bad row:
 - a rule on confidence or extracted_at exactly, on every row.
 
 Only when a check flags a row does the refresh run the exact rules
-(:data:`fieldtrust.store.sources.queries.BAD_ROWS`), so messages and counts
+(:data:`fieldtrust.ingest.sources.queries.BAD_ROWS`), so messages and counts
 are the ingest rules' own.
 """
 
@@ -27,8 +27,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fieldtrust.store.sources.config import SOURCE_COLUMNS
-from fieldtrust.store.validation import Rule
+from fieldtrust.ingest.rules import Rule
+from fieldtrust.ingest.sources.config import SOURCE_COLUMNS
 
 #: Columns the rollup groups by: their rules are asked once per group.
 GROUPED = ("doc_type", "field", "form_version")
@@ -42,7 +42,7 @@ _IDENTIFIER = re.compile(r'"((?:[^"]|"")+)"')
 
 @dataclass(frozen=True)
 class Checks:
-    """Conditions for :func:`fieldtrust.store.sources.queries.checked_rollup`."""
+    """Conditions for :func:`fieldtrust.ingest.sources.queries.checked_rollup`."""
 
     grouped: tuple[str, ...]
     group_checks: tuple[str, ...]

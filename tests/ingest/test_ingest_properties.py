@@ -11,16 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import fieldtrust.store.validation  # noqa: F401  (store.validation below)
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from fieldtrust.store.errors import ValidationError
-from fieldtrust.store.ingest import ingest_files
+from fieldtrust.ingest import rules
+from fieldtrust.ingest.extractions import ingest_files
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from fieldtrust import store
+from fieldtrust.errors import ValidationError
 from tests.conftest import table_fingerprint
 
 COLUMNS = ["extraction_id", "doc_id", "doc_type", "field", "value", "confidence", "extracted_at"]
@@ -163,8 +163,8 @@ def test_bad_rows_never_reach_the_store_and_are_all_reported(
     before = table_fingerprint(shared)
     # Small files skip the quick "any problem?" check; a threshold of 0 runs it,
     # so both ways through validation meet the same rows.
-    threshold = store.validation.QUICK_CHECK_ROWS
-    store.validation.QUICK_CHECK_ROWS = 0 if quick_check else threshold
+    threshold = rules.QUICK_CHECK_ROWS
+    rules.QUICK_CHECK_ROWS = 0 if quick_check else threshold
     try:
         if not bad:
             [result] = ingest_files(shared, [path])
@@ -173,7 +173,7 @@ def test_bad_rows_never_reach_the_store_and_are_all_reported(
         with pytest.raises(ValidationError) as caught:
             ingest_files(shared, [path])
     finally:
-        store.validation.QUICK_CHECK_ROWS = threshold
+        rules.QUICK_CHECK_ROWS = threshold
     assert table_fingerprint(shared) == before
     error = caught.value
     assert error.total == len(bad)

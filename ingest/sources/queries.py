@@ -1,9 +1,9 @@
 """The source queries, each one text in DuckDB SQL (Spark runs its translation).
 
 Every query reads ``source_rows``: the source's rows typed as the store keeps
-them (``fieldtrust.store.ingest.typed_select``), with ``bad_`` (true on a row
+them (``fieldtrust.ingest.extractions.typed_select``), with ``bad_`` (true on a row
 an ingest rule rejects), ``uncounted_`` (true on a row a rule on what it is
-counted by rejects: :func:`fieldtrust.store.sources.checks.counting_rules`),
+counted by rejects: :func:`fieldtrust.ingest.sources.checks.counting_rules`),
 ``file_`` and ``row_`` (where the row is). Values are
 bound parameters (``$name``); small inputs (a draw's allocation) are tables.
 """
@@ -79,7 +79,7 @@ def checked_rollup(
     check may flag more than the ingest rules do (a cheaper test that never
     misses one), so a nonzero ``suspect`` only says to look closer.
     ``typed`` are the stored columns' expressions over ``source_raw``
-    (:func:`fieldtrust.store.ingest.typed_columns`); ``last_seen_at`` gives the
+    (:func:`fieldtrust.ingest.extractions.typed_columns`); ``last_seen_at`` gives the
     next watermark.
     """
     stamp, number = typed["extracted_at"], typed["confidence"]

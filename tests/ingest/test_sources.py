@@ -12,19 +12,19 @@ import duckdb
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
+from fieldtrust.ingest.extractions import ingest_table
+from fieldtrust.ingest.readers import shown
+from fieldtrust.ingest.sources import SourceConfig, open_source, refresh_source
+from fieldtrust.ingest.sources.dialect import to_spark
 from fieldtrust.sampling.draw import draw_sample, load_sample, sample_items
 from fieldtrust.sampling.source_draw import draw_from_source
 from fieldtrust.store import rollup
-from fieldtrust.store.errors import ValidationError
-from fieldtrust.store.ingest import ingest_table
-from fieldtrust.store.readers import shown
-from fieldtrust.store.sources import SourceConfig, SourceError, open_source, refresh_source
-from fieldtrust.store.sources.dialect import to_spark
 from fieldtrust.store.summary import store_summary
 
 from fieldtrust.cli.main import cli
+from fieldtrust.errors import SourceError, ValidationError
 from tests.conftest import table_fingerprint
-from tests.store.lake import fresh_store, lake_rows, write_delta_lake, write_parquet_lake
+from tests.ingest.lake import fresh_store, lake_rows, write_delta_lake, write_parquet_lake
 
 
 def counts(con: duckdb.DuckDBPyConnection) -> list[tuple[object, ...]]:
@@ -339,7 +339,7 @@ def test_the_audit_planner_of_a_lake_store_counts_the_week_from_its_rollup(
 def test_a_refresh_holds_lake_rows_to_the_settings_time_window(tmp_path: Path) -> None:
     import datetime as dt
 
-    from fieldtrust.store.validation import TimeWindow
+    from fieldtrust.ingest.rules import TimeWindow
 
     rows = lake_rows(40, weeks=1)
     folder = write_parquet_lake(rows, tmp_path / "lake")

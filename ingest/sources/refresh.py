@@ -8,10 +8,10 @@ append-only, and recounting a rewritten file would count its rows twice.
 Everything a refresh writes lands in one transaction.
 
 Rows are checked with the ingest rules on what they are counted by
-(:func:`fieldtrust.store.sources.checks.counting_rules`: doc_type, field,
+(:func:`fieldtrust.ingest.sources.checks.counting_rules`: doc_type, field,
 form_version, confidence, extracted_at) in the same scan that counts them;
 only when that scan flags a row are the exact rules asked. A refresh that
-finds bad rows raises :class:`~fieldtrust.store.errors.ValidationError` (the
+finds bad rows raises :class:`~fieldtrust.errors.ValidationError` (the
 first 20, by file and row, and their count) and writes nothing, unless
 ``skip_invalid``, which leaves them out and records how many with the refresh.
 The other rules (ids, values, statuses, locations) are the draw's: it checks
@@ -32,15 +32,16 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
+from fieldtrust.ingest.extractions import typed_columns
+from fieldtrust.ingest.readers import MAX_PROBLEMS, shown
+from fieldtrust.ingest.rules import Rule
+from fieldtrust.ingest.sources import queries
+from fieldtrust.ingest.sources.checks import counting_rules, refresh_checks
+from fieldtrust.ingest.sources.config import SourceConfig
+from fieldtrust.ingest.sources.engines import Source, SourceFile
 from fieldtrust.store.connection import transaction, utc_now
-from fieldtrust.store.errors import ValidationError
-from fieldtrust.store.ingest import typed_columns
-from fieldtrust.store.readers import MAX_PROBLEMS, shown
-from fieldtrust.store.sources import queries
-from fieldtrust.store.sources.checks import counting_rules, refresh_checks
-from fieldtrust.store.sources.config import SourceConfig
-from fieldtrust.store.sources.engines import Source, SourceFile
-from fieldtrust.store.validation import Rule
+
+from fieldtrust.errors import ValidationError
 
 #: ``progress(stage, done, total)``, as ingest reports it.
 Progress = Callable[[str, int, int], None]
@@ -92,7 +93,7 @@ def refresh_source(
     con
         A read-write store connection.
     source
-        The open source (:func:`fieldtrust.store.sources.open_source`); its
+        The open source (:func:`fieldtrust.ingest.sources.open_source`); its
         ``window`` bounds the extraction times a row may hold, as at ingest.
     skip_invalid
         Leave rows an ingest rule rejects out of the counts (and the draw),
@@ -173,7 +174,7 @@ def _count(
     """The checked rollup over the selected rows; in slices of files when reporting progress.
 
     One scan of the files counts the rows and checks them
-    (:func:`~fieldtrust.store.sources.queries.checked_rollup`).
+    (:func:`~fieldtrust.ingest.sources.queries.checked_rollup`).
     """
     params = {"since": since} if by_watermark else {}
 

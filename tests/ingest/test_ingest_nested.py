@@ -17,12 +17,12 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from fieldtrust.store.errors import ValidationError
-from fieldtrust.store.ingest import ingest_files, ingest_table
-from fieldtrust.store.readers import snapshot, stage_file, temp_name
+from fieldtrust.ingest.extractions import ingest_files, ingest_table
+from fieldtrust.ingest.readers import snapshot, stage_file, temp_name
 
+from fieldtrust.errors import ValidationError
 from tests.conftest import table_fingerprint
-from tests.store.test_ingest import GOOD, write_jsonl
+from tests.ingest.test_ingest import GOOD, write_jsonl
 
 TIME = dt.datetime(2026, 1, 5, 10)
 

@@ -8,7 +8,7 @@ relations, ``source_raw`` (the source's columns under our names, with
 ``file_`` and ``row_``) and ``source_rows`` (typed as the store keeps them,
 with ``bad_``, true on a row an ingest rule rejects, and ``uncounted_``, true
 on one a rule on what it is counted by rejects), and runs the texts of
-:mod:`fieldtrust.store.sources.queries`.
+:mod:`fieldtrust.ingest.sources.queries`.
 """
 
 from __future__ import annotations
@@ -23,18 +23,14 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-from fieldtrust.store.errors import ValidationError
-from fieldtrust.store.ingest import REQUIRED_COLUMNS, extraction_rules, typed_select
-from fieldtrust.store.sources.checks import any_fails, counting_rules
-from fieldtrust.store.sources.config import (
-    SOURCE_COLUMNS,
-    TABLE_PREFIX,
-    SourceConfig,
-    SourceError,
-)
-from fieldtrust.store.sources.dialect import for_dialect
+from fieldtrust.ingest.extractions import REQUIRED_COLUMNS, extraction_rules, typed_select
+from fieldtrust.ingest.rules import Rule, TimeWindow
+from fieldtrust.ingest.sources.checks import any_fails, counting_rules
+from fieldtrust.ingest.sources.config import SOURCE_COLUMNS, TABLE_PREFIX, SourceConfig
+from fieldtrust.ingest.sources.dialect import for_dialect
 from fieldtrust.store.sql import quote_ident
-from fieldtrust.store.validation import Rule, TimeWindow
+
+from fieldtrust.errors import SourceError, ValidationError
 
 
 @dataclass(frozen=True, order=True)
@@ -385,7 +381,7 @@ def open_source(config: SourceConfig, *, window: TimeWindow | None = None) -> So
     """Open the non-store source ``config`` names.
 
     ``window`` bounds the extraction times its rows may hold, as at ingest
-    (default :class:`~fieldtrust.store.validation.TimeWindow`; the CLI passes the
+    (default :class:`~fieldtrust.ingest.rules.TimeWindow`; the CLI passes the
     settings ``earliest_time`` and ``future_days``): a refresh refuses a row
     outside it, and the draw and the queue leave such rows out.
 

@@ -1,19 +1,13 @@
-"""Where a value came from: the document, its page and the value's box on it.
+"""Where a value came from, as stored: the document, its page and the value's box on it.
 
-Extractions may carry three optional columns (docs/ingest.md):
+Extractions may carry three optional columns (docs/ingest.md): ``document_uri``
+(a path relative to the documents root, a ``file:`` uri, or an ``http(s)``
+uri; nothing else: no bare absolute path, no other scheme, no ``..``),
+``page`` (1-based) and ``bbox`` (``x0,y0,x1,y1`` as fractions of the page,
+origin top left; stored as four columns ``bbox_x0`` ... ``bbox_y1``).
 
-``document_uri``
-    A path relative to the documents root, a ``file:`` uri, or an ``http(s)``
-    uri. Nothing else: no bare absolute path, no other scheme, no ``..``.
-``page``
-    The 1-based page the value was read from.
-``bbox``
-    ``x0,y0,x1,y1``: the value's box as fractions of the page, origin top
-    left, with ``0 <= x0 < x1 <= 1`` and ``0 <= y0 < y1 <= 1``. Stored as
-    four columns ``bbox_x0`` ... ``bbox_y1``.
-
-Ingest checks the text of every uri (:func:`location_rules`, in SQL); what a
-uri names is only decided when someone opens the item, by
+Ingest checks the text of every uri (:mod:`fieldtrust.ingest.location_rules`,
+in SQL); what a uri names is only decided when someone opens the item, by
 :func:`resolve_document`. It refuses anything that resolves outside the
 documents root (``..``, a symlink out, an absolute path elsewhere) and never
 opens what it refuses; a remote uri is only ever a link unless its host is on
@@ -30,22 +24,16 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import duckdb
-from fieldtrust.store.errors import FieldtrustError
-from fieldtrust.store.validation import Rule, missing_sql, raw_sql, text_sql
 
-#: The ingest columns this module adds, and the stored columns they become.
+from fieldtrust.errors import DocumentError
+
+#: The ingest columns of a location, and the stored columns they become.
 LOCATION_COLUMNS = ("document_uri", "page", "bbox")
 LOCATION_STORED_COLUMNS = ("document_uri", "page", "bbox_x0", "bbox_y0", "bbox_x1", "bbox_y1")
 
-BBOX_HINT = "four numbers x0,y0,x1,y1 (fractions of the page, origin top left)"
-
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 _CLIMB = re.compile(r"(^|[/\\])\.\.([/\\]|$)")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-class DocumentRefused(FieldtrustError, PermissionError):
-    """A document uri that must not be opened: it resolves outside the documents root."""
 
 
 # --- the text of a uri ----------------------------------------------------------------
@@ -54,14 +42,15 @@ class DocumentRefused(FieldtrustError, PermissionError):
 def uri_problem(uri: str) -> str | None:
     """Why ``uri`` is not an acceptable document uri, or None when it is.
 
-    The same rules as :func:`location_rules` applies at ingest: a relative
+    The same rules as ingest applies
+    (:func:`fieldtrust.ingest.location_rules.location_rules`): a relative
     path without ``..``, a ``file:`` uri on this machine without ``..``, or
     an ``http(s)`` uri with a host.
     """
     text = uri.strip(" ")  # as ingest trims: spaces only
     if _CONTROL.search(text):
         return "holds a control character"
-    match = _SCHEME.match(text)
+    match = SCHEME.match(text)
     if match is None:
         if text.startswith(("/", "\\")):
             return ("is an absolute path; write it relative to the documents root, or as a"
@@ -87,116 +76,6 @@ def _dots_and_slashes(text: str) -> str:
     """``text`` with the escapes that can spell '..' or a separator decoded (%2e, %2f, %5c)."""
     lowered = text.lower()
     return lowered.replace("%2e", ".").replace("%2f", "/").replace("%5c", "\\")
-
-
-def _uri_rules(dtype: str) -> list[Rule]:
-    """SQL twins of :func:`uri_problem`, one rule per reason."""
-    uri = text_sql("document_uri", dtype)
-    given = f"NOT {missing_sql('document_uri', dtype)}"
-    scheme = f"lower(regexp_extract({uri}, '^([A-Za-z][A-Za-z0-9+.-]*):', 1))"
-    # Not url_decode(): it fails on escapes that are no UTF-8 ('%a2'). Only
-    # these three escapes can spell '..' or a separator.
-    decoded = (f"replace(replace(replace(lower({uri}), '%2e', '.'), '%2f', '/'),"
-               f" '%5c', '\\')")
-    climbs = rf"regexp_matches({decoded}, '(^|[/\\])\.\.([/\\]|$)')"
-    raw = raw_sql("document_uri", dtype)
-    prefix = "'{value}' "
-    return [
-        Rule("document_uri", prefix + "holds a control character",
-             f"{given} AND regexp_matches({uri}, '[\\x00-\\x1f\\x7f]')", raw),
-        Rule("document_uri", prefix + "is an absolute path; write it relative to the documents"
-             " root, or as a file: uri",
-             f"{given} AND {scheme} = '' AND (starts_with({uri}, '/') OR starts_with({uri}, '\\'))",
-             raw),
-        Rule("document_uri", prefix + "has the scheme {extra}:, but a document uri is a relative"
-             " path, a file: uri or an http(s) uri",
-             f"{given} AND {scheme} NOT IN ('', 'file', 'http', 'https')", raw, scheme),
-        Rule("document_uri", prefix + "is an http(s) uri without a host",
-             f"{given} AND {scheme} IN ('http', 'https')"
-             f" AND NOT regexp_matches({uri}, '^[A-Za-z]+://[^/?#:@]+')", raw),
-        Rule("document_uri", prefix + "is a file: uri on another machine; only file:///... on"
-             " this one is read",
-             f"{given} AND {scheme} = 'file' AND starts_with(lower({uri}), 'file://')"
-             f" AND NOT (starts_with(lower({uri}), 'file:///')"
-             f" OR starts_with(lower({uri}), 'file://localhost/'))", raw),
-        Rule("document_uri", prefix + "climbs out of the documents root with '..'",
-             f"{given} AND {scheme} IN ('', 'file') AND {climbs}", raw),
-    ]
-
-
-# --- page and bbox --------------------------------------------------------------------
-
-
-def page_sql(dtype: str | None) -> str:
-    """The page as INTEGER, NULL when absent or not a whole number of at least 1."""
-    if dtype is None:
-        return "CAST(NULL AS INTEGER)"
-    text = text_sql("page", dtype)
-    return (f"CASE WHEN regexp_full_match({text}, '[0-9]{{1,9}}(\\.0*)?')"
-            f" THEN CAST(TRY_CAST({text} AS DOUBLE) AS INTEGER) END")
-
-
-def bbox_sql(dtype: str | None) -> str:
-    """The bbox as a list of four DOUBLE (NULL parts where unreadable), NULL when absent."""
-    if dtype is None:
-        return "CAST(NULL AS DOUBLE[])"
-    text = text_sql("bbox", dtype)
-    parts = f"string_split(regexp_replace({text}, '^\\[|\\]$', '', 'g'), ',')"
-    return f"list_transform({parts}, lambda p: TRY_CAST(trim(p) AS DOUBLE))"
-
-
-def _page_rules(dtypes: dict[str, str]) -> list[Rule]:
-    if "page" not in dtypes:
-        return []
-    dtype = dtypes["page"]
-    given = f"NOT {missing_sql('page', dtype)}"
-    text = text_sql("page", dtype)
-    raw = raw_sql("page", dtype)
-    whole = f"regexp_full_match({text}, '[0-9]+(\\.0*)?')"
-    return [
-        Rule("page", "'{value}' is not a page number (a whole number, 1 for the first page)",
-             f"{given} AND NOT {whole}", raw),
-        Rule("page", "{value} is not a page number: pages count from 1",
-             f"{given} AND {whole} AND TRY_CAST({text} AS DOUBLE) < 1", raw),
-        Rule("page", "{value} is not a page number: too large",
-             f"{given} AND {whole} AND TRY_CAST({text} AS DOUBLE) > 999999999", raw),
-    ]
-
-
-def _bbox_rules(dtypes: dict[str, str]) -> list[Rule]:
-    if "bbox" not in dtypes:
-        return []
-    dtype = dtypes["bbox"]
-    given = f"NOT {missing_sql('bbox', dtype)}"
-    box = bbox_sql(dtype)
-    raw = raw_sql("bbox", dtype)
-    readable = f"(len({box}) = 4 AND list_count(list_filter({box}, lambda v: isfinite(v))) = 4)"
-    inside = (f"({box}[1] >= 0 AND {box}[1] < {box}[3] AND {box}[3] <= 1"
-              f" AND {box}[2] >= 0 AND {box}[2] < {box}[4] AND {box}[4] <= 1)")
-    page_missing = missing_sql("page", dtypes["page"]) if "page" in dtypes else "true"
-    return [
-        Rule("bbox", "'{value}' is not a bbox: write " + BBOX_HINT,
-             f"{given} AND NOT coalesce({readable}, false)", raw),
-        Rule("bbox", "'{value}' does not fit the page: need 0 <= x0 < x1 <= 1 and"
-             " 0 <= y0 < y1 <= 1 (origin top left)",
-             f"{given} AND coalesce({readable}, false) AND NOT {inside}", raw),
-        Rule("bbox", "'{value}' has no page: a bbox needs the page it is on (column page)",
-             f"{given} AND {page_missing}", raw),
-    ]
-
-
-def location_rules(dtypes: dict[str, str]) -> list[Rule]:
-    """Ingest rules of ``document_uri``, ``page`` and ``bbox`` (only those present)."""
-    rules = _uri_rules(dtypes["document_uri"]) if "document_uri" in dtypes else []
-    return [*rules, *_page_rules(dtypes), *_bbox_rules(dtypes)]
-
-
-def location_select(dtypes: dict[str, str]) -> list[str]:
-    """SQL giving :data:`LOCATION_STORED_COLUMNS` of valid staged rows, in that order."""
-    uri = text_sql("document_uri", dtypes["document_uri"]) if "document_uri" in dtypes \
-        else "CAST(NULL AS VARCHAR)"
-    box = bbox_sql(dtypes.get("bbox"))
-    return [uri, page_sql(dtypes.get("page")), *(f"{box}[{i}]" for i in range(1, 5))]
 
 
 # --- what an item points at -----------------------------------------------------------
@@ -283,14 +162,14 @@ def resolve_document(
 
     Raises
     ------
-    DocumentRefused
+    DocumentError
         The uri breaks a rule of :func:`uri_problem`, or resolves outside ``root``.
     """
     problem = uri_problem(uri)
     if problem is not None:
-        raise DocumentRefused(f"document {uri!r} {problem}; it is not opened")
+        raise DocumentError(f"document {uri!r} {problem}; it is not opened")
     text = uri.strip(" ")  # as ingest trims: spaces only
-    match = _SCHEME.match(text)
+    match = SCHEME.match(text)
     scheme = match.group(1).lower() if match else ""
     if scheme in ("http", "https"):
         host = (urlsplit(text).hostname or "").lower()
@@ -306,7 +185,7 @@ def resolve_document(
     # realpath reads link targets (metadata), never the file: safe on what it refuses.
     resolved = Path(os.path.realpath(candidate))
     if not resolved.is_relative_to(base):
-        raise DocumentRefused(
+        raise DocumentError(
             f"document {uri!r} resolves outside the documents root {base}; it is not opened"
             " (set documents_root to the folder that holds your documents)"
         )
