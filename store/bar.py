@@ -130,6 +130,8 @@ class Bar:
                                   " counts only).", Range(0, 1, open_high=True), "same")
     weeks: int = _setting(8, "The certification window: the store's last N weeks.", _WEEKS,
                           "same")
+    horizon_weeks: int = _setting(52, "Weeks over which a certificate's error guarantee holds"
+                                  " whatever the weekly looks.", _WEEKS, "higher")
     #: Not a setting: what this bar asks that the store's policy does not allow an
     #: approval (empty for the policy itself and for a stricter bar).
     loosened: tuple[Loosened, ...] = ()

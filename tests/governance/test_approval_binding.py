@@ -79,6 +79,8 @@ def _run(path: Path, args: list[str], **env: str) -> tuple[int, str]:
      " looser than the store's policy (4)"),
     ("FIELDTRUST_MIN_WEEK_LABELS", "5", "min_week_labels 5 (from FIELDTRUST_MIN_WEEK_LABELS) is"
      " looser than the store's policy (50)"),
+    ("FIELDTRUST_HORIZON_WEEKS", "4", "horizon_weeks 4 (from FIELDTRUST_HORIZON_WEEKS) is"
+     " looser than the store's policy (52)"),
 ])
 def test_lowered_settings_in_the_environment_cannot_loosen_an_approval(
     approvable: Path, variable: str, value: str, message: str
@@ -109,6 +111,7 @@ def test_a_stricter_setting_is_honoured_and_the_approval_names_its_form_versions
     assert frozen["stricter"] == {"n_min": 60, "target": 0.96}
     assert frozen["policy"]["n_min"] == 50 and frozen["policy"]["set_by"] == "root"
     assert frozen["held_to"]["n_min"] == 60 and frozen["held_to"]["weeks"] == 8
+    assert frozen["held_to"]["horizon_weeks"] == frozen["policy"]["horizon_weeks"] == 52
     assert frozen["covered_versions"] == ["v1"]
     assert [(t["field"], t["form_versions"]) for t in exported] == [("total", ["v1"])]
     code, out = _run(approvable, ["policy", "export"])
@@ -119,9 +122,12 @@ def test_an_admin_raising_the_bar_makes_an_approvable_stratum_refused(approvable
     code, out = _run(approvable, ["policy", "settings", "--n-min", "5000", "--as", "root"])
     assert code == 0, out
     assert "policy settings changed by root: n_min = 5000" in out
+    code, out = _run(approvable, ["policy", "settings", "--horizon-weeks", "104", "--as", "root"])
+    assert code == 0 and "policy settings changed by root: horizon_weeks = 104" in out
     code, out = _run(approvable, ["policy", "settings", "--json"])
     shown = json.loads(out)
     assert (shown["n_min"], shown["target"], shown["set_by"]) == (5000, 0.95, "root")
+    assert shown["horizon_weeks"] == 104
     before = file_fingerprint(approvable)
     code, out = _run(approvable, APPROVE)
     assert code == 2, out

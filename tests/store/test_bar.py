@@ -132,3 +132,41 @@ def test_the_policy_is_the_newest_row_and_only_an_admin_writes_one(
     with pytest.raises(InputError, match="stability_weeks = 9 is longer than the window"):
         set_policy_settings(con, "root", stability_weeks=9)
     assert table_fingerprint(con) == before
+
+
+def test_a_policy_row_written_before_the_horizon_existed_holds_its_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fieldtrust.store import migrations
+    from fieldtrust.store.access import grant_role
+    from fieldtrust.store.chain import chain_returned
+    from fieldtrust.store.verify import verify_history
+
+    path = tmp_path / "old.duckdb"
+    before_horizon = tuple(m for m in migrations.MIGRATIONS
+                           if m.name != "0023_policy_horizon_weeks")
+    monkeypatch.setattr(migrations, "MIGRATIONS", before_horizon)
+    old = store.connect(path)
+    grant_role(old, "root", "root", "admin")  # chained, as the library writes it
+    # What the writer of that fieldtrust stored: every setting it knew, chained.
+    inserted = old.execute(
+        "INSERT INTO policy_settings (setting_id, target, confidence, n_min, stability_weeks,"
+        " version_share, min_week_labels, prior_error, weeks, set_by, set_at) VALUES"
+        " ('s1', 0.97, 0.95, 300, 4, 0.05, 50, 0.03, 8, 'root', now()::TIMESTAMP) RETURNING *")
+    chain_returned(old, "policy_settings", inserted)
+    old.close()
+    monkeypatch.undo()
+    con = store.connect(path)  # gains migration 0023
+    try:
+        bar = policy_bar(con).bar
+        assert (bar.target, bar.n_min, bar.horizon_weeks) == (0.97, 300, 52)
+        assert verify_history(con).intact  # the new column does not alter the chained row
+        changed = set_policy_settings(con, "root", horizon_weeks=104)
+        assert (changed.bar.horizon_weeks, changed.bar.n_min) == (104, 300)
+        assert resolve_bar(con, Criteria.of("--x", horizon_weeks=26)).loosened_text() == (
+            "horizon_weeks 26 (from --x) is looser than the store's policy (104)")
+        with pytest.raises(InputError, match="horizon_weeks = 521 must be between 1 and 520"):
+            set_policy_settings(con, "root", horizon_weeks=521)
+        assert verify_history(con).intact
+    finally:
+        con.close()
