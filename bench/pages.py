@@ -108,7 +108,7 @@ def _automation(inputs: PageInputs, s: Settings) -> Calls:
     return [
         ("calibration_report", _report_args(inputs, s)),
         ("current_policy", ()),
-        ("revocations", (inputs.bar,)),
+        ("revocations", (inputs.bar.policy_or_stricter(),)),
         ("decision_history", ()),
         ("policy_export", ()),
     ]

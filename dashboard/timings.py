@@ -62,7 +62,7 @@ def page_calls(path: str) -> dict[str, list[Call]]:
         ],
         "automation": [
             *shared, ("calibration_report", report), ("current_policy", ()),
-            ("revocations", (bar,)), ("policy_export", ()),
+            ("revocations", (bar.policy_or_stricter(),)), ("policy_export", ()),
             ("decision_history", ()),
         ],
     }

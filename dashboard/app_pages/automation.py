@@ -138,6 +138,7 @@ identity = auth.current_identity()
 report = data.cached("calibration_report", *views.report_args(scope, bar))
 assessments = views.assessments(report)
 policy = data.cached("current_policy")
+# A looser ask never hides a recommendation (as `fieldtrust policy show`).
 warnings = data.cached("revocations", bar.policy_or_stricter())
 strata = views.decision_strata(assessments, policy)
 

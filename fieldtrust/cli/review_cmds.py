@@ -264,7 +264,8 @@ def policy_show(ctx: click.Context, as_json: bool) -> None:
     from fieldtrust.governance.revocation import policy_review
 
     con = open_db(ctx, read_only=True)
-    rows = [r.to_dict() for r in policy_review(con, held_bar(ctx, con))]
+    # A looser ask never hides a recommendation: the policy's bar, or a stricter one.
+    rows = [r.to_dict() for r in policy_review(con, held_bar(ctx, con).policy_or_stricter())]
     if as_json:
         echo_json(rows)
         return
