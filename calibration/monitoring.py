@@ -29,20 +29,28 @@ What the false-alarm rate means (STATS.md section 11 asks for it stated):
   a segment has left the level it was approved at. ``docs/statistics.md``
   tabulates these run lengths.
 
-Design weights: a week's labels above the threshold enter as their Kish
-effective size ``n = (sum w)^2 / sum w^2`` with ``x = n (1 - acc)``, ``acc``
+Design weights: a week's labels above the threshold enter as the *thinned
+size* ``n = sum(w) / max(w)`` (the population they speak for times the
+lowest inclusion probability among them) with ``x = n (1 - acc)``, ``acc``
 the Hajek accuracy (STATS.md section 2). With one inclusion probability
-that is the plain count of labels and errors; with unequal ones it is the
-binomial sample of the same variance when the cells share an error rate
-(Kish 1965, 11.7). Kish's size depends on the weights only, never on the
-verdicts, so the chart's threshold can be set from it.
+that is the plain count of labels and errors. With several, ``n`` is the
+size of the simple random sample the labels could be thinned to (as the
+certificate's bound does, :mod:`fieldtrust.calibration.design`), and when
+every error sits in the most heavily weighted cell, ``x`` is that cell's
+raw error count: a week is never credited with finer evidence than its
+sparsest cell gives. Kish's effective size ``(sum w)^2 / sum w^2`` matches
+the variance when the cells share an error rate, but when the errors sit in
+the lightly sampled cells each one moves the chart by more than a label's
+worth, and the false alarms came a quarter sooner (ARL0 154 weeks against
+200 in tests/calibration/test_monitoring_simulation.py). Both sizes depend
+on the weights only, never on the verdicts.
 
 References
 ----------
 Page (1954), Biometrika 41:100. Lorden (1971), Annals of Mathematical
 Statistics 42:1897. Shin, Ramdas & Rinaldo (2024), "E-detectors: a
 nonparametric framework for sequential change detection", New England
-Journal of Statistics in Data Science 2:229. Kish (1965), Survey Sampling.
+Journal of Statistics in Data Science 2:229. Kish (1965), Survey Sampling, 11.7.
 """
 
 from __future__ import annotations
@@ -70,8 +78,8 @@ STRATUM_ARL0 = 200.0
 class WeekEvidence:
     """One week's design-based evidence on one segment above the approved threshold.
 
-    ``labels`` is the effective number of labels (Kish), ``errors`` the
-    effective number of errors among them, ``n_labels`` the labels behind
+    ``labels`` is the effective number of labels (the thinned size ``sum(w) /
+    max(w)``), ``errors`` the effective number of errors among them, ``n_labels`` the labels behind
     both. A week without labels (``labels == 0``) is no evidence: it adds
     nothing to the chart and is listed in
     :attr:`DetectorState.weeks_without_evidence`.
@@ -110,7 +118,7 @@ class WeekEvidence:
             raise InputError(f"week {week}: design weights must be finite and positive")
         if y.size == 0:
             return cls(week, 0.0, 0.0, 0)
-        labels = float(w.sum() ** 2 / np.sum(w**2))
+        labels = float(w.sum() / w.max())
         accuracy = float(np.sum(w * y) / w.sum())
         return cls(week, labels, labels * (1 - accuracy), int(y.size))
 
@@ -142,7 +150,7 @@ class WeekEvidence:
         total = float(np.sum(weight * m_d))
         if total == 0:
             return cls(week, 0.0, 0.0, 0)
-        labels = total**2 / float(np.sum(weight**2 * m_d))
+        labels = total / float(weight[m_d > 0].max())
         accuracy = float(np.sum(weight * k)) / total
         return cls(week, labels, labels * (1 - accuracy), int(m_d.sum()))
 

@@ -27,14 +27,14 @@ def test_equal_weights_give_the_plain_counts() -> None:
     assert evidence.error_rate == pytest.approx(0.05)
 
 
-def test_unequal_weights_give_kish_size_and_the_hajek_error() -> None:
+def test_unequal_weights_give_the_thinned_size_and_the_hajek_error() -> None:
     # 80 labels of weight 100 (2 wrong), 40 of weight 50 (3 wrong), by hand:
-    # Kish (sum w)^2 / sum w^2 = 10000^2 / (80 * 100^2 + 40 * 50^2) = 111.11;
+    # thinned size sum(w) / max(w) = 10000 / 100 = 100 (Kish's would be 111.1);
     # Hajek error (2 * 100 + 3 * 50) / 10000 = 0.035.
     correct = [1] * 78 + [0] * 2 + [1] * 37 + [0] * 3
     weight = [100.0] * 80 + [50.0] * 40
     evidence = WeekEvidence.from_labels("2026-W10", correct, weight)
-    assert evidence.labels == pytest.approx(1e8 / 9e5)
+    assert evidence.labels == pytest.approx(100)
     assert evidence.error_rate == pytest.approx(0.035)
     assert evidence.n_labels == 120
 
