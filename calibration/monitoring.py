@@ -211,10 +211,12 @@ class DetectorState:
     ``statistic[i]`` is the CUSUM after ``weeks[i]`` (the approval's week
     first); ``alarm_week`` the first week it reached ``threshold``;
     ``run_start`` the first week of the excursion that holds the latest
-    (or alarming) value, i.e. the evidence the alarm rests on starts there.
-    ``arl0`` is the in-control spacing of false alarms the threshold was set
-    for at ``labels_per_week``; :attr:`guaranteed_arl0` the spacing that
-    holds whatever the weekly sizes.
+    (or alarming) value, i.e. the evidence the alarm rests on starts there;
+    ``run_labels`` and ``run_errors`` the effective labels and errors from
+    ``run_start`` to the alarm (or the latest week). ``arl0`` is the
+    in-control spacing of false alarms the threshold was set for at
+    ``labels_per_week``; :attr:`guaranteed_arl0` the spacing that holds
+    whatever the weekly sizes.
     """
 
     weeks: tuple[str, ...]
@@ -222,6 +224,8 @@ class DetectorState:
     threshold: float
     alarm_week: str | None
     run_start: str | None
+    run_labels: float
+    run_errors: float
     in_control: float
     target: float
     arl0: float
@@ -239,12 +243,28 @@ class DetectorState:
         """``exp(threshold)``: weeks to a false alarm at any accuracy >= in_control, any sizes."""
         return math.exp(self.threshold)
 
+    @property
+    def reason(self) -> str | None:
+        """Why the segment's automation should be suspended; None without an alarm."""
+        if self.alarm_week is None:
+            return None
+        rate = self.run_errors / self.run_labels if self.run_labels else float("nan")
+        return (
+            f"slip flagged in {self.alarm_week}: from {self.run_start} on, {self.run_errors:.1f}"
+            f" errors in {self.run_labels:.0f} labels ({rate:.1%}) against"
+            f" {1 - self.in_control:.1%} at approval; the monitoring statistic reached"
+            f" {self.statistic[self.weeks.index(self.alarm_week)]:.2f}, its threshold"
+            f" {self.threshold:.2f} (one false alarm in {self.arl0:.0f} weeks at the approved"
+            f" accuracy); target {self.target}"
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        """The JSON-ready form, with ``alarm`` and ``guaranteed_arl0``."""
+        """The JSON-ready form, with ``alarm``, ``guaranteed_arl0`` and ``reason``."""
         return {**{name: getattr(self, name) for name in self.__dataclass_fields__},
                 "weeks": list(self.weeks), "statistic": list(self.statistic),
                 "weeks_without_evidence": list(self.weeks_without_evidence),
-                "alarm": self.alarm, "guaranteed_arl0": self.guaranteed_arl0}
+                "alarm": self.alarm, "guaranteed_arl0": self.guaranteed_arl0,
+                "reason": self.reason}
 
 
 def detector_state(
@@ -303,12 +323,16 @@ def detector_state(
     path = cusum_path(errors, labels, in_control=in_control, target=target)
     alarm = int(first_alarm(path, threshold)) if weeks else -1
     last = alarm if alarm >= 0 else len(weeks) - 1
+    start = _run_start(path, last)
+    run = slice(start, last + 1) if start is not None else slice(0, 0)
     return DetectorState(
         weeks=weeks,
         statistic=tuple(float(v) for v in path),
         threshold=threshold,
         alarm_week=weeks[alarm] if alarm >= 0 else None,
-        run_start=_run_start(path, last, weeks),
+        run_start=weeks[start] if start is not None else None,
+        run_labels=float(labels[run].sum()),
+        run_errors=float(errors[run].sum()),
         in_control=float(in_control),
         target=float(target),
         arl0=float(arl0),
@@ -318,9 +342,9 @@ def detector_state(
     )
 
 
-def _run_start(path: FloatArray, last: int, weeks: tuple[str, ...]) -> str | None:
-    """First week of the positive excursion that holds ``path[last]`` (None if it is 0)."""
+def _run_start(path: FloatArray, last: int) -> int | None:
+    """Index of the first week of the positive excursion holding ``path[last]`` (None at 0)."""
     if last < 0 or path[last] == 0:
         return None
     zeros = np.flatnonzero(path[: last + 1] == 0)
-    return weeks[int(zeros[-1]) + 1 if zeros.size else 0]
+    return int(zeros[-1]) + 1 if zeros.size else 0

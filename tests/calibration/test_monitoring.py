@@ -128,6 +128,11 @@ def test_a_slip_is_flagged_with_the_week_its_evidence_starts() -> None:
     # The excursion that alarmed started after the last week at 0.
     last_zero = max(i for i in range(alarm) if path[i] == 0)
     assert state.run_start == f"2026-W{10 + last_zero + 1:02d}"
+    run = [3, 2, 4, 7, 8, 9, 3][last_zero + 1 : alarm + 1]
+    assert (state.run_errors, state.run_labels) == (sum(run), 120 * len(run))
+    assert state.reason is not None
+    assert state.reason.startswith(f"slip flagged in {state.alarm_week}: from {state.run_start}"
+                                   f" on, {sum(run):.1f} errors in {120 * len(run)} labels")
 
 
 def test_good_weeks_raise_no_alarm_and_missing_weeks_are_listed() -> None:
@@ -138,7 +143,8 @@ def test_good_weeks_raise_no_alarm_and_missing_weeks_are_listed() -> None:
     assert state.weeks_without_evidence == ("2026-W12",)
     assert state.statistic[2] == state.statistic[1]  # no evidence moves nothing
     record = json.loads(json.dumps(state.to_dict()))
-    assert record["alarm"] is False and record["guaranteed_arl0"] == pytest.approx(
+    assert record["alarm"] is False and record["reason"] is None
+    assert record["guaranteed_arl0"] == pytest.approx(
         math.exp(state.threshold))
 
 
