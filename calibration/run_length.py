@@ -12,7 +12,8 @@ optionally with a weekly random effect:
 * :func:`average_run_length`: the mean weeks to the first alarm from a
   statistic of 0 (ARL0 at the in-control accuracy, the mean detection delay
   at a worse one);
-* :func:`alarm_probability`: the chance of an alarm within so many weeks;
+* :func:`alarm_probability`: the chance of an alarm by the end of a run of
+  weeks of given accuracies (a step change, a slide);
 * :func:`alarm_threshold`: the ``h`` whose ARL0 is the stated one (cached);
 * :func:`weekly_labels_needed`: the labels a week that detect a given drop
   within so many weeks with a given probability.
@@ -75,7 +76,7 @@ IntArray = npt.NDArray[np.int64]
 LATTICE_MIN = 16
 #: Gauss-Hermite nodes for the weekly random effect.
 QUADRATURE_NODES = 41
-#: Largest logit-scale spread :func:`week_effect` considers (weeks from 0.5% to 99.5% right).
+#: Largest logit-scale spread :func:`week_effect` considers (4 spreads weeks over most of [0, 1]).
 MAX_LOGIT_SPREAD = 4.0
 #: Binomial outcomes less likely than this are left out of the chain's moves.
 NEGLIGIBLE = 1e-13
