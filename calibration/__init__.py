@@ -19,7 +19,9 @@ passed whole (STATS.md sections 1-7, 10, 11). Modules, from the arithmetic up:
   threshold must pass;
 * ``candidates``: which strata are automation candidates, and why not;
 * ``report``: everything above for every stratum (``fieldtrust calibrate``);
-* ``recalibrate``, ``maps``: confidence recalibration maps, fitted and stored.
+* ``recalibrate``, ``maps``: confidence recalibration maps, fitted and stored;
+* ``monitoring``, ``run_length``: after approval, a weekly CUSUM per approved
+  segment and the alarm threshold for a stated false-alarm rate.
 
 See docs/calibration.md.
 """
