@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import streamlit as st
@@ -39,6 +39,9 @@ from fieldtrust.store.scope import Scope
 from fieldtrust import store
 from fieldtrust.errors import StoreError, StoreLockedError
 from fieldtrust.settings import load_settings
+
+if TYPE_CHECKING:
+    from fieldtrust.ingest.sources import Source
 
 #: Seconds a page waits for another process to release the store.
 LOCK_WAIT = 4.0
@@ -243,6 +246,25 @@ def write(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return fn(con, *args, **kwargs)
 
 
+@contextlib.contextmanager
+def configured_source() -> Iterator[Source | None]:
+    """The lake source the settings name, open while in use; None when the rows are the store's.
+
+    What the draw and the review queue are given, as the CLI gives it to them.
+    """
+    from fieldtrust.ingest.rules import TimeWindow
+    from fieldtrust.ingest.sources import SourceConfig, open_configured
+
+    settings = load_settings()
+    source = open_configured(SourceConfig.from_settings(settings),
+                             window=TimeWindow.from_settings(settings))
+    try:
+        yield source
+    finally:
+        if source is not None:
+            source.close()
+
+
 def current_version() -> DataVersion:
     """The data version of the dashboard's store (a store must exist)."""
     version = data_version(db_path())
@@ -410,7 +432,7 @@ def weekly_alerts(
 @query("week_sample")
 def week_sample(con: duckdb.DuckDBPyConnection, week: str) -> str | None:
     """The current sample id of ``week`` (None: not drawn yet)."""
-    from fieldtrust.sampling.draw import current_sample_id
+    from fieldtrust.sampling.samples import current_sample_id
 
     return current_sample_id(con, week)
 
@@ -428,7 +450,8 @@ def priority_queue(con: duckdb.DuckDBPyConnection, scope: Scope, limit: int) -> 
     """The human review queue outside the audit, most urgent first (sampling.queue)."""
     from fieldtrust.sampling.queue import priority_queue as queue
 
-    return queue(con, scope, limit=limit)
+    with configured_source() as lake:
+        return queue(con, scope, limit=limit, source=lake)
 
 
 @query("candidates")

@@ -70,7 +70,7 @@ def task_data(row: dict[str, Any], *, show_confidence: bool = False) -> dict[str
 def write_tasks(
     items: pa.Table, path: str | os.PathLike[str], *, show_confidence: bool = False
 ) -> int:
-    """Write ``items`` (``sampling.draw.sample_items``) as a Label Studio task list; the count."""
+    """Write ``items`` (``sampling.samples.sample_items``) as Label Studio tasks; the count."""
     missing = [c for c in TASK_COLUMNS if c not in items.column_names]
     if missing:
         raise ValueError(f"items lack column {missing[0]!r}; pass sample_items(...) output")

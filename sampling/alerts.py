@@ -61,7 +61,7 @@ import pandas as pd
 import pyarrow as pa
 from fieldtrust.sampling.estimates import audit_labels, estimate_frame
 from fieldtrust.store.scope import Scope
-from fieldtrust.store.weeks import parse_week, shift_week
+from fieldtrust.store.weeks import Week
 from scipy import stats
 
 from fieldtrust.errors import InputError
@@ -98,7 +98,7 @@ LOOKBACK = 8
 
 def weekly_alerts(
     con: duckdb.DuckDBPyConnection,
-    week: str | None = None,
+    week: Week | str | None = None,
     *,
     target: float = 0.95,
     confidence: float = 0.95,
@@ -134,30 +134,30 @@ def weekly_alerts(
         raise InputError(f"target {target} and confidence {confidence} must be in (0, 1)")
     if lookback < 1:
         raise InputError(f"lookback must be at least 1 week, got {lookback}")
-    week = week or _latest_sampled_week(con)
-    if week is None:
+    checked = Week(week) if week else _latest_sampled_week(con)
+    if checked is None:
         return []
-    parse_week(week)
-    labels = audit_labels(con, Scope(weeks=alert_weeks(week, lookback)))
+    labels = audit_labels(con, Scope(weeks=alert_weeks(checked, lookback)))
     return alerts_from_labels(
-        con, labels, week, target=target, confidence=confidence, lookback=lookback
+        con, labels, checked, target=target, confidence=confidence, lookback=lookback
     )
 
 
-def alert_weeks(week: str, lookback: int) -> tuple[str, ...]:
+def alert_weeks(week: Week | str, lookback: int) -> tuple[Week, ...]:
     """The weeks an alert on ``week`` reads, oldest first: ``lookback + 1`` before it, then itself.
 
     ``drop`` compares ``week`` with the ``lookback`` weeks before it;
     ``sustained_drop`` compares ``week`` and the one before with the
     ``lookback`` weeks before those.
     """
-    return (*(shift_week(week, -k) for k in range(lookback + 1, 0, -1)), week)
+    week = Week(week)
+    return (*(week.shift(-k) for k in range(lookback + 1, 0, -1)), week)
 
 
 def alerts_from_labels(
     con: duckdb.DuckDBPyConnection,
     labels: pa.Table,
-    week: str,
+    week: Week | str,
     *,
     target: float = 0.95,
     confidence: float = 0.95,
@@ -180,7 +180,7 @@ def alerts_from_labels(
 def week_tests(
     con: duckdb.DuckDBPyConnection,
     labels: pa.Table,
-    week: str,
+    week: Week | str,
     *,
     target: float = 0.95,
     confidence: float = 0.95,
@@ -192,6 +192,7 @@ def week_tests(
     what :func:`false_alert_note` reports. ``labels`` as for
     :func:`alerts_from_labels`.
     """
+    week = Week(week)
     weeks = alert_weeks(week, lookback)
     labelled = set(labels.column("week").to_pylist())
     previous = tuple(w for w in weeks[1:-1] if w in labelled)  # named in the messages
@@ -253,7 +254,8 @@ def false_alert_note(n_tests: int, confidence: float = 0.95) -> str:
 
 
 def count_tests(
-    con: duckdb.DuckDBPyConnection, labels: pa.Table, week: str, *, lookback: int = LOOKBACK
+    con: duckdb.DuckDBPyConnection, labels: pa.Table, week: Week | str, *,
+    lookback: int = LOOKBACK,
 ) -> int:
     """How many tests the alerts of ``week`` hold together (:func:`week_tests`).
 
@@ -321,9 +323,9 @@ def lower_rate_p_values(
     return np.where(defined, p, np.nan).astype(np.float64)
 
 
-def _latest_sampled_week(con: duckdb.DuckDBPyConnection) -> str | None:
+def _latest_sampled_week(con: duckdb.DuckDBPyConnection) -> Week | None:
     rows = con.sql("SELECT max(week) FROM audit_samples").fetchall()
-    return rows[0][0] if rows else None
+    return Week(rows[0][0]) if rows and rows[0][0] is not None else None
 
 
 def _pct(x: float) -> str:

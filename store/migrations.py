@@ -619,6 +619,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        "0025_policy_in_force",
+        """
+        -- The policy in force: each decided stratum's latest decision, and the
+        -- threshold above which it is automated (NULL unless that decision is
+        -- an approval). Governance reports it and the review queue leaves out
+        -- what it automates, from this one definition.
+        CREATE VIEW policy_in_force AS
+        SELECT d.*, CASE WHEN d.action = 'approve' THEN d.threshold END AS automated_above
+        FROM decisions d
+        QUALIFY row_number() OVER (PARTITION BY d.doc_type, d.field
+                                   ORDER BY d.decided_at DESC, d.decision_id DESC) = 1;
+        """,
+    ),
 )
 
 

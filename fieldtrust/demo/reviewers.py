@@ -43,7 +43,7 @@ from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.settings import Settings
 from fieldtrust.store.chain import chain_rows
 from fieldtrust.store.connection import transaction
-from fieldtrust.store.weeks import week_bounds, week_sql
+from fieldtrust.store.weeks import Week, week_sql
 
 #: A review of a wrong item misses the error with chance ``rate * MISS_FACTOR``;
 #: a review of a right item calls it wrong with chance ``rate * FALSE_ALARM_FACTOR``.
@@ -123,7 +123,7 @@ def simulate_reviews(
         raise Refused(
             "this store has no demo truth to review against; build it with `fieldtrust demo`"
         )
-    weeks = list(weeks) if weeks is not None else _store_weeks(con)
+    weeks = [Week(w) for w in weeks] if weeks is not None else _store_weeks(con)
     rng = np.random.default_rng([seed, 0xD3])
     tables: list[pa.Table] = []
     disagreements: list[tuple[str, dict[str, Any]]] = []
@@ -161,11 +161,11 @@ def simulate_reviews(
     )
 
 
-def _store_weeks(con: duckdb.DuckDBPyConnection) -> list[str]:
+def _store_weeks(con: duckdb.DuckDBPyConnection) -> list[Week]:
     rows = con.execute(
         f"SELECT DISTINCT {week_sql('extracted_at')} AS w FROM extractions ORDER BY w"
     ).fetchall()
-    return [str(w) for (w,) in rows]
+    return [Week(w) for (w,) in rows]
 
 
 def _verdict(row: dict[str, object], slip: bool) -> str:
@@ -217,7 +217,7 @@ def _prefix(items: pa.Table, share: float) -> pa.Table:
 def _labels_for(
     rng: np.random.Generator,
     items: pa.Table,
-    week: str,
+    week: Week,
     seed: int,
     error_rate: float,
     reviewers: list[str],
@@ -233,7 +233,7 @@ def _labels_for(
     slips = rng.random((n, 2)) < slip_rate[:, None]
     u = rng.random((n, 2))
     # Reviews happen in the working days after the sampled week, office hours.
-    _, start = week_bounds(week)
+    start = week.end
     minutes = rng.integers(0, 5, (n, 2)) * 1440 + rng.integers(8 * 60, 17 * 60, (n, 2))
     out: list[dict[str, object]] = []
     disagreements: list[tuple[str, dict[str, Any]]] = []

@@ -16,8 +16,8 @@ from fieldtrust.ingest.extractions import ingest_table
 from fieldtrust.ingest.readers import shown
 from fieldtrust.ingest.sources import SourceConfig, open_source, refresh_source
 from fieldtrust.ingest.sources.dialect import to_spark
-from fieldtrust.sampling.draw import draw_sample, load_sample, sample_items
-from fieldtrust.sampling.source_draw import draw_from_source
+from fieldtrust.sampling.draw import draw_sample
+from fieldtrust.sampling.samples import load_sample, sample_items
 from fieldtrust.store import rollup
 from fieldtrust.store.summary import store_summary
 
@@ -162,7 +162,7 @@ def test_a_bad_id_is_counted_by_the_refresh_and_refused_by_the_draw_unless_skipp
 
     before = table_fingerprint(con)
     with pytest.raises(ValidationError) as caught:
-        draw_from_source(con, source, week, seed=11, actor="quinn")
+        draw_sample(con, week, seed=11, actor="quinn", source=source)
     assert caught.value.total == 3
     found = [re.fullmatch(r"file (week=2026-W03/\S+\.parquet), row (\d+), column (\w+): (.*)", p)
              for p in caught.value.problems]
@@ -176,9 +176,9 @@ def test_a_bad_id_is_counted_by_the_refresh_and_refused_by_the_draw_unless_skipp
                           " 256"),
     ]
     assert table_fingerprint(con) == before
-    assert draw_from_source(con, source, "2026-W02", seed=11, actor="quinn").rows_skipped == 0
+    assert draw_sample(con, "2026-W02", seed=11, actor="quinn", source=source).rows_skipped == 0
 
-    drawn = draw_from_source(con, source, week, seed=11, actor="quinn", skip_invalid=True)
+    drawn = draw_sample(con, week, seed=11, actor="quinn", source=source, skip_invalid=True)
     assert drawn.rows_skipped == 3
     assert load_sample(con, drawn.sample_id).rows_skipped == 3
     reference = fresh_store(tmp_path / "a.duckdb")
@@ -216,7 +216,7 @@ def test_the_sample_command_refuses_a_week_with_bad_rows_with_exit_2(
     embedded = runner.invoke(cli, ["--db", str(tmp_path / "e.duckdb"), "sample", "--week", week,
                                    "--as", "quinn", "--skip-invalid"])
     assert embedded.exit_code == 2
-    assert "--skip-invalid is for a lake source" in embedded.output
+    assert "(--skip-invalid) is for a lake source" in embedded.output
 
 
 def test_columns_are_read_under_the_mapped_names(rows: pa.Table, ingested: Path,

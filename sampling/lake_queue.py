@@ -1,5 +1,7 @@
 """The priority review queue of a lake source (:mod:`fieldtrust.sampling.queue`'s rules).
 
+:func:`fieldtrust.sampling.queue.priority_queue` comes here when it is given
+a lake.
 The source returns, per (tier, doc_type, field), its open rows of lowest
 stated confidence (approved strata above their threshold left out); the store
 removes the labelled ones, maps the rest through the current recalibration
@@ -14,15 +16,13 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 from fieldtrust.ingest.sources import Source, queries
+from fieldtrust.ingest.sources.refresh import select_counted
 from fieldtrust.store.scope import Scope
 
-_POLICY = """
-SELECT doc_type, field, threshold FROM (
-    SELECT doc_type, field, action, threshold,
-           row_number() OVER (PARTITION BY doc_type, field
-                              ORDER BY decided_at DESC, decision_id DESC) AS rank_
-    FROM decisions
-) WHERE rank_ = 1 AND action = 'approve'
+#: The strata automated above a threshold, which the lake leaves out above it.
+_AUTOMATED = """
+SELECT doc_type, field, automated_above AS threshold FROM policy_in_force
+WHERE automated_above IS NOT NULL
 """
 
 _CANDIDATES = "_fieldtrust_source_queue"
@@ -69,22 +69,19 @@ ORDER BY position
 """
 
 
-def source_queue(
-    con: duckdb.DuckDBPyConnection, source: Source, scope: Scope = Scope(), *, limit: int = 100
+def lake_queue(
+    con: duckdb.DuckDBPyConnection, source: Source, scope: Scope, *, limit: int
 ) -> pa.Table:
     """The next ``limit`` extractions of the lake for human review, most urgent first.
 
-    Columns as :func:`fieldtrust.sampling.queue.priority_queue`. ``scope``
+    What :func:`fieldtrust.sampling.queue.priority_queue` does when given a
+    lake (its parameters, checked there), with its columns. ``scope``
     filters the candidates the source returns (each stratum's lowest
     stated confidences over every counted row), so a narrow scope of
     weeks may come back shorter than ``limit``.
     """
-    from fieldtrust.sampling.source_draw import select_counted
-
-    if limit < 1:
-        raise ValueError(f"limit must be at least 1, got {limit}")
     labelled = con.execute("SELECT count(*) FROM effective_labels").fetchall()[0][0]
-    policy = con.sql(_POLICY).to_arrow_table()
+    policy = con.sql(_AUTOMATED).to_arrow_table()
     select_counted(con, source)
     source.register("queue_policy", pa.table({
         "doc_type": pa.array(policy["doc_type"].to_pylist(), pa.string()),
