@@ -340,8 +340,8 @@ def sample_progress(con: duckdb.DuckDBPyConnection, sample_id: str) -> Any:
 def item_context(
     con: duckdb.DuckDBPyConnection, extraction_id: str, reviewer: str, sample_id: str
 ) -> Any:
-    """Stated confidence, conflict and the reviewer's count beside an item (labels.progress)."""
-    from fieldtrust.labels.progress import item_context as context
+    """Stated confidence, conflict and the reviewer's count beside an item (labels)."""
+    from fieldtrust.labels.review_progress import item_context as context
 
     return context(con, extraction_id, reviewer, sample_id)
 
@@ -439,8 +439,8 @@ def week_sample(con: duckdb.DuckDBPyConnection, week: str) -> str | None:
 
 @query("cell_progress")
 def cell_progress(con: duckdb.DuckDBPyConnection, sample_id: str) -> Any:
-    """Per cell of a sample: population, drawn and labelled items (labels.progress)."""
-    from fieldtrust.labels.progress import cell_progress as progress
+    """Per cell of a sample: population, drawn and labelled items (labels.review_progress)."""
+    from fieldtrust.labels.review_progress import cell_progress as progress
 
     return progress(con, sample_id)
 
@@ -528,7 +528,7 @@ def recalibration_info(con: duckdb.DuckDBPyConnection, doc_type: str, field: str
 
 @query("document_location")
 def document_location(con: duckdb.DuckDBPyConnection, extraction_id: str) -> Any:
-    """Document uri, page and bbox of an extraction (store.documents)."""
+    """Document uri, page and bbox of an extraction (store.locations)."""
     from fieldtrust.store.locations import document_location as location
 
     return location(con, extraction_id)

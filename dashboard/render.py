@@ -150,7 +150,7 @@ def open_document(
 
 
 def _demo(con: duckdb.DuckDBPyConnection, location: Location) -> Source | None:
-    from fieldtrust.demo.documents import is_demo_uri, render_demo
+    from fieldtrust.demo.drawn_documents import is_demo_uri, render_demo
 
     if not location.document_uri or not is_demo_uri(location.document_uri):
         return None

@@ -15,14 +15,14 @@ from PIL import Image, ImageChops, ImageFont
 
 from fieldtrust import store
 from fieldtrust.demo import build_demo
-from fieldtrust.demo.documents import (
+from fieldtrust.demo.drawn_documents import (
     DemoField,
     _handwritten,
     _printed,
     demo_document,
     render_demo,
 )
-from fieldtrust.demo.layout import MONO_ADVANCE, printed_text, value_box
+from fieldtrust.demo.page_layout import MONO_ADVANCE, printed_text, value_box
 
 ROWS = 6_000
 

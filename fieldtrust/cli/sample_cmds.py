@@ -117,7 +117,7 @@ def sample(
 ) -> None:
     """Draw the week's audit sample (or return it if drawn already) and show its cells."""
     from fieldtrust.sampling.draw import draw_sample
-    from fieldtrust.sampling.export import check_writable
+    from fieldtrust.sampling.items_csv import check_writable
     from fieldtrust.sampling.planner import preview_design
 
     design = _design(design_file)
@@ -187,7 +187,7 @@ def _write_out(
         from fieldtrust.labels.label_studio import write_tasks
 
         return write_tasks(items, out, show_confidence=show_confidence)
-    from fieldtrust.sampling.export import write_items_csv
+    from fieldtrust.sampling.items_csv import write_items_csv
 
     return write_items_csv(items, out)
 
@@ -226,7 +226,7 @@ def _print_preview(preview: DesignPreview, as_json: bool) -> None:
 @click.pass_context
 def report(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
     """Weekly design-weighted accuracy per (doc_type, field), and this week's alerts."""
-    from fieldtrust.sampling.report import audit_report
+    from fieldtrust.sampling.audit_report import audit_report
 
     resolved = settings(ctx, weeks=weeks)
     result = audit_report(
@@ -307,7 +307,7 @@ def queue(ctx: click.Context, limit: int, as_json: bool) -> None:
 @click.pass_context
 def progress(ctx: click.Context, sample_id: str | None, as_json: bool) -> None:
     """How far the labelling of an audit sample has got, per sampling cell."""
-    from fieldtrust.labels.progress import cell_progress
+    from fieldtrust.labels.review_progress import cell_progress
 
     rows = cell_progress(open_db(ctx, read_only=True), sample_id).to_pylist()
     shown = rows[0]["sample_id"] if rows else sample_id

@@ -17,9 +17,9 @@ import pyarrow as pa
 
 from fieldtrust import store
 from fieldtrust.demo.generator import check_size, generate_demo
-from fieldtrust.demo.layout import with_locations
+from fieldtrust.demo.page_layout import with_locations
 from fieldtrust.demo.reviewers import simulate_reviews
-from fieldtrust.demo.summary import DemoSummary, truth_summary
+from fieldtrust.demo.truth_summary import DemoSummary, truth_summary
 from fieldtrust.errors import Refused
 from fieldtrust.ingest.extractions import ingest_table
 from fieldtrust.store.connection import DEFAULT_LOCK_TIMEOUT

@@ -39,7 +39,7 @@ from fieldtrust.labels.export import export_labels
 from fieldtrust.labels.verdicts import get_label, record_verdict, supersede
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample
-from fieldtrust.sampling.export import write_items_csv
+from fieldtrust.sampling.items_csv import write_items_csv
 from fieldtrust.sampling.samples import sample_items
 from fieldtrust.store.access import bootstrap_admin, grant_role
 from fieldtrust.store.labelled import labelled_items

@@ -10,7 +10,7 @@ import pytest
 from fieldtrust.sampling.cells import plan_cells
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import _insert_items, draw_sample
-from fieldtrust.sampling.export import ITEM_COLUMNS
+from fieldtrust.sampling.items_csv import ITEM_COLUMNS
 from fieldtrust.sampling.prn import candidate_cutoffs, prn
 from fieldtrust.sampling.samples import current_sample_id, load_sample, sample_items
 from fieldtrust.store.labelled import labelled_items

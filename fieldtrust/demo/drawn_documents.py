@@ -7,7 +7,7 @@ same page. Invoices and purchase orders are PDFs with a text layer (fpdf2),
 printed receipts PNG images in a monospaced receipt font, handwritten
 receipts PNG images in slanted, jittered strokes of DejaVu Sans Mono
 Oblique (Debian's fonts-dejavu-core; nothing is downloaded). Every value is
-set in the slot :mod:`fieldtrust.demo.layout` gave its box from.
+set in the slot :mod:`fieldtrust.demo.page_layout` gave its box from.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 from fpdf import FPDF
 from PIL import Image, ImageChops, ImageDraw, ImageFilter, ImageFont
 
-from fieldtrust.demo.layout import (
+from fieldtrust.demo.page_layout import (
     ASCENT,
     DEMO_FOLDER,
     HAND_SPACING,
@@ -322,7 +322,7 @@ def _hand(
 ) -> None:
     """Write ``text`` with its first character's baseline at (x, baseline), slanted and jittered.
 
-    Characters stay within :data:`~fieldtrust.demo.layout.JITTER_PX` of the
+    Characters stay within :data:`~fieldtrust.demo.page_layout.JITTER_PX` of the
     box their advance gives, which is what the stored bbox allows for (a
     test checks every ink pixel of a value lies in its box).
     """
