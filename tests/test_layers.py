@@ -9,6 +9,7 @@ installed names (tests/installed_layout.py).
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import tomllib
@@ -78,3 +79,22 @@ def test_the_package_root_imports_nothing() -> None:
     # Every layer reads the version from it (store.provenance): it must stay below them all.
     tree = ast.parse((ROOT / "fieldtrust" / "__init__.py").read_text(encoding="utf-8"))
     assert not [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
+
+
+#: Folders of the code a user runs in production: the library, the CLI and the dashboard.
+PRODUCTION = ("store", "ingest", "calibration", "extraction", "labels", "sampling",
+              "governance", "dashboard", "fieldtrust/cli", "fieldtrust/settings.py",
+              "fieldtrust/errors.py")
+
+
+def test_no_production_module_reads_the_demo_truth() -> None:
+    # The demo's hidden truth is the demo's table (fieldtrust.demo.truth): every
+    # report, page and command outside the demo works from labels only.
+    files = [path for entry in PRODUCTION for path in
+             ([ROOT / entry] if entry.endswith(".py") else sorted((ROOT / entry).rglob("*.py")))]
+    assert len(files) > 100
+    reading = re.compile(r"\b(FROM|JOIN|INTO)\s+demo_truth\b", re.IGNORECASE)
+    found = [str(path.relative_to(ROOT)) for path in files
+             if reading.search(path.read_text(encoding="utf-8"))]
+    assert found == []
+    assert reading.search((ROOT / "fieldtrust/demo/truth.py").read_text(encoding="utf-8"))

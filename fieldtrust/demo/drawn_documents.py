@@ -37,6 +37,7 @@ from fieldtrust.demo.page_layout import (
     text_start,
     value_box,
 )
+from fieldtrust.demo.truth import truth_rows
 from fieldtrust.demo.values import OWN_COMPANY
 
 FONT_DIR = Path("/usr/share/fonts/truetype/dejavu")
@@ -79,6 +80,8 @@ def is_demo_uri(uri: str) -> bool:
 
 def demo_document(con: duckdb.DuckDBPyConnection, doc_id: str) -> DemoDocument | None:
     """The demo document ``doc_id`` from the store; None when it is no demo document."""
+    if not truth_rows(con):  # a store that is no demo store has no demo documents
+        return None
     rows = con.execute(
         "SELECT e.doc_type, e.form_version, e.field, e.value_status, t.correct, t.true_value"
         " FROM extractions e JOIN demo_truth t USING (extraction_id) WHERE e.doc_id = ?",

@@ -33,6 +33,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from fieldtrust.demo.truth import truth_rows
 from fieldtrust.demo.users import QA_LEAD, REVIEWERS, grant_demo_roles
 from fieldtrust.demo.values import OTHER_PAYMENTS, misread_digit, misread_letter
 from fieldtrust.errors import InputError, Refused
@@ -118,8 +119,7 @@ def simulate_reviews(
         raise InputError(f"reviewer_error_rate must be in [0, 0.5), got {reviewer_error_rate}")
     # Plain execute() first: it also settles a result another caller left
     # half-fetched, which DuckDB 2.0 would otherwise refuse con.sql() over.
-    truth_rows = con.execute("SELECT count(*) FROM demo_truth").fetchall()[0][0]
-    if not truth_rows:
+    if not truth_rows(con):
         raise Refused(
             "this store has no demo truth to review against; build it with `fieldtrust demo`"
         )

@@ -80,7 +80,7 @@ HOSTILE = (
 #: Characters a spreadsheet treats as the start of a formula (OWASP CSV injection).
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 BASE_TABLES = (
-    "assignments", "audit_cells", "audit_items", "audit_samples", "decisions", "demo_truth",
+    "assignments", "audit_cells", "audit_items", "audit_samples", "decisions",
     "evidence_snapshots", "extraction_counts", "extraction_log", "extractions", "form_versions",
     "history_chain", "ingest_batches", "label_import_designs", "label_imports",
     "label_lead_times", "labels", "policy_settings", "queue_cache_state", "queue_candidates",

@@ -15,6 +15,7 @@ from fieldtrust.store.access import bootstrap_admin, grant_role
 from fieldtrust.store.weeks import Week
 
 from fieldtrust import store
+from fieldtrust.demo.truth import create_truth_table
 from tests.conftest import Builder
 
 
@@ -72,6 +73,7 @@ class World:
     def insert(self, con: duckdb.DuckDBPyConnection, frame: pd.DataFrame) -> None:
         """Store the rows, their truth (demo_truth) and first sightings of form versions."""
         Builder(con).extractions(frame.drop(columns="correct").assign(batch_id="test"))
+        create_truth_table(con)
         con.register("_incoming", frame)
         try:
             con.execute(
