@@ -39,6 +39,7 @@ from fieldtrust.demo.page_layout import (
 )
 from fieldtrust.demo.truth import truth_rows
 from fieldtrust.demo.values import OWN_COMPANY
+from fieldtrust.store.locations import Location
 
 FONT_DIR = Path("/usr/share/fonts/truetype/dejavu")
 #: A fixed creation date, so the same document is the same bytes on every render.
@@ -94,6 +95,19 @@ def demo_document(con: duckdb.DuckDBPyConnection, doc_id: str) -> DemoDocument |
         for _, _, field, status, correct, true_value in rows
     }
     return DemoDocument(doc_id, rows[0][0], rows[0][1], fields)
+
+
+def draw_document(con: duckdb.DuckDBPyConnection, location: Location) -> bytes | None:
+    """The bytes of the demo document at ``location``; None when it is no demo document.
+
+    The dashboard's document viewer finds this function by its entry point
+    (``fieldtrust.document_drawers`` in pyproject.toml), so no production
+    module imports the demo.
+    """
+    if not location.document_uri or not is_demo_uri(location.document_uri):
+        return None
+    drawn = render_demo(con, location.doc_id)
+    return None if drawn is None else drawn.data
 
 
 def render_demo(con: duckdb.DuckDBPyConnection, doc_id: str) -> Rendered | None:
