@@ -165,8 +165,9 @@ def test_the_dashboard_draws_a_demo_document_through_its_entry_point(
     demo: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
     from fieldtrust.dashboard.render import Notice, Source, drawers, open_document
-    from fieldtrust.demo.drawn_documents import draw_document
     from fieldtrust.store.locations import document_location
+
+    from fieldtrust.demo.drawn_documents import draw_document
 
     assert draw_document in drawers()  # pyproject.toml's fieldtrust.document_drawers
     doc_id = _docs(demo, "invoice", 1)[0]
