@@ -131,20 +131,23 @@ def reading(path: str) -> Iterator[duckdb.DuckDBPyConnection]:
         finally:
             read.close()
         return
-    with _CONNECTION_LOCK:
-        con = store.connect(path, read_only=True, lock_timeout=LOCK_WAIT)
-        try:
-            yield con
-        finally:
-            con.close()
+    with _held(path, read_only=True) as con:
+        yield con
 
 
 @contextlib.contextmanager
 def writing(path: str) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-write connection to ``path``, held only for the write itself."""
     _close_run()  # DuckDB refuses a read-write connection beside a read-only one
+    with _held(path, read_only=False) as con:
+        yield con
+
+
+@contextlib.contextmanager
+def _held(path: str, *, read_only: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection of its own, opened under the process-wide lock and closed after."""
     with _CONNECTION_LOCK:
-        con = store.connect(path, read_only=False, lock_timeout=LOCK_WAIT)
+        con = store.connect(path, read_only=read_only, lock_timeout=LOCK_WAIT)
         try:
             yield con
         finally:

@@ -24,6 +24,7 @@ qa_lead), read from the store's grants as every other writer does.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -157,37 +158,40 @@ def _insert_items(
     if cutoffs is None:
         cutoffs = candidate_cutoffs(cells["n_population"].to_numpy(),
                                     cells["n_sample"].to_numpy())
-    _select(con, sample_id, week, seed, design, cells, cutoffs)
-    drawn = dict(
-        con.sql(
-            "SELECT cell, count(*) FROM audit_items WHERE sample_id = ? GROUP BY cell",
-            params=[sample_id],
-        ).fetchall()
+    sql, params = _picks_sql(week, seed, design, cells)
+    wanted = dict(zip(cells["cell"], cells["n_sample"], strict=True))
+    for attempt in (cutoffs, np.full(len(cells), 2.0)):
+        # One allocation row per (cell, form version), as _picks_sql explodes them.
+        per_version = cells.assign(cutoff=attempt).explode("form_versions")["cutoff"]
+        con.execute(sql, params | {"cutoff": per_version.tolist()})
+        drawn = dict(con.sql(f"SELECT cell, count(*) FROM {_PICKS} GROUP BY cell").fetchall())
+        if all(drawn.get(cell, 0) == n for cell, n in wanted.items()):
+            break
+    con.execute(
+        "INSERT INTO audit_items (sample_id, extraction_id, cell, inclusion_prob, prn,"
+        f" double_review) SELECT ?, extraction_id, cell, inclusion_prob, prn, double_review"
+        f" FROM {_PICKS}",
+        [sample_id],
     )
-    if any(drawn.get(c, 0) != n for c, n in zip(cells["cell"], cells["n_sample"], strict=True)):
-        con.execute("DELETE FROM audit_items WHERE sample_id = ?", [sample_id])
-        _select(con, sample_id, week, seed, design, cells, np.full(len(cells), 2.0))
     # Labels of these items are read from this copy, not by joining every extraction.
     record_sampled_rows(con, _PICKS)
     con.execute(f"DROP TABLE {_PICKS}")
 
 
-def _select(
-    con: duckdb.DuckDBPyConnection,
-    sample_id: str,
-    week: Week,
-    seed: int,
-    design: Design,
-    cells: pd.DataFrame,
-    cutoffs: np.ndarray,
-) -> None:
+def _picks_sql(
+    week: Week, seed: int, design: Design, cells: pd.DataFrame
+) -> tuple[str, dict[str, Any]]:
+    """The statement that ranks each cell's rows into the picks table, and its parameters.
+
+    Bind ``cutoff`` too: per allocation row, the PRN above which no row is ranked.
+    """
     population, params = population_sql(week, design, _COPIED)
     # Double review: the first share of each cell in PRN order, itself a simple
     # random sample of the cell (round half up, so a cell of 5 gets one at 10%).
     double = np.floor(cells["n_sample"].to_numpy() * design.double_review_share + 0.5)
     # One allocation row per (cell, form version): rows find their cell by a
     # join on columns they already have.
-    parts = cells.assign(n_double=double.astype(np.int64), cutoff=cutoffs).explode("form_versions")
+    parts = cells.assign(n_double=double.astype(np.int64)).explode("form_versions")
     params |= {
         "seed": seed,
         "week": week,
@@ -198,14 +202,12 @@ def _select(
         "cells": parts["cell"].tolist(),
         "n_sample": parts["n_sample"].tolist(),
         "prob": parts["inclusion_prob"].tolist(),
-        "cutoff": parts["cutoff"].tolist(),
         "n_double": parts["n_double"].tolist(),
     }
     hash_sql = prn_hash_sql("p.extraction_id")
     # The picks go to a temp table first: audit_items takes them, and
     # sampled_extractions their columns, without reading the week twice.
-    con.execute(
-        f"""
+    sql = f"""
         CREATE OR REPLACE TEMP TABLE {_PICKS} AS
         WITH alloc AS (
             SELECT unnest($doc_types::VARCHAR[]) AS doc_type, unnest($fields::VARCHAR[]) AS field,
@@ -232,12 +234,5 @@ def _select(
             FROM candidates
         )
         WHERE rank_ <= n_sample
-        """,
-        params,
-    )
-    con.execute(
-        "INSERT INTO audit_items (sample_id, extraction_id, cell, inclusion_prob, prn,"
-        f" double_review) SELECT ?, extraction_id, cell, inclusion_prob, prn, double_review"
-        f" FROM {_PICKS}",
-        [sample_id],
-    )
+        """
+    return sql, params

@@ -17,6 +17,7 @@ import duckdb
 import pyarrow as pa
 from fieldtrust.ingest.sources import Source, queries
 from fieldtrust.ingest.sources.refresh import select_counted
+from fieldtrust.sampling.queue_order import MAPPED, OUTPUT, SEGMENTS
 from fieldtrust.store.scope import Scope
 
 #: The strata automated above a threshold, which the lake leaves out above it.
@@ -27,46 +28,26 @@ WHERE automated_above IS NOT NULL
 
 _CANDIDATES = "_fieldtrust_source_queue"
 
-_ORDERED = f"""
-WITH segments AS (
-    SELECT m.doc_type, m.field, m.method, k.x, k.y,
-           lead(k.x) OVER w AS x_next, lead(k.y) OVER w AS y_next
-    FROM current_recalibration_maps m JOIN recalibration_knots k USING (map_id)
-    WINDOW w AS (PARTITION BY k.map_id ORDER BY k.x)
-),
+# The open candidates, mapped and ordered as the store's queue orders its own.
+_ORDERED = (
+    f"WITH {SEGMENTS},"
+    + f"""
 open_rows AS (
     SELECT * FROM {_CANDIDATES} c
     WHERE c.extraction_id NOT IN (SELECT extraction_id FROM effective_labels)
 ),
-calibrated AS (
-    SELECT o.extraction_id, s.method,
-           CASE WHEN s.x_next IS NULL OR s.x_next = s.x THEN s.y
-                ELSE s.y + (s.y_next - s.y) * (o.confidence - s.x) / (s.x_next - s.x)
-           END AS calibrated_confidence
-    FROM open_rows o ASOF JOIN segments s
-      ON o.doc_type = s.doc_type AND o.field = s.field AND o.confidence >= s.x
-),
 ranked AS (
-    SELECT o.*, c.calibrated_confidence, c.method AS calibration_method,
-           coalesce(c.calibrated_confidence, o.confidence) AS priority_score
-    FROM open_rows o LEFT JOIN calibrated c USING (extraction_id)
+    SELECT *, coalesce(calibrated_confidence, confidence) AS priority_score
+    FROM ({MAPPED.format(items="open_rows")})
     ORDER BY tier, priority_score, confidence, extraction_id
     LIMIT $limit
-)
-SELECT row_number() OVER (ORDER BY tier, priority_score, confidence, extraction_id) AS position,
-       extraction_id, doc_id, doc_type, form_version, field, value, value_status,
-       conflict, conflict_value, confidence, calibrated_confidence, calibration_method,
-       CASE tier
-           WHEN 0 THEN 'conflict: another source read ' || coalesce(conflict_value, '(nothing)')
-           WHEN 1 THEN 'value marked unclear'
-           ELSE CASE WHEN calibrated_confidence IS NULL
-                     THEN printf('stated confidence %.3f (no calibration map yet)', confidence)
-                     ELSE printf('calibrated confidence %.3f (%s)',
-                                 calibrated_confidence, calibration_method) END
-       END AS reason
-FROM ranked
+)"""
+    + OUTPUT.format(e="r")
+    + """
+FROM ranked r
 ORDER BY position
 """
+)
 
 
 def lake_queue(

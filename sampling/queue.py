@@ -53,6 +53,7 @@ import duckdb
 import pyarrow as pa
 from fieldtrust.ingest.sources import Source
 from fieldtrust.sampling.lake_queue import lake_queue
+from fieldtrust.sampling.queue_order import MAPPED, OUTPUT, SEGMENTS
 from fieldtrust.store import queue_cache
 from fieldtrust.store.scope import Scope
 
@@ -141,46 +142,9 @@ FROM ranked r JOIN extractions e USING (extraction_id)
 ORDER BY position
 """
 
-# The queue's columns, from the ranked items ``r`` and their extraction rows ``{e}``.
-_OUTPUT = """
-SELECT row_number() OVER (ORDER BY r.tier, r.priority_score, r.confidence, r.extraction_id)
-           AS position,
-       r.extraction_id, {e}.doc_id, {e}.doc_type, {e}.form_version, {e}.field, {e}.value,
-       {e}.value_status, {e}.conflict, {e}.conflict_value, {e}.confidence,
-       r.calibrated_confidence, r.calibration_method,
-       CASE r.tier
-           WHEN 0 THEN 'conflict: another source read ' || coalesce({e}.conflict_value, '(nothing)')
-           WHEN 1 THEN 'value marked unclear'
-           ELSE CASE WHEN r.calibrated_confidence IS NULL
-                     THEN printf('stated confidence %.3f (no calibration map yet)', {e}.confidence)
-                     ELSE printf('calibrated confidence %.3f (%s)',
-                                 r.calibrated_confidence, r.calibration_method) END
-       END AS reason"""
-
-# The current maps as line segments, and the calibrated confidence of the
-# items of ``{items}``: the formula of the view ``calibrated_confidence``
-# (migration 0012), applied to a few rows instead of every extraction.
-_SEGMENTS = """
-segments AS (
-    SELECT m.doc_type, m.field, m.method, k.x, k.y,
-           lead(k.x) OVER w AS x_next, lead(k.y) OVER w AS y_next
-    FROM current_recalibration_maps m JOIN recalibration_knots k USING (map_id)
-    WINDOW w AS (PARTITION BY k.map_id ORDER BY k.x)
-)"""
-
-_MAPPED = """
-SELECT i.*, s.method AS calibration_method,
-       CASE WHEN s.x IS NULL THEN NULL
-            WHEN s.x_next IS NULL OR s.x_next = s.x THEN s.y
-            ELSE s.y + (s.y_next - s.y) * (i.confidence - s.x) / (s.x_next - s.x)
-       END AS calibrated_confidence
-FROM {items} i
-ASOF LEFT JOIN segments s
-  ON i.doc_type = s.doc_type AND i.field = s.field AND i.confidence >= s.x"""
-
 # The queue from the cache: its open items in scope, mapped and ordered.
 _CACHED_SQL = (
-    f"WITH {_SEGMENTS},"
+    f"WITH {SEGMENTS},"
     + """
 open_items AS MATERIALIZED (
     SELECT c.* FROM queue_candidates c LEFT JOIN policy_in_force p USING (doc_type, field)
@@ -201,12 +165,12 @@ first_items AS (
 ranked AS (
     SELECT *, coalesce(calibrated_confidence, confidence) AS priority_score
     FROM ("""
-    + _MAPPED.format(items="first_items")
+    + MAPPED.format(items="first_items")
     + """)
     ORDER BY tier, priority_score, confidence, extraction_id
     LIMIT ?
 )"""
-    + _OUTPUT.format(e="r")
+    + OUTPUT.format(e="r")
     + """, r.tier AS _tier, r.priority_score AS _score
 FROM ranked r
 ORDER BY position
@@ -216,7 +180,7 @@ ORDER BY position
 # The frontiers of the partitions in scope that could hide an open item: as
 # (tier, priority score, confidence, id), the key the queue orders by.
 _FRONTIERS_SQL = (
-    f"WITH {_SEGMENTS},"
+    f"WITH {SEGMENTS},"
     + """
 frontiers AS (
     SELECT q.tier, q.doc_type, q.field, q.frontier_confidence AS confidence,
@@ -228,7 +192,7 @@ frontiers AS (
 )
 SELECT tier, coalesce(calibrated_confidence, confidence), confidence, extraction_id
 FROM ("""
-    + _MAPPED.format(items="frontiers")
+    + MAPPED.format(items="frontiers")
     + ")"
 )
 
@@ -323,7 +287,7 @@ def _ranked_rows(con: duckdb.DuckDBPyConnection, scope: Scope, limit: int) -> pa
         ).fetchall()[0][0]
         sql = _QUEUE_SQL.format(
             calibrated=_CALIBRATED if mapped else _UNCALIBRATED, candidates=_CANDIDATES,
-            output=_OUTPUT.format(e="e"),
+            output=OUTPUT.format(e="e"),
         )
         params_ = {"limit": limit} | (
             {"ids": candidates.column("extraction_id").to_pylist()} if mapped else {}

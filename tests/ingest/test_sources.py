@@ -24,7 +24,14 @@ from fieldtrust.store.summary import store_summary
 from fieldtrust.cli.main import cli
 from fieldtrust.errors import SourceError, ValidationError
 from tests.conftest import table_fingerprint
-from tests.ingest.lake import fresh_store, lake_rows, write_delta_lake, write_parquet_lake
+from tests.ingest.lake import (
+    fresh_store,
+    lake_env,
+    lake_rows,
+    refreshed_store,
+    write_delta_lake,
+    write_parquet_lake,
+)
 
 
 def counts(con: duckdb.DuckDBPyConnection) -> list[tuple[object, ...]]:
@@ -198,10 +205,8 @@ def test_the_sample_command_refuses_a_week_with_bad_rows_with_exit_2(
     bad[0]["extraction_id"] = "a\tb"
     folder = write_parquet_lake(pa.Table.from_pylist(bad, schema=rows.schema), tmp_path / "lake")
     db = tmp_path / "s.duckdb"
-    fresh_store(db).close()
-    env = {"FIELDTRUST_SOURCE": "parquet", "FIELDTRUST_SOURCE_PATH": str(folder)}
+    env = refreshed_store(db, folder)
     runner = CliRunner()
-    assert runner.invoke(cli, ["--db", str(db), "refresh", "--quiet"], env=env).exit_code == 0
     refused = runner.invoke(cli, ["--db", str(db), "sample", "--week", week, "--as", "quinn"],
                             env=env)
     assert refused.exit_code == 2
@@ -281,7 +286,7 @@ def test_refresh_shows_progress_lines_off_a_terminal_and_none_with_json(
     import json
 
     folder = write_parquet_lake(rows, tmp_path / "lake")
-    env = {"FIELDTRUST_SOURCE": "parquet", "FIELDTRUST_SOURCE_PATH": str(folder)}
+    env = lake_env(folder)
     db = ["--db", str(tmp_path / "s.duckdb")]
     shown = CliRunner().invoke(cli, [*db, "refresh"], env=env)
     assert shown.exit_code == 0, shown.output
@@ -370,8 +375,7 @@ def test_a_refresh_holds_lake_rows_to_the_settings_time_window(tmp_path: Path) -
 
     db = tmp_path / "cli.duckdb"
     fresh_store(db).close()
-    env = {"FIELDTRUST_SOURCE": "parquet", "FIELDTRUST_SOURCE_PATH": str(folder),
-           "FIELDTRUST_EARLIEST_TIME": "2026-01-08"}
+    env = lake_env(folder, earliest_time="2026-01-08")
     refused = CliRunner().invoke(cli, ["--db", str(db), "refresh", "--quiet"], env=env)
     assert refused.exit_code == 2, refused.output
     assert "Traceback" not in refused.output

@@ -26,7 +26,7 @@ from click.testing import CliRunner
 
 import fieldtrust.errors
 from fieldtrust.cli.main import cli
-from tests.ingest.lake import fresh_store, lake_rows, write_parquet_lake
+from tests.ingest.lake import fresh_store, lake_rows, refreshed_store, write_parquet_lake
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Library code: what the CLI and the dashboard call.
@@ -180,12 +180,7 @@ def lake_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
     folder = tmp_path_factory.mktemp("boundary")
     lake = write_parquet_lake(lake_rows(900, weeks=2, seed=9), folder / "lake")
     db = folder / "lake-store.duckdb"
-    fresh_store(db).close()
-    env = {"FIELDTRUST_SOURCE": "parquet", "FIELDTRUST_SOURCE_PATH": str(lake),
-           "FIELDTRUST_USER": ""}
-    refreshed = CliRunner().invoke(cli, ["--db", str(db), "refresh", "--quiet"], env=env)
-    assert refreshed.exit_code == 0, refreshed.output
-    return db, env
+    return db, refreshed_store(db, lake, user="")
 
 
 def test_the_walk_reaches_every_command() -> None:

@@ -24,7 +24,7 @@ from fieldtrust.sampling.queue import priority_queue
 
 from fieldtrust.cli.main import cli
 from fieldtrust.errors import InputError
-from tests.ingest.lake import fresh_store, lake_rows, write_parquet_lake
+from tests.ingest.lake import fresh_store, lake_rows, refreshed_store, write_parquet_lake
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ("store", "ingest", "calibration", "extraction", "labels", "sampling", "governance")
@@ -65,10 +65,8 @@ def test_the_queue_refuses_a_bad_limit_alike_on_the_store_and_on_a_lake(
 
 def test_queue_limit_0_on_a_lake_is_one_error_line_and_exit_2(lake: Path, tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
-    fresh_store(db).close()
-    env = {"FIELDTRUST_SOURCE": "parquet", "FIELDTRUST_SOURCE_PATH": str(lake)}
+    env = refreshed_store(db, lake)
     runner = CliRunner()
-    assert runner.invoke(cli, ["--db", str(db), "refresh", "--quiet"], env=env).exit_code == 0
     result = runner.invoke(cli, ["--db", str(db), "queue", "--limit", "0"], env=env)
     assert result.exit_code == 2, result.output
     assert result.output == "error: limit must be between 1 and 100,000, got 0\n"
