@@ -37,7 +37,6 @@ from fieldtrust.sampling.prn import candidate_cutoffs, prn_hash_sql, prn_sql
 from fieldtrust.sampling.samples import (
     SampleResult,
     current_sample,
-    drawn_sample,
     load_sample,
     record_sample,
 )
@@ -140,9 +139,9 @@ def draw_sample(
         if current is not None and not redraw and current.drawn_with(design, seed):
             return load_sample(con, current.sample_id)
         cells = plan_frame(con, week, design)
-        sample_id = record_sample(con, week, design, cells, seed=seed, actor=actor)
-        _insert_items(con, sample_id, week, seed, design, cells)
-        return drawn_sample(con, sample_id, current)
+        drawn = record_sample(con, week, design, cells, seed=seed, actor=actor, replaced=current)
+        _insert_items(con, drawn.sample_id, week, seed, design, cells)
+        return drawn
 
 
 def _insert_items(

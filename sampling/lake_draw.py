@@ -40,7 +40,6 @@ from fieldtrust.sampling.prn import candidate_cutoffs, prn
 from fieldtrust.sampling.samples import (
     SampleResult,
     current_sample,
-    drawn_sample,
     load_sample,
     record_sample,
 )
@@ -127,11 +126,9 @@ def draw_from_lake(
         report(f"ranking {len(cells)} cells' rows by permanent random number", 1, 3)
         picks = _picks(source, week, seed, design, cells, edges, skip_bad=has_bad)
         report(f"storing {picks.num_rows:,} picked rows", 2, 3)
-        sample_id = record_sample(con, week, design, cells, seed=seed, actor=actor)
-        _store_picks(con, source, sample_id, week, seed, design, cells, picks)
-        if invalid:
-            con.execute("INSERT INTO source_draw_skips VALUES (?, ?)", [sample_id, invalid])
-        drawn = drawn_sample(con, sample_id, current)
+        drawn = record_sample(con, week, design, cells, seed=seed, actor=actor,
+                              replaced=current, rows_skipped=invalid)
+        _store_picks(con, source, drawn.sample_id, week, seed, design, cells, picks)
     report("done", 3, 3)
     return drawn
 

@@ -8,7 +8,6 @@ and record samples here, so a sample reads the same whichever engine drew it.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,35 +155,33 @@ def sample_items(con: duckdb.DuckDBPyConnection, sample_id: str) -> pa.Table:
 
 def record_sample(
     con: duckdb.DuckDBPyConnection, week: Week, design: Design, cells: pd.DataFrame, *,
-    seed: int, actor: str,
-) -> str:
-    """Store a new version of ``week``'s sample and its planned ``cells``; its sample id.
+    seed: int, actor: str, replaced: CurrentSample | None, rows_skipped: int = 0,
+) -> SampleResult:
+    """Store a new version of ``week``'s sample with its planned ``cells``; the new sample.
 
-    The items are the draw's to add. Call inside the draw's transaction.
+    ``replaced`` is the week's current sample until now, ``rows_skipped`` the
+    rows of a lake's week left out of it. The items are the draw's to add.
+    Call inside the draw's transaction.
     """
     rows = con.sql(
         "SELECT coalesce(max(version), 0) + 1 FROM audit_samples WHERE week = ?", params=[week]
     ).fetchall()
     version = int(rows[0][0])
     sample_id = f"{week}/v{version}"
+    digest = design.sha256()
     con.execute(
         "INSERT INTO audit_samples VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [sample_id, week, version, seed, design.canonical_json(), design.sha256(), utc_now(),
-         actor],
+        [sample_id, week, version, seed, design.canonical_json(), digest, utc_now(), actor],
     )
     unnested = ", ".join(f"unnest(?) AS {column}" for column in _CELL_COLUMNS)
     con.execute(
         f"INSERT INTO audit_cells SELECT ?, {unnested}",
         [sample_id, *(cells[c].tolist() for c in _CELL_COLUMNS)],
     )
-    return sample_id
-
-
-def drawn_sample(
-    con: duckdb.DuckDBPyConnection, sample_id: str, replaced: CurrentSample | None
-) -> SampleResult:
-    """The sample just recorded as ``sample_id``: ``created``, replacing ``replaced``."""
-    return dataclasses.replace(
-        load_sample(con, sample_id), created=True,
-        replaced=None if replaced is None else replaced.sample_id,
+    if rows_skipped:
+        con.execute("INSERT INTO source_draw_skips VALUES (?, ?)", [sample_id, rows_skipped])
+    return SampleResult(
+        sample_id, week, version, seed, design, digest, True,
+        con.sql(_CELLS_SQL, params=[sample_id]).to_arrow_table(),
+        replaced=None if replaced is None else replaced.sample_id, rows_skipped=rows_skipped,
     )
