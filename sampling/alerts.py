@@ -138,9 +138,9 @@ def weekly_alerts(
     if checked is None:
         return []
     labels = audit_labels(con, Scope(weeks=alert_weeks(checked, lookback)))
-    return alerts_from_labels(
-        con, labels, checked, target=target, confidence=confidence, lookback=lookback
-    )
+    tests = week_tests(con, labels, checked, target=target, confidence=confidence,
+                       lookback=lookback)
+    return alerts_from_tests(tests, confidence=confidence)
 
 
 def alert_weeks(week: Week | str, lookback: int) -> tuple[Week, ...]:
@@ -154,25 +154,16 @@ def alert_weeks(week: Week | str, lookback: int) -> tuple[Week, ...]:
     return (*(week.shift(-k) for k in range(lookback + 1, 0, -1)), week)
 
 
-def alerts_from_labels(
-    con: duckdb.DuckDBPyConnection,
-    labels: pa.Table,
-    week: Week | str,
-    *,
-    target: float = 0.95,
-    confidence: float = 0.95,
-    lookback: int = LOOKBACK,
-) -> list[Alert]:
-    """:func:`weekly_alerts` on labels already read by :func:`~.estimates.audit_labels`.
+def alerts_from_tests(tests: Sequence[Alert], *, confidence: float = 0.95) -> list[Alert]:
+    """The tests of a week (:func:`week_tests`) that alert, with their q-values, sorted.
 
-    ``labels`` must cover :func:`alert_weeks` of ``week``.
+    The false discovery rate is held at ``1 - confidence`` over all of them
+    (Benjamini & Hochberg, 1995); sorted by kind (as in :data:`KINDS`), then
+    p-value.
     """
-    alpha = 1 - confidence
-    tests = week_tests(con, labels, week, target=target, confidence=confidence,
-                       lookback=lookback)
     q_values = benjamini_hochberg([a.p_value for a in tests])
     alerts = [dataclasses.replace(a, q_value=float(q)) for a, q in zip(tests, q_values, strict=True)
-              if q <= alpha]
+              if q <= 1 - confidence]
     order = {kind: i for i, kind in enumerate(KINDS)}
     return sorted(alerts, key=lambda a: (order[a.kind], a.p_value, a.doc_type, a.field))
 
@@ -188,9 +179,10 @@ def week_tests(
 ) -> list[Alert]:
     """Every test of ``week``, alerting or not (``q_value`` unset), in :data:`KINDS` order.
 
-    The false discovery rate is controlled over all of them; their number is
-    what :func:`false_alert_note` reports. ``labels`` as for
-    :func:`alerts_from_labels`.
+    The false discovery rate is controlled over all of them
+    (:func:`alerts_from_tests`); their number is what :func:`false_alert_note`
+    reports. ``labels`` are :func:`~.estimates.audit_labels` of at least
+    :func:`alert_weeks` of ``week``.
     """
     week = Week(week)
     weeks = alert_weeks(week, lookback)
@@ -259,7 +251,7 @@ def count_tests(
 ) -> int:
     """How many tests the alerts of ``week`` hold together (:func:`week_tests`).
 
-    ``labels`` as for :func:`alerts_from_labels`.
+    ``labels`` as for :func:`week_tests`.
     """
     return len(week_tests(con, labels, week, lookback=lookback))
 
