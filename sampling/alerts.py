@@ -53,6 +53,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -324,28 +325,27 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def _alert(kind: str, row: Any, week: str, baseline: float, p_value: float, message: str, *,
+           form_version: str | None = None) -> Alert:
+    """An alert on the estimate of ``row`` (a row of :func:`~.estimates.estimate_frame`)."""
+    return Alert(kind, row.doc_type, row.field, form_version, week, row.estimate,
+                 (row.lower, row.upper), baseline, p_value, int(row.n), message)
+
+
+def _interval(row: Any) -> str:
+    return f"{_pct(row.estimate)} [{_pct(row.lower)}, {_pct(row.upper)}]"
+
+
 def _below_target(now: pd.DataFrame, week: str, target: float, alpha: float) -> list[Alert]:
     alerts = []
     for row in now.itertuples(index=False):
         p_value = below_target_p_value(row.estimate, row.n_eff, target)
         if p_value <= alpha:
-            alerts.append(
-                Alert(
-                    "below_target",
-                    row.doc_type,
-                    row.field,
-                    None,
-                    week,
-                    row.estimate,
-                    (row.lower, row.upper),
-                    target,
-                    p_value,
-                    int(row.n),
-                    f"{row.doc_type}/{row.field}: accuracy {_pct(row.estimate)} "
-                    f"[{_pct(row.lower)}, {_pct(row.upper)}] in {week} is below the "
-                    f"{_pct(target)} target (p = {p_value:.3g}, {row.n} labels)",
-                )
-            )
+            alerts.append(_alert(
+                "below_target", row, week, target, p_value,
+                f"{row.doc_type}/{row.field}: accuracy {_interval(row)} in {week} is below the "
+                f"{_pct(target)} target (p = {p_value:.3g}, {row.n} labels)",
+            ))
     return alerts
 
 
@@ -367,23 +367,11 @@ def _drops(
             min(row.n_eff_before, row.n_before),
         )
         if p_value <= alpha:
-            alerts.append(
-                Alert(
-                    "sustained_drop" if sustained else "drop",
-                    row.doc_type,
-                    row.field,
-                    None,
-                    week,
-                    row.estimate,
-                    (row.lower, row.upper),
-                    row.estimate_before,
-                    p_value,
-                    int(row.n),
-                    f"{row.doc_type}/{row.field}: accuracy fell from {_pct(row.estimate_before)} "
-                    f"in {span} to {_pct(row.estimate)} [{_pct(row.lower)}, {_pct(row.upper)}] "
-                    f"in {seen} (p = {p_value:.3g})",
-                )
-            )
+            alerts.append(_alert(
+                "sustained_drop" if sustained else "drop", row, week, row.estimate_before, p_value,
+                f"{row.doc_type}/{row.field}: accuracy fell from {_pct(row.estimate_before)} "
+                f"in {span} to {_interval(row)} in {seen} (p = {p_value:.3g})",
+            ))
     return alerts
 
 
@@ -416,21 +404,11 @@ def _new_versions(
             row.estimate, min(row.n_eff, row.n), row.estimate_old, min(row.n_eff_old, row.n_old)
         )
         if p_value <= alpha:
-            alerts.append(
-                Alert(
-                    "new_version",
-                    row.doc_type,
-                    row.field,
-                    row.form_version,
-                    week,
-                    row.estimate,
-                    (row.lower, row.upper),
-                    row.estimate_old,
-                    p_value,
-                    int(row.n),
-                    f"{row.doc_type}/{row.field}: new form version {row.form_version} has accuracy "
-                    f"{_pct(row.estimate)} [{_pct(row.lower)}, {_pct(row.upper)}] in {week}, below "
-                    f"{_pct(row.estimate_old)} on established versions (p = {p_value:.3g})",
-                )
-            )
+            alerts.append(_alert(
+                "new_version", row, week, row.estimate_old, p_value,
+                f"{row.doc_type}/{row.field}: new form version {row.form_version} has accuracy "
+                f"{_interval(row)} in {week}, below {_pct(row.estimate_old)} on established"
+                f" versions (p = {p_value:.3g})",
+                form_version=row.form_version,
+            ))
     return alerts
