@@ -36,13 +36,6 @@ OURS = {name for name, value in vars(fieldtrust.errors).items()
         if isinstance(value, type) and issubclass(value, Exception)}
 #: Raised only by a bug: an unreachable branch, a method a subclass must provide.
 BUGS = {"AssertionError", "NotImplementedError"}
-#: Known and left, with why.
-LEFT = {
-    # The [source] table of fieldtrust.toml; the CLI turns a ValueError from
-    # load_settings into a usage error. The settings module belongs to the
-    # branch that reworks settings, which makes these InputError.
-    ("fieldtrust/settings.py", "ValueError"),
-}
 
 
 def _library_files() -> list[Path]:
@@ -75,7 +68,7 @@ def test_the_library_raises_fieldtrust_errors_or_a_bug() -> None:
               for path in files for line, name in _raised_classes(path)]
     assert len(raised) > 200  # the walk sees the library's raises
     bare = [f"{path}:{line} raises {name}" for path, line, name in raised
-            if name not in OURS | BUGS and (path, name) not in LEFT]
+            if name not in OURS | BUGS]
     assert bare == []
 
 
