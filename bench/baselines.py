@@ -16,7 +16,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from fieldtrust.store.weeks import parse_week, week_bounds
+from fieldtrust.store.weeks import Week
 from scipy import stats
 
 #: The threshold scan's grid: t = k / GRID, as the library's.
@@ -44,7 +44,7 @@ def bare_insert(con: duckdb.DuckDBPyConnection, parquet: Path) -> int:
 
 def hash_sample(con: duckdb.DuckDBPyConnection, week: str, seed: int, size: int) -> pa.Table:
     """The week's rows in ``hash()`` order, first ``size``: one unstratified random sample."""
-    start, end = week_bounds(week)
+    start, end = Week(week).bounds()
     return con.sql(
         "SELECT extraction_id, doc_type, field, confidence FROM extractions"
         " WHERE extracted_at >= ? AND extracted_at < ?"
@@ -59,7 +59,7 @@ def md5_sample(con: duckdb.DuckDBPyConnection, week: str, seed: int, size: int) 
     Separates what the draw adds (cells, allocation, the insert) from what
     its stable cryptographic hash costs over ``hash()``.
     """
-    start, end = week_bounds(week)
+    start, end = Week(week).bounds()
     return con.sql(
         "SELECT extraction_id, doc_type, field, confidence FROM extractions"
         " WHERE extracted_at >= ? AND extracted_at < ?"
@@ -84,7 +84,7 @@ def md5_cell_sample(
     random number within it and the first ``n`` kept: the same items the
     draw picks, without counting the cells, allocating or storing anything.
     """
-    start, end = week_bounds(week)
+    start, end = Week(week).bounds()
     band = " ".join(f"WHEN e.confidence < {float(edge)!r} THEN {i}" for i, edge in enumerate(edges))
     return con.sql(
         f"""
@@ -162,8 +162,8 @@ def load_frames(con: duckdb.DuckDBPyConnection) -> dict[str, pd.DataFrame]:
 
 
 def _iso_week_key(week: str) -> int:
-    year, number = parse_week(week)
-    return year * 100 + number
+    parsed = Week(week)
+    return parsed.year * 100 + parsed.number
 
 
 def pandas_calibration(

@@ -426,8 +426,8 @@ def _render_prepare(ctx: Context) -> dict[str, Any]:
     from fieldtrust.dashboard import render
     from fieldtrust.store.locations import Location
 
-    from fieldtrust.demo.documents import demo_document, render_demo
-    from fieldtrust.demo.layout import field_box
+    from fieldtrust.demo.drawn_documents import demo_document, render_demo
+    from fieldtrust.demo.page_layout import field_box
 
     state = _read(ctx)
     con = state["con"]

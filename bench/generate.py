@@ -200,6 +200,7 @@ def build_store(path: Path, parquet: Path, chunks: Path, seed: int) -> dict[str,
 
     from fieldtrust import store
     from fieldtrust.demo.reviewers import simulate_reviews
+    from fieldtrust.demo.truth import create_truth_table
     from fieldtrust.demo.users import ensure_demo_ready
 
     building = path.with_name(path.name + ".building")
@@ -208,6 +209,7 @@ def build_store(path: Path, parquet: Path, chunks: Path, seed: int) -> dict[str,
     try:
         con.execute(f"SET memory_limit = '{BUILD_MEMORY_LIMIT}'")
         ingest_files(con, [parquet])
+        create_truth_table(con)
         con.execute(
             "INSERT INTO demo_truth (extraction_id, correct, true_value, error_type, error_detail)"
             " SELECT extraction_id, correct, true_value, error_type, error_detail"

@@ -150,9 +150,9 @@ def bare_group_by(folder: Path, weeks: int) -> float:
 
 def bare_top_n(folder: Path, per_cell: dict[str, int]) -> float:
     """The week's rows ranked by md5 within doc_type x field x band, the first n kept."""
-    from fieldtrust.store.weeks import week_bounds
+    from fieldtrust.store.weeks import Week
 
-    start, end = week_bounds(DRAW_WEEK)
+    start, end = Week(DRAW_WEEK).bounds()
     files = sorted(str(p) for p in folder.glob("week=*/*.parquet"))
     con = _bare()
     con.execute("SET TimeZone = 'UTC'")
@@ -185,7 +185,7 @@ def _store(path: Path) -> duckdb.DuckDBPyConnection:
 def label_sample(con: duckdb.DuckDBPyConnection, sample_id: str, limit: int) -> int:
     """Verdicts on the first ``limit`` items of a sample (wrong half the time below 0.75)."""
     from fieldtrust.labels.verdicts import record_verdict
-    from fieldtrust.sampling.draw import sample_items
+    from fieldtrust.sampling.samples import sample_items
 
     items = sample_items(con, sample_id).to_pylist()[:limit]
     for item in items:
@@ -227,13 +227,13 @@ def _pages_of(store_path: Path, runs: int) -> int:
 def run_engine(kind: str, folder: Path, work: Path, rows: int, spark: str) -> dict[str, Any]:
     """Full refresh, one week's refresh, and the draw, on one engine."""
     from fieldtrust.ingest.sources import SourceConfig, open_source, refresh_source
-    from fieldtrust.sampling.source_draw import draw_from_source
+    from fieldtrust.sampling.draw import draw_sample
 
     con = _store(work / f"{kind}.duckdb")
     source = open_source(SourceConfig(kind, str(folder), spark=spark))
     full, refreshed = _timed(lambda: refresh_source(con, source))
-    draw, sample = _timed(lambda: draw_from_source(con, source, DRAW_WEEK, seed=SEED,
-                                                    actor="quinn"))
+    draw, sample = _timed(lambda: draw_sample(con, DRAW_WEEK, seed=SEED, actor="quinn",
+                                               source=source))
     cells = {c["cell"]: c["n_sample"] for c in sample.cells.to_pylist()}
     labelled = label_sample(con, sample.sample_id, LABELS) if kind == "parquet" else 0
     in_child(add_week, folder, rows)

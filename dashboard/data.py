@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import streamlit as st
@@ -40,6 +40,9 @@ from fieldtrust.store.scope import Scope
 from fieldtrust import store
 from fieldtrust.errors import StoreError, StoreLockedError
 from fieldtrust.settings import Settings, served_settings
+
+if TYPE_CHECKING:
+    from fieldtrust.ingest.sources import Source
 
 #: Seconds a page waits for another process to release the store.
 LOCK_WAIT = 4.0
@@ -147,20 +150,23 @@ def reading(path: str) -> Iterator[duckdb.DuckDBPyConnection]:
         finally:
             read.close()
         return
-    with _CONNECTION_LOCK:
-        con = store.connect(path, read_only=True, lock_timeout=LOCK_WAIT)
-        try:
-            yield con
-        finally:
-            con.close()
+    with _held(path, read_only=True) as con:
+        yield con
 
 
 @contextlib.contextmanager
 def writing(path: str) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-write connection to ``path``, held only for the write itself."""
     _close_run()  # DuckDB refuses a read-write connection beside a read-only one
+    with _held(path, read_only=False) as con:
+        yield con
+
+
+@contextlib.contextmanager
+def _held(path: str, *, read_only: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection of its own, opened under the process-wide lock and closed after."""
     with _CONNECTION_LOCK:
-        con = store.connect(path, read_only=False, lock_timeout=LOCK_WAIT)
+        con = store.connect(path, read_only=read_only, lock_timeout=LOCK_WAIT)
         try:
             yield con
         finally:
@@ -262,6 +268,25 @@ def write(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return fn(con, *args, **kwargs)
 
 
+@contextlib.contextmanager
+def configured_source() -> Iterator[Source | None]:
+    """The lake source the settings name, open while in use; None when the rows are the store's.
+
+    What the draw and the review queue are given, as the CLI gives it to them.
+    """
+    from fieldtrust.ingest.rules import TimeWindow
+    from fieldtrust.ingest.sources import SourceConfig, open_configured
+
+    served = settings()
+    source = open_configured(SourceConfig.from_settings(served),
+                             window=TimeWindow.from_settings(served))
+    try:
+        yield source
+    finally:
+        if source is not None:
+            source.close()
+
+
 def current_version() -> DataVersion:
     """The data version of the dashboard's store (a store must exist)."""
     version = data_version(db_path())
@@ -337,8 +362,8 @@ def sample_progress(con: duckdb.DuckDBPyConnection, sample_id: str) -> Any:
 def item_context(
     con: duckdb.DuckDBPyConnection, extraction_id: str, reviewer: str, sample_id: str
 ) -> Any:
-    """Stated confidence, conflict and the reviewer's count beside an item (labels.progress)."""
-    from fieldtrust.labels.progress import item_context as context
+    """Stated confidence, conflict and the reviewer's count beside an item (labels)."""
+    from fieldtrust.labels.review_progress import item_context as context
 
     return context(con, extraction_id, reviewer, sample_id)
 
@@ -429,15 +454,15 @@ def weekly_alerts(
 @query("week_sample")
 def week_sample(con: duckdb.DuckDBPyConnection, week: str) -> str | None:
     """The current sample id of ``week`` (None: not drawn yet)."""
-    from fieldtrust.sampling.draw import current_sample_id
+    from fieldtrust.sampling.samples import current_sample_id
 
     return current_sample_id(con, week)
 
 
 @query("cell_progress")
 def cell_progress(con: duckdb.DuckDBPyConnection, sample_id: str) -> Any:
-    """Per cell of a sample: population, drawn and labelled items (labels.progress)."""
-    from fieldtrust.labels.progress import cell_progress as progress
+    """Per cell of a sample: population, drawn and labelled items (labels.review_progress)."""
+    from fieldtrust.labels.review_progress import cell_progress as progress
 
     return progress(con, sample_id)
 
@@ -447,7 +472,8 @@ def priority_queue(con: duckdb.DuckDBPyConnection, scope: Scope, limit: int) -> 
     """The human review queue outside the audit, most urgent first (sampling.queue)."""
     from fieldtrust.sampling.queue import priority_queue as queue
 
-    return queue(con, scope, limit=limit)
+    with configured_source() as lake:
+        return queue(con, scope, limit=limit, source=lake)
 
 
 @query("candidates")
@@ -514,7 +540,7 @@ def recalibration_info(con: duckdb.DuckDBPyConnection, doc_type: str, field: str
 
 @query("document_location")
 def document_location(con: duckdb.DuckDBPyConnection, extraction_id: str) -> Any:
-    """Document uri, page and bbox of an extraction (store.documents)."""
+    """Document uri, page and bbox of an extraction (store.locations)."""
     from fieldtrust.store.locations import document_location as location
 
     return location(con, extraction_id)

@@ -4,20 +4,27 @@ No Streamlit here (:mod:`fieldtrust.dashboard.viewer` draws); the benchmark
 times these functions. A document is found by :func:`open_document`, which
 decides with :func:`fieldtrust.store.locations.resolve_document` before it
 reads anything: a file inside the documents root, a remote document on an
-allowed host, a demo document drawn from the store, or a :class:`Notice`
+allowed host, a document drawn from the store's rows, or a :class:`Notice`
 saying why there is nothing to show. :func:`page_image` renders one page
 (PDF through pypdfium2, images through Pillow) with the box and returns
 PNG bytes; results are kept in a small LRU cache (:data:`CACHE_PAGES`).
+
+Drawn documents are the demo's (its documents are never files). The
+dashboard does not import the demo: a package that draws documents names
+its function as an entry point of group :data:`DRAWERS` (the demo does, in
+pyproject.toml), and :func:`open_document` asks each for a missing file.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import threading
 import urllib.request
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import duckdb
@@ -36,6 +43,9 @@ CACHE_PAGES = 48
 #: Largest remote document fetched from an allowed host, and how long to wait for it.
 MAX_REMOTE_BYTES = 20 * 1024 * 1024
 REMOTE_TIMEOUT = 5.0
+#: Entry-point group of the functions that draw documents from a store's rows:
+#: ``draw(con, location) -> bytes | None`` (None: not one of theirs).
+DRAWERS = "fieldtrust.document_drawers"
 BOX_COLOUR = (230, 20, 60)
 BOX_WIDTH = 4
 
@@ -99,7 +109,7 @@ class _LRU:
 
 
 PAGES = _LRU(CACHE_PAGES)
-#: Demo and remote documents, drawn or fetched once (files are read each time: cheap,
+#: Drawn and remote documents, drawn or fetched once (files are read each time: cheap,
 #: and a changed file shows at once).
 SOURCES = _LRU(16)
 
@@ -114,9 +124,9 @@ def open_document(
 ) -> Source | Notice:
     """The bytes of ``location``'s document, or a :class:`Notice` of why there are none.
 
-    ``con`` (a store connection) is asked for demo documents, which are drawn
-    from the store instead of read from a file; ``store_key`` (the store's
-    path) keeps demo documents of different stores apart in the cache.
+    ``con`` (a store connection) is asked for drawn documents (the demo's),
+    which come from the store's rows instead of a file; ``store_key`` (the
+    store's path) keeps drawn documents of different stores apart in the cache.
     """
     uri = location.document_uri
     if not uri:
@@ -137,7 +147,7 @@ def open_document(
     if not path.is_file():
         drawn = None
         if con is not None:
-            drawn = SOURCES.get(("demo", store_key, uri), lambda: _demo(con, location))
+            drawn = SOURCES.get(("drawn", store_key, uri), lambda: _drawn(con, location))
         if isinstance(drawn, Source):
             return drawn
         return Notice("The document is missing: there is no file at this uri under the"
@@ -149,15 +159,22 @@ def open_document(
         return Notice(f"The document cannot be read ({exc.strerror}).", uri)
 
 
-def _demo(con: duckdb.DuckDBPyConnection, location: Location) -> Source | None:
-    from fieldtrust.demo.documents import is_demo_uri, render_demo
+Drawer = Callable[[duckdb.DuckDBPyConnection, Location], bytes | None]
 
-    if not location.document_uri or not is_demo_uri(location.document_uri):
-        return None
-    drawn = render_demo(con, location.doc_id)
-    if drawn is None:
-        return None
-    return Source(("demo", location.document_uri, drawn.data), drawn.data, location.document_uri)
+
+@functools.cache
+def drawers() -> tuple[Drawer, ...]:
+    """The installed document drawers (entry points of :data:`DRAWERS`), loaded once."""
+    return tuple(entry.load() for entry in entry_points(group=DRAWERS))
+
+
+def _drawn(con: duckdb.DuckDBPyConnection, location: Location) -> Source | None:
+    uri = location.document_uri
+    for draw in drawers():
+        data = draw(con, location)
+        if data is not None and uri:
+            return Source(("drawn", uri, data), data, uri)
+    return None
 
 
 def _fetch(uri: str, url: str) -> Source | Notice:

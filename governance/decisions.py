@@ -77,23 +77,24 @@ def decision_history(
 
 
 def current_policy(con: duckdb.DuckDBPyConnection) -> list[PolicyEntry]:
-    """The latest decision of every stratum ever decided, sorted by stratum."""
+    """The latest decision of every stratum ever decided, sorted by stratum.
+
+    Read from the view ``policy_in_force`` (migration 0025), which the review
+    queue reads too.
+    """
     rows = con.execute(
-        f"SELECT {DECISION_COLUMNS} FROM ("
-        "  SELECT *, row_number() OVER (PARTITION BY doc_type, field"
-        "                               ORDER BY decided_at DESC, decision_id DESC) AS rank_"
-        "  FROM decisions) WHERE rank_ = 1 ORDER BY doc_type, field"
+        f"SELECT {DECISION_COLUMNS}, automated_above FROM policy_in_force"
+        " ORDER BY doc_type, field"
     ).fetchall()
     entries = []
-    for row in rows:
-        decision = Decision(*row)
-        active = decision.action == "approve"
+    for *columns, automated_above in rows:
+        decision = Decision(*columns)
         entries.append(
             PolicyEntry(
                 doc_type=decision.doc_type,
                 field=decision.field,
-                status="active" if active else "none",
-                threshold=decision.threshold if active else None,
+                status="active" if decision.action == "approve" else "none",
+                threshold=automated_above,
                 decision=decision,
             )
         )

@@ -66,25 +66,6 @@ from fieldtrust.store.queue_cache import append_batch as append_queue_batch
 from fieldtrust.store.rollup import append_batch
 from fieldtrust.store.sql import quote_ident
 
-REQUIRED_COLUMNS = ("doc_id", "doc_type", "field", "confidence", "extracted_at")
-OPTIONAL_COLUMNS = (
-    "extraction_id",
-    "form_version",
-    "value",
-    "value_status",
-    "model",
-    "conflict",
-    "conflict_value",
-    "source_excerpt",
-    *LOCATION_COLUMNS,  # document_uri, page, bbox: ingest.location_rules checks them
-)
-VALUE_STATUSES = ("present", "null", "unclear", "other")
-
-#: An absent extraction_id is the SHA-256 (hex) of these fields joined by "|",
-#: the model empty when absent and extracted_at in UTC as
-#: ``YYYY-MM-DD HH:MM:SS.ffffff``.
-DERIVED_ID = ("doc_id", "doc_type", "field", "model", "extracted_at")
-
 #: An extraction's columns, in stored order, before its document location.
 EXTRACTION_COLUMNS = (
     "extraction_id",
@@ -101,6 +82,20 @@ EXTRACTION_COLUMNS = (
     "conflict_value",
     "source_excerpt",
 )
+REQUIRED_COLUMNS = ("doc_id", "doc_type", "field", "confidence", "extracted_at")
+#: The rest of an extraction's columns, then its location (document_uri, page,
+#: bbox), which ingest.location_rules checks.
+OPTIONAL_COLUMNS = (
+    *(column for column in EXTRACTION_COLUMNS if column not in REQUIRED_COLUMNS),
+    *LOCATION_COLUMNS,
+)
+VALUE_STATUSES = ("present", "null", "unclear", "other")
+
+#: An absent extraction_id is the SHA-256 (hex) of these fields joined by "|",
+#: the model empty when absent and extracted_at in UTC as
+#: ``YYYY-MM-DD HH:MM:SS.ffffff``.
+DERIVED_ID = ("doc_id", "doc_type", "field", "model", "extracted_at")
+
 _STORED = (*EXTRACTION_COLUMNS, *LOCATION_STORED_COLUMNS)
 #: The columns a stored extraction has (besides batch_id).
 STORED_COLUMNS = _STORED

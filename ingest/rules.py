@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import duckdb
 from fieldtrust.ingest.readers import MAX_PROBLEMS, Staged, shown
@@ -50,6 +51,16 @@ def _default_earliest() -> dt.datetime:
     return dt.datetime(2000, 1, 1)
 
 
+class WindowSettings(Protocol):
+    """The settings a :class:`TimeWindow` is read from (``fieldtrust.settings.Settings``)."""
+
+    @property
+    def earliest_time(self) -> str: ...
+
+    @property
+    def future_days(self) -> float: ...
+
+
 @dataclass(frozen=True)
 class TimeWindow:
     """The timestamps an input may hold: from ``earliest`` to now plus ``ahead``.
@@ -61,6 +72,12 @@ class TimeWindow:
 
     earliest: dt.datetime = field(default_factory=_default_earliest)
     ahead: dt.timedelta = dt.timedelta(days=1)
+
+    @classmethod
+    def from_settings(cls, settings: WindowSettings) -> TimeWindow:
+        """The window of the settings ``earliest_time`` (an ISO date) and ``future_days``."""
+        earliest = dt.datetime.fromisoformat(settings.earliest_time).replace(tzinfo=None)
+        return cls(earliest, dt.timedelta(days=settings.future_days))
 
     def bounds(self) -> tuple[dt.datetime, dt.datetime]:
         """``(earliest, latest)`` as naive UTC, ``latest`` counted from now."""

@@ -38,7 +38,7 @@ from xml.sax.saxutils import quoteattr
 import pyarrow as pa
 from fieldtrust.labels.taxonomy import ERROR_TYPES
 
-from fieldtrust.errors import ValidationError
+from fieldtrust.errors import InputError, ValidationError
 
 #: Set in every task fieldtrust writes; an export task without it is not ours.
 TASK_MARKER = "fieldtrust_task"
@@ -70,10 +70,10 @@ def task_data(row: dict[str, Any], *, show_confidence: bool = False) -> dict[str
 def write_tasks(
     items: pa.Table, path: str | os.PathLike[str], *, show_confidence: bool = False
 ) -> int:
-    """Write ``items`` (``sampling.draw.sample_items``) as a Label Studio task list; the count."""
+    """Write ``items`` (``sampling.samples.sample_items``) as Label Studio tasks; the count."""
     missing = [c for c in TASK_COLUMNS if c not in items.column_names]
     if missing:
-        raise ValueError(f"items lack column {missing[0]!r}; pass sample_items(...) output")
+        raise InputError(f"items lack column {missing[0]!r}; pass sample_items(...) output")
     tasks = [{"data": task_data(row, show_confidence=show_confidence)}
              for row in items.to_pylist()]
     Path(path).write_text(json.dumps(tasks, indent=1, ensure_ascii=False), encoding="utf-8")

@@ -53,6 +53,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -61,7 +62,7 @@ import pandas as pd
 import pyarrow as pa
 from fieldtrust.sampling.estimates import audit_labels, estimate_frame
 from fieldtrust.store.scope import Scope
-from fieldtrust.store.weeks import parse_week, shift_week
+from fieldtrust.store.weeks import Week
 from scipy import stats
 
 from fieldtrust.errors import InputError
@@ -98,7 +99,7 @@ LOOKBACK = 8
 
 def weekly_alerts(
     con: duckdb.DuckDBPyConnection,
-    week: str | None = None,
+    week: Week | str | None = None,
     *,
     target: float = 0.95,
     confidence: float = 0.95,
@@ -134,45 +135,36 @@ def weekly_alerts(
         raise InputError(f"target {target} and confidence {confidence} must be in (0, 1)")
     if lookback < 1:
         raise InputError(f"lookback must be at least 1 week, got {lookback}")
-    week = week or _latest_sampled_week(con)
-    if week is None:
+    checked = Week(week) if week else _latest_sampled_week(con)
+    if checked is None:
         return []
-    parse_week(week)
-    labels = audit_labels(con, Scope(weeks=alert_weeks(week, lookback)))
-    return alerts_from_labels(
-        con, labels, week, target=target, confidence=confidence, lookback=lookback
-    )
+    labels = audit_labels(con, Scope(weeks=alert_weeks(checked, lookback)))
+    tests = week_tests(con, labels, checked, target=target, confidence=confidence,
+                       lookback=lookback)
+    return alerts_from_tests(tests, confidence=confidence)
 
 
-def alert_weeks(week: str, lookback: int) -> tuple[str, ...]:
+def alert_weeks(week: Week | str, lookback: int) -> tuple[Week, ...]:
     """The weeks an alert on ``week`` reads, oldest first: ``lookback + 1`` before it, then itself.
 
     ``drop`` compares ``week`` with the ``lookback`` weeks before it;
     ``sustained_drop`` compares ``week`` and the one before with the
     ``lookback`` weeks before those.
     """
-    return (*(shift_week(week, -k) for k in range(lookback + 1, 0, -1)), week)
+    week = Week(week)
+    return (*(week.shift(-k) for k in range(lookback + 1, 0, -1)), week)
 
 
-def alerts_from_labels(
-    con: duckdb.DuckDBPyConnection,
-    labels: pa.Table,
-    week: str,
-    *,
-    target: float = 0.95,
-    confidence: float = 0.95,
-    lookback: int = LOOKBACK,
-) -> list[Alert]:
-    """:func:`weekly_alerts` on labels already read by :func:`~.estimates.audit_labels`.
+def alerts_from_tests(tests: Sequence[Alert], *, confidence: float = 0.95) -> list[Alert]:
+    """The tests of a week (:func:`week_tests`) that alert, with their q-values, sorted.
 
-    ``labels`` must cover :func:`alert_weeks` of ``week``.
+    The false discovery rate is held at ``1 - confidence`` over all of them
+    (Benjamini & Hochberg, 1995); sorted by kind (as in :data:`KINDS`), then
+    p-value.
     """
-    alpha = 1 - confidence
-    tests = week_tests(con, labels, week, target=target, confidence=confidence,
-                       lookback=lookback)
     q_values = benjamini_hochberg([a.p_value for a in tests])
     alerts = [dataclasses.replace(a, q_value=float(q)) for a, q in zip(tests, q_values, strict=True)
-              if q <= alpha]
+              if q <= 1 - confidence]
     order = {kind: i for i, kind in enumerate(KINDS)}
     return sorted(alerts, key=lambda a: (order[a.kind], a.p_value, a.doc_type, a.field))
 
@@ -180,7 +172,7 @@ def alerts_from_labels(
 def week_tests(
     con: duckdb.DuckDBPyConnection,
     labels: pa.Table,
-    week: str,
+    week: Week | str,
     *,
     target: float = 0.95,
     confidence: float = 0.95,
@@ -188,10 +180,12 @@ def week_tests(
 ) -> list[Alert]:
     """Every test of ``week``, alerting or not (``q_value`` unset), in :data:`KINDS` order.
 
-    The false discovery rate is controlled over all of them; their number is
-    what :func:`false_alert_note` reports. ``labels`` as for
-    :func:`alerts_from_labels`.
+    The false discovery rate is controlled over all of them
+    (:func:`alerts_from_tests`); their number is what :func:`false_alert_note`
+    reports. ``labels`` are :func:`~.estimates.audit_labels` of at least
+    :func:`alert_weeks` of ``week``.
     """
+    week = Week(week)
     weeks = alert_weeks(week, lookback)
     labelled = set(labels.column("week").to_pylist())
     previous = tuple(w for w in weeks[1:-1] if w in labelled)  # named in the messages
@@ -253,11 +247,12 @@ def false_alert_note(n_tests: int, confidence: float = 0.95) -> str:
 
 
 def count_tests(
-    con: duckdb.DuckDBPyConnection, labels: pa.Table, week: str, *, lookback: int = LOOKBACK
+    con: duckdb.DuckDBPyConnection, labels: pa.Table, week: Week | str, *,
+    lookback: int = LOOKBACK,
 ) -> int:
     """How many tests the alerts of ``week`` hold together (:func:`week_tests`).
 
-    ``labels`` as for :func:`alerts_from_labels`.
+    ``labels`` as for :func:`week_tests`.
     """
     return len(week_tests(con, labels, week, lookback=lookback))
 
@@ -321,13 +316,24 @@ def lower_rate_p_values(
     return np.where(defined, p, np.nan).astype(np.float64)
 
 
-def _latest_sampled_week(con: duckdb.DuckDBPyConnection) -> str | None:
+def _latest_sampled_week(con: duckdb.DuckDBPyConnection) -> Week | None:
     rows = con.sql("SELECT max(week) FROM audit_samples").fetchall()
-    return rows[0][0] if rows else None
+    return Week(rows[0][0]) if rows and rows[0][0] is not None else None
 
 
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
+
+
+def _alert(kind: str, row: Any, week: str, baseline: float, p_value: float, message: str, *,
+           form_version: str | None = None) -> Alert:
+    """An alert on the estimate of ``row`` (a row of :func:`~.estimates.estimate_frame`)."""
+    return Alert(kind, row.doc_type, row.field, form_version, week, row.estimate,
+                 (row.lower, row.upper), baseline, p_value, int(row.n), message)
+
+
+def _interval(row: Any) -> str:
+    return f"{_pct(row.estimate)} [{_pct(row.lower)}, {_pct(row.upper)}]"
 
 
 def _below_target(now: pd.DataFrame, week: str, target: float, alpha: float) -> list[Alert]:
@@ -335,23 +341,11 @@ def _below_target(now: pd.DataFrame, week: str, target: float, alpha: float) -> 
     for row in now.itertuples(index=False):
         p_value = below_target_p_value(row.estimate, row.n_eff, target)
         if p_value <= alpha:
-            alerts.append(
-                Alert(
-                    "below_target",
-                    row.doc_type,
-                    row.field,
-                    None,
-                    week,
-                    row.estimate,
-                    (row.lower, row.upper),
-                    target,
-                    p_value,
-                    int(row.n),
-                    f"{row.doc_type}/{row.field}: accuracy {_pct(row.estimate)} "
-                    f"[{_pct(row.lower)}, {_pct(row.upper)}] in {week} is below the "
-                    f"{_pct(target)} target (p = {p_value:.3g}, {row.n} labels)",
-                )
-            )
+            alerts.append(_alert(
+                "below_target", row, week, target, p_value,
+                f"{row.doc_type}/{row.field}: accuracy {_interval(row)} in {week} is below the "
+                f"{_pct(target)} target (p = {p_value:.3g}, {row.n} labels)",
+            ))
     return alerts
 
 
@@ -373,23 +367,11 @@ def _drops(
             min(row.n_eff_before, row.n_before),
         )
         if p_value <= alpha:
-            alerts.append(
-                Alert(
-                    "sustained_drop" if sustained else "drop",
-                    row.doc_type,
-                    row.field,
-                    None,
-                    week,
-                    row.estimate,
-                    (row.lower, row.upper),
-                    row.estimate_before,
-                    p_value,
-                    int(row.n),
-                    f"{row.doc_type}/{row.field}: accuracy fell from {_pct(row.estimate_before)} "
-                    f"in {span} to {_pct(row.estimate)} [{_pct(row.lower)}, {_pct(row.upper)}] "
-                    f"in {seen} (p = {p_value:.3g})",
-                )
-            )
+            alerts.append(_alert(
+                "sustained_drop" if sustained else "drop", row, week, row.estimate_before, p_value,
+                f"{row.doc_type}/{row.field}: accuracy fell from {_pct(row.estimate_before)} "
+                f"in {span} to {_interval(row)} in {seen} (p = {p_value:.3g})",
+            ))
     return alerts
 
 
@@ -422,21 +404,11 @@ def _new_versions(
             row.estimate, min(row.n_eff, row.n), row.estimate_old, min(row.n_eff_old, row.n_old)
         )
         if p_value <= alpha:
-            alerts.append(
-                Alert(
-                    "new_version",
-                    row.doc_type,
-                    row.field,
-                    row.form_version,
-                    week,
-                    row.estimate,
-                    (row.lower, row.upper),
-                    row.estimate_old,
-                    p_value,
-                    int(row.n),
-                    f"{row.doc_type}/{row.field}: new form version {row.form_version} has accuracy "
-                    f"{_pct(row.estimate)} [{_pct(row.lower)}, {_pct(row.upper)}] in {week}, below "
-                    f"{_pct(row.estimate_old)} on established versions (p = {p_value:.3g})",
-                )
-            )
+            alerts.append(_alert(
+                "new_version", row, week, row.estimate_old, p_value,
+                f"{row.doc_type}/{row.field}: new form version {row.form_version} has accuracy "
+                f"{_interval(row)} in {week}, below {_pct(row.estimate_old)} on established"
+                f" versions (p = {p_value:.3g})",
+                form_version=row.form_version,
+            ))
     return alerts

@@ -26,7 +26,7 @@ from fieldtrust.sampling.design import Design
 from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.rollup import GRID, counts_a_lake, is_current
 from fieldtrust.store.scope import Scope, last_weeks
-from fieldtrust.store.weeks import parse_week, shift_week, week_bounds
+from fieldtrust.store.weeks import Week
 
 from fieldtrust.errors import InputError
 
@@ -36,17 +36,8 @@ RATE_LOOKBACK_WEEKS = 8
 CELL_COLUMNS = ["cell", "doc_type", "field", "band", "version_status", "n_population"]
 
 
-def checked_week(week: str) -> str:
-    """``week`` normalised, or a :class:`InputError` saying what a week looks like."""
-    try:
-        parse_week(week)
-    except ValueError as exc:
-        raise InputError(str(exc)) from exc
-    return week.strip()
-
-
 def population_sql(
-    week: str, design: Design, extra_columns: tuple[str, ...] = ()
+    week: Week, design: Design, extra_columns: tuple[str, ...] = ()
 ) -> tuple[str, dict[str, Any]]:
     """A SELECT of the week's extractions with their band index (0 = lowest band).
 
@@ -57,7 +48,7 @@ def population_sql(
     ``form_versions`` is needed (both cost more than the whole count).
     Returns the SQL and its named parameters (every value bound).
     """
-    start, end = week_bounds(week)
+    start, end = week.bounds()
     params: dict[str, Any] = {"start": start, "end": end}
     cases = []
     for index, upper in enumerate(design.bands[1:-1]):
@@ -75,7 +66,7 @@ def population_sql(
 
 
 def count_cells(
-    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None = None,
+    con: duckdb.DuckDBPyConnection, week: Week | str, design: Design, parts: str | None = None,
     *, from_rollup: bool = False,
 ) -> pa.Table:
     """Population size ``N_h`` of every non-empty cell of ``week``, in a stable order.
@@ -88,19 +79,18 @@ def count_cells(
     ``from_rollup``: count from the rollup when it is current and every band
     edge is on its grid (a preview; a draw counts the rows it selects from).
     """
-    counts = _cell_counts(con, week, design, parts, from_rollup=from_rollup)
+    counts = _cell_counts(con, Week(week), design, parts, from_rollup=from_rollup)
     return pa.Table.from_pandas(counts, preserve_index=False)
 
 
 def _cell_counts(
-    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None,
+    con: duckdb.DuckDBPyConnection, week: Week, design: Design, parts: str | None,
     *, from_rollup: bool = False,
 ) -> pd.DataFrame:
     """:func:`count_cells` as a pandas frame."""
     sql, params = population_sql(week, design)
     if design.new_version_weeks > 0:
-        _, end = week_bounds(week)
-        params["new_since"] = end - dt.timedelta(weeks=design.new_version_weeks)
+        params["new_since"] = week.end - dt.timedelta(weeks=design.new_version_weeks)
         is_new = "(f.first_seen_at IS NULL OR f.first_seen_at >= $new_since)"
     else:
         is_new = "false"
@@ -113,7 +103,7 @@ def _cell_counts(
     elif _edges_on_grid(design) and (counts_a_lake(con) or (from_rollup and is_current(con))):
         # The rollup holds the week's cells exactly when every band edge is a step
         # of the confidence grid (and a lake's rows are not in the store at all).
-        params = {k: v for k, v in params.items() if k == "new_since"} | {"week": week}
+        params = {k: v for k, v in params.items() if k == "new_since"} | {"week": str(week)}
         params |= {f"k_{i}": round(e * GRID) for i, e in enumerate(design.bands[1:-1])}
         cases = " ".join(f"WHEN k < $k_{i} THEN {i}" for i in range(len(design.bands) - 2))
         band = f"CASE {cases} ELSE {len(design.bands) - 2} END" if cases else "0"
@@ -168,7 +158,7 @@ def _cell_part(text: pd.Series) -> pd.Series:
 
 
 def plan_cells(
-    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None = None,
+    con: duckdb.DuckDBPyConnection, week: Week | str, design: Design, parts: str | None = None,
     *, from_rollup: bool = False,
 ) -> pa.Table:
     """Every cell of ``week`` with ``N_h``, ``n_h``, ``pi_h = n_h / N_h`` and whether it is boosted.
@@ -186,19 +176,18 @@ def plan_cells(
     InputError
         The week holds no extractions.
     """
-    cells = plan_frame(con, week, design, parts, from_rollup=from_rollup)
+    cells = plan_frame(con, Week(week), design, parts, from_rollup=from_rollup)
     return pa.Table.from_pandas(cells, preserve_index=False)
 
 
 def plan_frame(
-    con: duckdb.DuckDBPyConnection, week: str, design: Design, parts: str | None = None,
+    con: duckdb.DuckDBPyConnection, week: Week, design: Design, parts: str | None = None,
     *, from_rollup: bool = False,
 ) -> pd.DataFrame:
     """:func:`plan_cells` as a pandas frame, for the draws (they explode and zip its columns)."""
-    week = checked_week(week)
     cells = _cell_counts(con, week, design, parts, from_rollup=from_rollup)
     if cells.empty:
-        start, end = week_bounds(week)
+        start, end = week.bounds()
         raise InputError(
             f"week {week} holds no extractions (extracted_at in [{start}, {end}) UTC);"
             " pick a week with data (`fieldtrust info` shows the first and last week)"
@@ -223,10 +212,10 @@ def plan_frame(
 
 
 def _band_error_rates(
-    con: duckdb.DuckDBPyConnection, week: str, design: Design, cells: pd.DataFrame
+    con: duckdb.DuckDBPyConnection, week: Week, design: Design, cells: pd.DataFrame
 ) -> np.ndarray[Any, np.dtype[np.float64]]:
     """Error rate of each cell's (doc_type, field, band) in the weeks before ``week``."""
-    weeks = last_weeks(con, RATE_LOOKBACK_WEEKS, until=shift_week(week, -1))
+    weeks = last_weeks(con, RATE_LOOKBACK_WEEKS, until=week.shift(-1))
     labels = labelled_items(con, Scope(weeks=weeks)).to_pandas() if weeks else pd.DataFrame()
     if labels.empty:
         return np.full(len(cells), design.prior_error)

@@ -1,14 +1,20 @@
-"""Draw (or find) the audit sample of an ISO week (STATS.md section 8).
+"""Draw (or find) the audit sample of an ISO week (STATS.md section 8): the one door.
 
-A week's samples are versions ``'2026-W48/v1'``, ``'/v2'``...; the newest is
-the week's *current* sample. Drawing with the design and seed of the current
-sample returns it unchanged; any other design or seed draws a new version
-that becomes current. Nothing is deleted: labels point at extraction ids, so
-a new version simply holds the labelled items again wherever it picks them.
+:func:`draw_sample` is how every caller draws, whatever holds the rows: the
+store's own ``extractions``, or a lake source the store was refreshed from
+(:mod:`fieldtrust.sampling.lake_draw`, given the open source). Either way
+the same design, cells and permanent random numbers give the same picks,
+and the sample is recorded the same way (:mod:`fieldtrust.sampling.samples`).
+
+Drawing with the design and seed of the week's current sample returns it
+unchanged; any other design or seed draws a new version that becomes
+current. Nothing is deleted: labels point at extraction ids, so a new
+version simply holds the labelled items again wherever it picks them.
 
 Each cell's sample is its ``n_h`` items with the smallest permanent random
-number (:mod:`fieldtrust.sampling.prn`). Selection runs in two SQL statements over the
-week's rows: one counts the cells, one ranks and inserts the picks.
+number (:mod:`fieldtrust.sampling.prn`). On the store, selection runs in two
+SQL statements over the week's rows: one counts the cells, one ranks and
+inserts the picks.
 
 Drawing is checked here, not only in the dashboard: the acting user must hold
 a role allowed to ``draw_sample`` (:data:`fieldtrust.store.access.PERMISSIONS`, the
@@ -17,106 +23,47 @@ qa_lead), read from the store's grants as every other writer does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import duckdb
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-from fieldtrust.sampling.cells import checked_week, plan_frame, population_sql
+from fieldtrust.ingest.sources import Source
+from fieldtrust.sampling.cells import plan_frame, population_sql
 from fieldtrust.sampling.design import Design
-from fieldtrust.sampling.prn import prn_hash_sql, prn_sql
+from fieldtrust.sampling.lake_draw import draw_from_lake
+from fieldtrust.sampling.prn import candidate_cutoffs, prn_hash_sql, prn_sql
+from fieldtrust.sampling.samples import (
+    SampleResult,
+    current_sample,
+    load_sample,
+    record_sample,
+)
 from fieldtrust.store.access import require, user_name
-from fieldtrust.store.connection import transaction, utc_now
+from fieldtrust.store.connection import transaction
 from fieldtrust.store.rollup import LOCATION_COLUMNS, record_sampled_rows
-from scipy import stats
+from fieldtrust.store.weeks import Week
 
 from fieldtrust.errors import InputError
-
-#: Chance that a cell's candidate cutoff holds fewer than ``n_h`` items; then the
-#: draw falls back to ranking every row, so the cutoff only saves time.
-_CUTOFF_MISS = 1e-12
 
 #: The draw's picks, per connection, until they are stored.
 _PICKS = "_fieldtrust_draw_picks"
 #: Columns of the picks copied to sampled_extractions beside doc_type, field, form_version.
 _COPIED = ("confidence", "extracted_at", *LOCATION_COLUMNS)
 
-_CELLS_SQL = """
-SELECT cell, doc_type, field, band, version_status, n_population, n_sample, inclusion_prob
-FROM audit_cells WHERE sample_id = ?
-ORDER BY doc_type, field, band, version_status
-"""
-
-_ITEMS_SQL = """
-SELECT i.extraction_id, e.doc_id, e.doc_type, e.form_version, e.field, e.value,
-       e.confidence, i.cell, i.inclusion_prob, i.double_review, i.sample_id
-FROM audit_items i JOIN extractions e USING (extraction_id)
-WHERE i.sample_id = ?
-ORDER BY i.cell, i.prn, i.extraction_id
-"""
-
-
-@dataclass(frozen=True)
-class SampleResult:
-    """A week's sample: its id, how it was drawn and its cells.
-
-    ``cells`` has one row per cell: cell, doc_type, field, band,
-    version_status, n_population, n_sample, inclusion_prob. ``replaced`` is
-    the sample that was current before this one was drawn (None when this
-    is the week's first, or was returned rather than drawn): its labelled
-    items that this version does not hold leave the week's estimates.
-    """
-
-    sample_id: str
-    week: str
-    version: int
-    seed: int
-    design: Design
-    design_sha256: str
-    created: bool
-    cells: pa.Table
-    replaced: str | None = None
-    #: Rows of a lake's week an ingest rule rejects, left out when asked to skip them.
-    rows_skipped: int = 0
-
-    @property
-    def n_population(self) -> int:
-        """Extractions in the week."""
-        return int(pa.compute.sum(self.cells["n_population"]).as_py() or 0)
-
-    @property
-    def n_sample(self) -> int:
-        """Items drawn."""
-        return int(pa.compute.sum(self.cells["n_sample"]).as_py() or 0)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form (what ``fieldtrust sample --json`` prints), cells as a list of rows."""
-        return {
-            "sample_id": self.sample_id,
-            "week": self.week,
-            "version": self.version,
-            "seed": self.seed,
-            "created": self.created,
-            "replaced": self.replaced,
-            "design_sha256": self.design_sha256,
-            "design": self.design.to_dict(),
-            "n_population": self.n_population,
-            "n_sample": self.n_sample,
-            "rows_skipped": self.rows_skipped,
-            "cells": self.cells.to_pylist(),
-        }
-
 
 def draw_sample(
     con: duckdb.DuckDBPyConnection,
-    week: str,
+    week: Week | str,
     design: Design | None = None,
     *,
     seed: int,
     actor: str,
     redraw: bool = False,
+    source: Source | None = None,
+    skip_invalid: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> SampleResult:
     """Draw the audit sample of ISO ``week``, or return it if already drawn so.
 
@@ -136,6 +83,18 @@ def draw_sample(
     redraw
         Draw a new version even when the current one has this design and seed
         (after late rows arrived, say). PRN keeps it close to the old one.
+    source
+        The open lake source the store was refreshed from
+        (:func:`fieldtrust.ingest.sources.open_configured` of the settings);
+        None draws from the store's own rows. Only the picked rows of a lake
+        come home.
+    skip_invalid
+        A lake only: leave the week's rows an ingest rule rejects out of the
+        sample and its population (their count is recorded) instead of
+        refusing. The store's own rows were checked at ingest.
+    progress
+        A lake only: ``progress(stage, done, total)`` as each of its 3 stages
+        starts.
 
     Returns
     -------
@@ -148,9 +107,11 @@ def draw_sample(
         ``actor`` holds no role allowed to draw (an unknown name included);
         nothing was written.
     InputError
-        ``actor`` is empty or not a usable name.
-    InputError
-        The week is malformed or holds no extractions.
+        ``actor`` is empty or not a usable name; the week is malformed or
+        holds no extractions; ``skip_invalid`` without a lake.
+    ValidationError
+        A lake's counted rows of the week hold a bad id, value or status
+        (unless ``skip_invalid``); nothing was written.
 
     Notes
     -----
@@ -159,132 +120,34 @@ def draw_sample(
     "Coordination of samples using permanent random numbers", 1995).
     """
     actor = user_name(actor, what="acting user")
-    week = checked_week(week)
+    week = Week(week)
     design = design or Design()
-    digest = design.sha256()
+    if source is not None:  # ranked on the lake's engine; only the picked rows come home
+        return draw_from_lake(con, source, week, design, seed=seed, actor=actor, redraw=redraw,
+                              skip_invalid=skip_invalid, progress=progress)
+    if skip_invalid:
+        raise InputError(
+            "skipping invalid rows (--skip-invalid) is for a lake source: the store's own rows"
+            " were checked at ingest"
+        )
     # Asked even when the sample exists: whoever may not draw learns it now, not
     # on the first week whose sample is new. Inside the transaction, so a role
     # revoked meanwhile cannot draw.
     with transaction(con):
         require(con, actor, "draw_sample")
-        current = _current(con, week)
-        if current is not None and not redraw and current[2] == digest and current[1] == seed:
-            return load_sample(con, current[0])
+        current = current_sample(con, week)
+        if current is not None and not redraw and current.drawn_with(design, seed):
+            return load_sample(con, current.sample_id)
         cells = plan_frame(con, week, design)
-        version = _next_version(con, week)
-        sample_id = f"{week}/v{version}"
-        con.execute(
-            "INSERT INTO audit_samples VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [sample_id, week, version, seed, design.canonical_json(), digest, utc_now(), actor],
-        )
-        _insert_cells(con, sample_id, cells)
-        _insert_items(con, sample_id, week, seed, design, cells)
-    return SampleResult(
-        sample_id,
-        week,
-        version,
-        seed,
-        design,
-        digest,
-        True,
-        con.sql(_CELLS_SQL, params=[sample_id]).to_arrow_table(),
-        replaced=None if current is None else current[0],
-    )
-
-
-def load_sample(con: duckdb.DuckDBPyConnection, sample_id: str) -> SampleResult:
-    """The stored sample ``sample_id`` (``created`` is False)."""
-    rows = con.sql(
-        "SELECT week, version, seed, design_json, design_sha256 FROM audit_samples"
-        " WHERE sample_id = ?",
-        params=[sample_id],
-    ).fetchall()
-    if not rows:
-        raise InputError(f"no audit sample {sample_id!r}; draw one with `fieldtrust sample`")
-    week, version, seed, design_json, digest = rows[0]
-    design = Design.from_json(design_json, source=f"sample {sample_id}")
-    cells = con.sql(_CELLS_SQL, params=[sample_id]).to_arrow_table()
-    skipped = con.sql(
-        "SELECT rows_skipped FROM source_draw_skips WHERE sample_id = ?", params=[sample_id]
-    ).fetchall()
-    return SampleResult(sample_id, week, version, seed, design, digest, False, cells,
-                        rows_skipped=int(skipped[0][0]) if skipped else 0)
-
-
-def current_sample_id(con: duckdb.DuckDBPyConnection, week: str) -> str | None:
-    """The newest sample version of ``week``, or None when none was drawn."""
-    current = _current(con, checked_week(week))
-    return None if current is None else current[0]
-
-
-def sample_items(con: duckdb.DuckDBPyConnection, sample_id: str) -> pa.Table:
-    """The items of a sample, in review order (by cell, then permanent random number).
-
-    Columns: extraction_id, doc_id, doc_type, form_version, field, value,
-    confidence, cell, inclusion_prob, double_review, sample_id. Labelling a
-    cell in this order keeps any finished prefix a simple random sample of it.
-    """
-    if not con.sql(
-        "SELECT 1 FROM audit_samples WHERE sample_id = ?", params=[sample_id]
-    ).fetchall():
-        raise InputError(f"no audit sample {sample_id!r}; draw one with `fieldtrust sample`")
-    return con.sql(_ITEMS_SQL, params=[sample_id]).to_arrow_table()
-
-
-def _current(con: duckdb.DuckDBPyConnection, week: str) -> tuple[str, int, str] | None:
-    rows = con.sql(
-        "SELECT sample_id, seed, design_sha256 FROM audit_samples WHERE week = ?"
-        " ORDER BY version DESC LIMIT 1",
-        params=[week],
-    ).fetchall()
-    return None if not rows else (rows[0][0], int(rows[0][1]), rows[0][2])
-
-
-def _next_version(con: duckdb.DuckDBPyConnection, week: str) -> int:
-    rows = con.sql(
-        "SELECT coalesce(max(version), 0) + 1 FROM audit_samples WHERE week = ?", params=[week]
-    ).fetchall()
-    return int(rows[0][0])
-
-
-def _insert_cells(con: duckdb.DuckDBPyConnection, sample_id: str, cells: pd.DataFrame) -> None:
-    columns = [
-        "cell",
-        "doc_type",
-        "field",
-        "band",
-        "version_status",
-        "n_population",
-        "n_sample",
-        "inclusion_prob",
-    ]
-    con.execute(
-        f"INSERT INTO audit_cells SELECT ?, {', '.join(f'unnest(?) AS {c}' for c in columns)}",
-        [sample_id, *(cells[c].tolist() for c in columns)],
-    )
-
-
-def candidate_cutoffs(n_population: np.ndarray, n_sample: np.ndarray) -> np.ndarray:
-    """Per cell, a PRN value that the ``n_h``-th smallest PRN exceeds with chance 1e-12.
-
-    The ``n``-th smallest of ``N`` uniform numbers is Beta(n, N - n + 1)
-    (David & Nagaraja, Order Statistics, 2.2); rows above the cutoff need not
-    be ranked. Full cells get 2, i.e. no cutoff.
-    """
-    population = np.asarray(n_population, dtype=np.float64)
-    size = np.asarray(n_sample, dtype=np.float64)
-    partial = size < population
-    cutoff = np.full(population.shape, 2.0)
-    cutoff[partial] = stats.beta.isf(
-        _CUTOFF_MISS, size[partial], population[partial] - size[partial] + 1
-    )
-    return cutoff
+        drawn = record_sample(con, week, design, cells, seed=seed, actor=actor, replaced=current)
+        _insert_items(con, drawn.sample_id, week, seed, design, cells)
+        return drawn
 
 
 def _insert_items(
     con: duckdb.DuckDBPyConnection,
     sample_id: str,
-    week: str,
+    week: Week,
     seed: int,
     design: Design,
     cells: pd.DataFrame,
@@ -292,38 +155,42 @@ def _insert_items(
 ) -> None:
     """Rank and insert the picks of every cell; rank every row if a cutoff fell short."""
     if cutoffs is None:
-        cutoffs = candidate_cutoffs(cells["n_population"].to_numpy(), cells["n_sample"].to_numpy())
-    _select(con, sample_id, week, seed, design, cells, cutoffs)
-    drawn = dict(
-        con.sql(
-            "SELECT cell, count(*) FROM audit_items WHERE sample_id = ? GROUP BY cell",
-            params=[sample_id],
-        ).fetchall()
+        cutoffs = candidate_cutoffs(cells["n_population"].to_numpy(),
+                                    cells["n_sample"].to_numpy())
+    sql, params = _picks_sql(week, seed, design, cells)
+    wanted = dict(zip(cells["cell"], cells["n_sample"], strict=True))
+    for attempt in (cutoffs, np.full(len(cells), 2.0)):
+        # One allocation row per (cell, form version), as _picks_sql explodes them.
+        per_version = cells.assign(cutoff=attempt).explode("form_versions")["cutoff"]
+        con.execute(sql, params | {"cutoff": per_version.tolist()})
+        drawn = dict(con.sql(f"SELECT cell, count(*) FROM {_PICKS} GROUP BY cell").fetchall())
+        if all(drawn.get(cell, 0) == n for cell, n in wanted.items()):
+            break
+    con.execute(
+        "INSERT INTO audit_items (sample_id, extraction_id, cell, inclusion_prob, prn,"
+        f" double_review) SELECT ?, extraction_id, cell, inclusion_prob, prn, double_review"
+        f" FROM {_PICKS}",
+        [sample_id],
     )
-    if any(drawn.get(c, 0) != n for c, n in zip(cells["cell"], cells["n_sample"], strict=True)):
-        con.execute("DELETE FROM audit_items WHERE sample_id = ?", [sample_id])
-        _select(con, sample_id, week, seed, design, cells, np.full(len(cells), 2.0))
     # Labels of these items are read from this copy, not by joining every extraction.
     record_sampled_rows(con, _PICKS)
     con.execute(f"DROP TABLE {_PICKS}")
 
 
-def _select(
-    con: duckdb.DuckDBPyConnection,
-    sample_id: str,
-    week: str,
-    seed: int,
-    design: Design,
-    cells: pd.DataFrame,
-    cutoffs: np.ndarray,
-) -> None:
+def _picks_sql(
+    week: Week, seed: int, design: Design, cells: pd.DataFrame
+) -> tuple[str, dict[str, Any]]:
+    """The statement that ranks each cell's rows into the picks table, and its parameters.
+
+    Bind ``cutoff`` too: per allocation row, the PRN above which no row is ranked.
+    """
     population, params = population_sql(week, design, _COPIED)
     # Double review: the first share of each cell in PRN order, itself a simple
     # random sample of the cell (round half up, so a cell of 5 gets one at 10%).
     double = np.floor(cells["n_sample"].to_numpy() * design.double_review_share + 0.5)
     # One allocation row per (cell, form version): rows find their cell by a
     # join on columns they already have.
-    parts = cells.assign(n_double=double.astype(np.int64), cutoff=cutoffs).explode("form_versions")
+    parts = cells.assign(n_double=double.astype(np.int64)).explode("form_versions")
     params |= {
         "seed": seed,
         "week": week,
@@ -334,14 +201,12 @@ def _select(
         "cells": parts["cell"].tolist(),
         "n_sample": parts["n_sample"].tolist(),
         "prob": parts["inclusion_prob"].tolist(),
-        "cutoff": parts["cutoff"].tolist(),
         "n_double": parts["n_double"].tolist(),
     }
     hash_sql = prn_hash_sql("p.extraction_id")
     # The picks go to a temp table first: audit_items takes them, and
     # sampled_extractions their columns, without reading the week twice.
-    con.execute(
-        f"""
+    sql = f"""
         CREATE OR REPLACE TEMP TABLE {_PICKS} AS
         WITH alloc AS (
             SELECT unnest($doc_types::VARCHAR[]) AS doc_type, unnest($fields::VARCHAR[]) AS field,
@@ -368,12 +233,5 @@ def _select(
             FROM candidates
         )
         WHERE rank_ <= n_sample
-        """,
-        params,
-    )
-    con.execute(
-        "INSERT INTO audit_items (sample_id, extraction_id, cell, inclusion_prob, prn,"
-        f" double_review) SELECT ?, extraction_id, cell, inclusion_prob, prn, double_review"
-        f" FROM {_PICKS}",
-        [sample_id],
-    )
+        """
+    return sql, params

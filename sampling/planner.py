@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 from fieldtrust.sampling.cells import CELL_COLUMNS, plan_frame
 from fieldtrust.sampling.design import Design
+from fieldtrust.store.weeks import Week
 from scipy import stats
 
 from fieldtrust.errors import InputError
@@ -100,7 +101,7 @@ PREVIEW_COLUMNS = (*CELL_COLUMNS, "n_sample", "inclusion_prob", "boosted", "erro
 class DesignPreview:
     """What drawing a week with a design would give, per cell and in total."""
 
-    week: str
+    week: Week
     n_population: int
     n_sample: int
     budget: int | None  # None without a label budget
@@ -115,7 +116,8 @@ class DesignPreview:
 
 
 def preview_design(
-    con: duckdb.DuckDBPyConnection, week: str, design: Design | None = None, *, z: float = 1.96
+    con: duckdb.DuckDBPyConnection, week: Week | str, design: Design | None = None, *,
+    z: float = 1.96,
 ) -> DesignPreview:
     """What drawing ``week`` with ``design`` would give, per cell, without writing.
 
@@ -129,6 +131,7 @@ def preview_design(
         accuracy at ``p_h`` or the prior, with the finite-population
         correction).
     """
+    week = Week(week)
     design = design or Design()
     cells = plan_frame(con, week, design, from_rollup=True)  # a page never counts the rows
     p = cells["error_rate"].fillna(design.prior_error).to_numpy()

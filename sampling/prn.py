@@ -19,6 +19,13 @@ from __future__ import annotations
 
 import hashlib
 
+import numpy as np
+from scipy import stats
+
+#: Chance that a cell's candidate cutoff holds fewer than ``n_h`` items; then the
+#: draw falls back to ranking every row, so the cutoff only saves time.
+_CUTOFF_MISS = 1e-12
+
 #: 2**53 as a SQL literal: u = (H >> 75) / 2**53 is exact in a DOUBLE.
 _TWO_53 = "9007199254740992.0"
 
@@ -48,3 +55,20 @@ def prn_hash_sql(id_column: str, *, seed_param: str = "$seed", week_param: str =
 def prn_sql(hash_sql: str) -> str:
     """SQL turning an ``H`` expression into ``u`` in [0, 1)."""
     return f"(({hash_sql}) >> 75)::DOUBLE / {_TWO_53}"
+
+
+def candidate_cutoffs(n_population: np.ndarray, n_sample: np.ndarray) -> np.ndarray:
+    """Per cell, a PRN value that the ``n_h``-th smallest PRN exceeds with chance 1e-12.
+
+    The ``n``-th smallest of ``N`` uniform numbers is Beta(n, N - n + 1)
+    (David & Nagaraja, Order Statistics, 2.2); rows above the cutoff need not
+    be ranked. Full cells get 2, i.e. no cutoff.
+    """
+    population = np.asarray(n_population, dtype=np.float64)
+    size = np.asarray(n_sample, dtype=np.float64)
+    partial = size < population
+    cutoff = np.full(population.shape, 2.0)
+    cutoff[partial] = stats.beta.isf(
+        _CUTOFF_MISS, size[partial], population[partial] - size[partial] + 1
+    )
+    return cutoff

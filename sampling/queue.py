@@ -4,10 +4,10 @@ Separate from the audit (whose job is to measure, so it samples at random),
 the queue sends people to the extractions most likely to be wrong among
 those no approved automation covers:
 
-1. Excluded: extractions whose stratum's current decision (the latest row of
-   ``decisions`` for its (doc_type, field)) is ``approve`` with threshold ``t``
-   and whose stated confidence is at least ``t``; and extractions that already
-   have a label.
+1. Excluded: extractions whose stratum's policy in force (view
+   ``policy_in_force``: the latest row of ``decisions`` for its (doc_type,
+   field)) is ``approve`` with threshold ``t`` and whose stated confidence is
+   at least ``t``; and extractions that already have a label.
 2. First: conflicts with another source, then values the model marked
    ``unclear``.
 3. Then ascending calibrated confidence (STATS.md section 5: the current
@@ -16,6 +16,10 @@ those no approved automation covers:
 
 Ties in calibrated confidence (isotonic maps are flat in places) are broken
 by stated confidence, then extraction id.
+
+The same queue comes from a lake source (:mod:`fieldtrust.sampling.lake_queue`)
+when :func:`priority_queue` is given one: the lake returns its candidates and
+the store orders them by these rules.
 
 Labels given from the queue are not an audit sample and do not enter the
 audit estimates (see :mod:`fieldtrust.sampling.estimates`).
@@ -47,6 +51,9 @@ import dataclasses
 
 import duckdb
 import pyarrow as pa
+from fieldtrust.ingest.sources import Source
+from fieldtrust.sampling.lake_queue import lake_queue
+from fieldtrust.sampling.queue_order import MAPPED, OUTPUT, SEGMENTS
 from fieldtrust.store import queue_cache
 from fieldtrust.store.scope import Scope
 
@@ -61,26 +68,16 @@ unordered_maps AS (  -- strata whose current map ever goes down: no shortcut the
     ) WHERE down
 )"""
 
-_POLICY = """
-policy AS (
-    SELECT doc_type, field, action, threshold FROM (
-        SELECT doc_type, field, action, threshold,
-               row_number() OVER (PARTITION BY doc_type, field
-                                  ORDER BY decided_at DESC, decision_id DESC) AS rank_
-        FROM decisions
-    ) WHERE rank_ = 1
-)"""
-
 _OPEN_ITEMS = (
-    f"WITH {_UNORDERED_MAPS},{_POLICY},"
+    f"WITH {_UNORDERED_MAPS},"
     + """
 open_items AS (
     SELECT e.extraction_id, e.doc_type, e.field, e.confidence,
            CASE WHEN e.conflict THEN 0 WHEN e.value_status = 'unclear' THEN 1 ELSE 2 END AS tier
     FROM extractions e
-    LEFT JOIN policy p USING (doc_type, field)
+    LEFT JOIN policy_in_force p USING (doc_type, field)
     WHERE {where}
-      AND NOT (coalesce(p.action = 'approve', false) AND e.confidence >= p.threshold)
+      AND NOT coalesce(e.confidence >= p.automated_above, false)
       AND e.extraction_id NOT IN (SELECT extraction_id FROM effective_labels)
 )
 """
@@ -145,51 +142,14 @@ FROM ranked r JOIN extractions e USING (extraction_id)
 ORDER BY position
 """
 
-# The queue's columns, from the ranked items ``r`` and their extraction rows ``{e}``.
-_OUTPUT = """
-SELECT row_number() OVER (ORDER BY r.tier, r.priority_score, r.confidence, r.extraction_id)
-           AS position,
-       r.extraction_id, {e}.doc_id, {e}.doc_type, {e}.form_version, {e}.field, {e}.value,
-       {e}.value_status, {e}.conflict, {e}.conflict_value, {e}.confidence,
-       r.calibrated_confidence, r.calibration_method,
-       CASE r.tier
-           WHEN 0 THEN 'conflict: another source read ' || coalesce({e}.conflict_value, '(nothing)')
-           WHEN 1 THEN 'value marked unclear'
-           ELSE CASE WHEN r.calibrated_confidence IS NULL
-                     THEN printf('stated confidence %.3f (no calibration map yet)', {e}.confidence)
-                     ELSE printf('calibrated confidence %.3f (%s)',
-                                 r.calibrated_confidence, r.calibration_method) END
-       END AS reason"""
-
-# The current maps as line segments, and the calibrated confidence of the
-# items of ``{items}``: the formula of the view ``calibrated_confidence``
-# (migration 0012), applied to a few rows instead of every extraction.
-_SEGMENTS = """
-segments AS (
-    SELECT m.doc_type, m.field, m.method, k.x, k.y,
-           lead(k.x) OVER w AS x_next, lead(k.y) OVER w AS y_next
-    FROM current_recalibration_maps m JOIN recalibration_knots k USING (map_id)
-    WINDOW w AS (PARTITION BY k.map_id ORDER BY k.x)
-)"""
-
-_MAPPED = """
-SELECT i.*, s.method AS calibration_method,
-       CASE WHEN s.x IS NULL THEN NULL
-            WHEN s.x_next IS NULL OR s.x_next = s.x THEN s.y
-            ELSE s.y + (s.y_next - s.y) * (i.confidence - s.x) / (s.x_next - s.x)
-       END AS calibrated_confidence
-FROM {items} i
-ASOF LEFT JOIN segments s
-  ON i.doc_type = s.doc_type AND i.field = s.field AND i.confidence >= s.x"""
-
 # The queue from the cache: its open items in scope, mapped and ordered.
 _CACHED_SQL = (
-    f"WITH {_POLICY},{_SEGMENTS},"
+    f"WITH {SEGMENTS},"
     + """
 open_items AS MATERIALIZED (
-    SELECT c.* FROM queue_candidates c LEFT JOIN policy p USING (doc_type, field)
+    SELECT c.* FROM queue_candidates c LEFT JOIN policy_in_force p USING (doc_type, field)
     WHERE {where}
-      AND NOT (coalesce(p.action = 'approve', false) AND c.confidence >= p.threshold)
+      AND NOT coalesce(c.confidence >= p.automated_above, false)
       AND c.extraction_id NOT IN (SELECT extraction_id FROM effective_labels)
 ),
 -- The maps keep each stratum's order: its first ``limit`` items (ties
@@ -205,12 +165,12 @@ first_items AS (
 ranked AS (
     SELECT *, coalesce(calibrated_confidence, confidence) AS priority_score
     FROM ("""
-    + _MAPPED.format(items="first_items")
+    + MAPPED.format(items="first_items")
     + """)
     ORDER BY tier, priority_score, confidence, extraction_id
     LIMIT ?
 )"""
-    + _OUTPUT.format(e="r")
+    + OUTPUT.format(e="r")
     + """, r.tier AS _tier, r.priority_score AS _score
 FROM ranked r
 ORDER BY position
@@ -220,19 +180,19 @@ ORDER BY position
 # The frontiers of the partitions in scope that could hide an open item: as
 # (tier, priority score, confidence, id), the key the queue orders by.
 _FRONTIERS_SQL = (
-    f"WITH {_POLICY},{_SEGMENTS},"
+    f"WITH {SEGMENTS},"
     + """
 frontiers AS (
     SELECT q.tier, q.doc_type, q.field, q.frontier_confidence AS confidence,
            q.frontier_id AS extraction_id
-    FROM queue_partitions q LEFT JOIN policy p USING (doc_type, field)
+    FROM queue_partitions q LEFT JOIN policy_in_force p USING (doc_type, field)
     WHERE {where} AND q.frontier_id IS NOT NULL
       -- an approved frontier: every item after it is approved too
-      AND NOT (coalesce(p.action = 'approve', false) AND q.frontier_confidence >= p.threshold)
+      AND NOT coalesce(q.frontier_confidence >= p.automated_above, false)
 )
 SELECT tier, coalesce(calibrated_confidence, confidence), confidence, extraction_id
 FROM ("""
-    + _MAPPED.format(items="frontiers")
+    + MAPPED.format(items="frontiers")
     + ")"
 )
 
@@ -249,7 +209,8 @@ MAX_LIMIT = 100_000
 
 
 def priority_queue(
-    con: duckdb.DuckDBPyConnection, scope: Scope = Scope(), *, limit: int = 100
+    con: duckdb.DuckDBPyConnection, scope: Scope = Scope(), *, limit: int = 100,
+    source: Source | None = None,
 ) -> pa.Table:
     """The next ``limit`` extractions for human review, most urgent first.
 
@@ -261,6 +222,10 @@ def priority_queue(
         Which extractions to consider.
     limit
         Rows to return, 1 to :data:`MAX_LIMIT`.
+    source
+        The open lake source the store was refreshed from
+        (:func:`fieldtrust.ingest.sources.open_configured` of the settings):
+        its rows are the candidates. None: the store's own rows.
 
     Returns
     -------
@@ -272,6 +237,8 @@ def priority_queue(
     """
     if not 1 <= limit <= MAX_LIMIT:
         raise InputError(f"limit must be between 1 and {MAX_LIMIT:,}, got {limit:,}")
+    if source is not None:
+        return lake_queue(con, source, scope, limit=limit)
     cached = _from_cache(con, scope, limit)
     return cached if cached is not None else _ranked_rows(con, scope, limit)
 
@@ -320,7 +287,7 @@ def _ranked_rows(con: duckdb.DuckDBPyConnection, scope: Scope, limit: int) -> pa
         ).fetchall()[0][0]
         sql = _QUEUE_SQL.format(
             calibrated=_CALIBRATED if mapped else _UNCALIBRATED, candidates=_CANDIDATES,
-            output=_OUTPUT.format(e="e"),
+            output=OUTPUT.format(e="e"),
         )
         params_ = {"limit": limit} | (
             {"ids": candidates.column("extraction_id").to_pylist()} if mapped else {}

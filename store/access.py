@@ -76,10 +76,24 @@ class RoleGrant:
     granted_at: dt.datetime
 
 
-def user_name(name: object, *, what: str = "user name") -> str:
+class UserName(str):
+    """A user name as :func:`user_name` checked it: stripped, one line, at most 100 characters.
+
+    The acting user of an act is checked once where the act starts and
+    carried as this value; checking a UserName again returns it as it is
+    (an approval asks for its actor's roles twice, before certifying and in
+    its transaction, and parses the name once).
+    """
+
+    __slots__ = ()
+
+
+def user_name(name: object, *, what: str = "user name") -> UserName:
     """``name`` stripped; an :class:`InputError` when it is empty, too long or holds a line
     break, tab or other control character (anywhere, even at an end).
     """
+    if isinstance(name, UserName):
+        return name
     if not isinstance(name, str) or not name.strip():
         raise InputError(f"{what} {name!r} is empty: give the person's user name")
     cleaned = name.strip()
@@ -88,7 +102,7 @@ def user_name(name: object, *, what: str = "user name") -> str:
             f"{what} {cleaned[:40]!r} is not a usable name: at most {_MAX_NAME} characters,"
             " one line, no tabs or control characters"
         )
-    return cleaned
+    return UserName(cleaned)
 
 
 def current_roles(con: duckdb.DuckDBPyConnection, user: str) -> frozenset[str]:

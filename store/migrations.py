@@ -1,9 +1,11 @@
 """The store's schema, as ordered, named migrations.
 
-Every table and view is created here and nowhere else. A migration is applied
-once, inside a transaction, and recorded in ``schema_migrations``; a store made
-by an older fieldtrust gains the newer migrations when it is next opened.
-Append new migrations at the end; never edit one that has shipped.
+Every table and view of a store is created here and nowhere else (the demo's
+hidden truth is no part of a store's schema: :mod:`fieldtrust.demo.truth`
+creates it in demo stores). A migration is applied once, inside a
+transaction, and recorded in ``schema_migrations``; a store made by an older
+fieldtrust gains the newer migrations when it is next opened. Append new
+migrations at the end; never edit one that has shipped.
 
 Conventions: timestamps are ``TIMESTAMP`` in UTC (ingest converts), ISO weeks
 are text like ``2026-W48``. Tables marked append-only (labels, decisions,
@@ -285,18 +287,9 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
-    Migration(
-        "0006_demo_truth",
-        """
-        -- Only the demo generator writes here: the hidden truth simulated
-        -- reviewers and tests compare against. Real stores leave it empty.
-        CREATE TABLE demo_truth (
-            extraction_id VARCHAR PRIMARY KEY,
-            correct       BOOLEAN NOT NULL,
-            true_value    VARCHAR
-        );
-        """,
-    ),
+    # 0006_demo_truth and 0011_demo_truth_error_type gave every store the demo's
+    # truth table (demo_truth) before 0025. The demo creates it now
+    # (fieldtrust.demo.truth); stores that applied them keep the table.
     Migration(
         "0010_labels_history_constraints",
         """
@@ -309,15 +302,6 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE UNIQUE INDEX labels_one_chain_per_round ON labels ((
             CASE WHEN supersedes IS NULL AND review_round <> 'import'
                  THEN extraction_id || '|' || review_round END));
-        """,
-    ),
-    Migration(
-        "0011_demo_truth_error_type",
-        """
-        -- Why a demo extraction is wrong, in the labels taxonomy, so simulated
-        -- reviewers record an error type and detail the way a person would.
-        ALTER TABLE demo_truth ADD COLUMN error_type VARCHAR;
-        ALTER TABLE demo_truth ADD COLUMN error_detail VARCHAR;
         """,
     ),
     Migration(
@@ -629,6 +613,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         -- CHECK: the one writer checks the range (1 to 520) through the Bar,
         -- and the history chain finds a row written around it.
         ALTER TABLE policy_settings ADD COLUMN horizon_weeks INTEGER;
+        """,
+    ),
+    Migration(
+        "0025_policy_in_force",
+        """
+        -- The policy in force: each decided stratum's latest decision, and the
+        -- threshold above which it is automated (NULL unless that decision is
+        -- an approval). Governance reports it and the review queue leaves out
+        -- what it automates, from this one definition.
+        CREATE VIEW policy_in_force AS
+        SELECT d.*, CASE WHEN d.action = 'approve' THEN d.threshold END AS automated_above
+        FROM decisions d
+        QUALIFY row_number() OVER (PARTITION BY d.doc_type, d.field
+                                   ORDER BY d.decided_at DESC, d.decision_id DESC) = 1;
         """,
     ),
 )

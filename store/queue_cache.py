@@ -31,6 +31,8 @@ import duckdb
 from fieldtrust.store.scope import Scope
 from fieldtrust.store.sql import fetch_one, has_table
 
+from fieldtrust.errors import InputError
+
 #: Open items kept per (tier, doc_type, field, week): a queue of up to this many
 #: items reads the cache, with room for the items labelled between two ingests.
 DEPTH = 500
@@ -103,7 +105,7 @@ def refresh(con: duckdb.DuckDBPyConnection, *, depth: int = DEPTH) -> None:
     ``depth``: open items kept per partition (later ingests keep it).
     """
     if depth < 1:
-        raise ValueError(f"depth must be at least 1, got {depth}")
+        raise InputError(f"depth must be at least 1, got {depth}")
     con.execute("DELETE FROM queue_candidates")
     con.execute("DELETE FROM queue_partitions")
     _build(con, "TRUE", [], depth)

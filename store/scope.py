@@ -12,23 +12,38 @@ from dataclasses import dataclass
 
 import duckdb
 from fieldtrust.store.sql import fetch_one
-from fieldtrust.store.weeks import iso_week, parse_week, shift_week, week_bounds, week_sql
+from fieldtrust.store.weeks import Week, week_sql
 
 from fieldtrust.errors import InputError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Scope:
-    """A filter over extractions. Empty tuples mean "all"."""
+    """A filter over extractions. Empty tuples mean "all".
 
-    weeks: tuple[str, ...] = ()
-    doc_types: tuple[str, ...] = ()
-    form_versions: tuple[str, ...] = ()
-    fields: tuple[str, ...] = ()
+    ``weeks`` may be given as text (``"2026-W48"``), as a widget or a flag
+    gives them: they are checked here, once, and held as
+    :class:`~fieldtrust.store.weeks.Week` values.
+    """
 
-    def __post_init__(self) -> None:
-        for week in self.weeks:
-            parse_week(week)
+    weeks: tuple[Week, ...]
+    doc_types: tuple[str, ...]
+    form_versions: tuple[str, ...]
+    fields: tuple[str, ...]
+
+    def __init__(
+        self,
+        weeks: tuple[Week | str, ...] = (),
+        doc_types: tuple[str, ...] = (),
+        form_versions: tuple[str, ...] = (),
+        fields: tuple[str, ...] = (),
+    ) -> None:
+        if isinstance(weeks, str):  # one week's text is not a tuple of weeks
+            raise InputError(f"weeks {weeks[:40]!r}: give a tuple of weeks, like ('2026-W48',)")
+        object.__setattr__(self, "weeks", tuple(Week(week) for week in weeks))
+        object.__setattr__(self, "doc_types", tuple(doc_types))
+        object.__setattr__(self, "form_versions", tuple(form_versions))
+        object.__setattr__(self, "fields", tuple(fields))
 
     def where(self, alias: str = "e") -> tuple[str, list[object]]:
         """A SQL condition on extractions aliased ``alias``, and its parameters.
@@ -58,7 +73,7 @@ class Scope:
         params: list[object] = []
         if self.weeks:
             clauses.append(f"{alias}.week IN (SELECT unnest(?::VARCHAR[]))")
-            params.append(sorted({iso_week(week_bounds(week)[0]) for week in self.weeks}))
+            params.append(sorted({str(week) for week in self.weeks}))
         return self._and_columns(alias, clauses, params)
 
     def _and_columns(
@@ -77,10 +92,10 @@ class Scope:
         return " AND ".join(clauses) or "TRUE", params
 
 
-def week_ranges(weeks: tuple[str, ...]) -> list[tuple[dt.datetime, dt.datetime]]:
+def week_ranges(weeks: tuple[Week, ...]) -> list[tuple[dt.datetime, dt.datetime]]:
     """The weeks as [start, end) timestamp ranges, adjacent weeks merged."""
     merged: list[tuple[dt.datetime, dt.datetime]] = []
-    for start, end in sorted(week_bounds(week) for week in set(weeks)):
+    for start, end in sorted(week.bounds() for week in set(weeks)):
         if merged and merged[-1][1] == start:
             merged[-1] = (merged[-1][0], end)
         else:
@@ -88,7 +103,7 @@ def week_ranges(weeks: tuple[str, ...]) -> list[tuple[dt.datetime, dt.datetime]]
     return merged
 
 
-def latest_week(con: duckdb.DuckDBPyConnection) -> str | None:
+def latest_week(con: duckdb.DuckDBPyConnection) -> Week | None:
     """The newest ISO week holding any extraction (None for an empty store)."""
     # The rollup also knows the weeks of a lake source, whose rows are not stored.
     row = fetch_one(
@@ -96,7 +111,7 @@ def latest_week(con: duckdb.DuckDBPyConnection) -> str | None:
         f"SELECT greatest((SELECT {week_sql('max(extracted_at)')} FROM extractions),"
         " (SELECT max(week) FROM extraction_counts))",
     )
-    return row[0] if row else None
+    return Week(row[0]) if row and row[0] is not None else None
 
 
 #: The longest window a scope is given in weeks: ten years. Longer asks are refused, not
@@ -105,12 +120,12 @@ MAX_WEEKS = 520
 
 
 def last_weeks(
-    con: duckdb.DuckDBPyConnection, count: int, *, until: str | None = None
-) -> tuple[str, ...]:
+    con: duckdb.DuckDBPyConnection, count: int, *, until: Week | str | None = None
+) -> tuple[Week, ...]:
     """The ``count`` ISO weeks ending at ``until`` (default: the store's latest week)."""
     if not 1 <= count <= MAX_WEEKS:
         raise InputError(f"weeks must be between 1 and {MAX_WEEKS}, got {count}")
-    end = until or latest_week(con)
+    end = Week(until) if until else latest_week(con)
     if end is None:
         return ()
-    return tuple(shift_week(end, -offset) for offset in range(count - 1, -1, -1))
+    return tuple(end.shift(-offset) for offset in range(count - 1, -1, -1))

@@ -9,7 +9,7 @@ from typing import Any
 import duckdb
 from fieldtrust.store.rollup import counts_a_lake, is_current
 from fieldtrust.store.sql import fetch_one
-from fieldtrust.store.weeks import iso_week, week_sql
+from fieldtrust.store.weeks import Week, week_sql
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def store_summary(con: duckdb.DuckDBPyConnection) -> StoreSummary:
 class FilterOptions:
     """The values a scope can filter on: what the store actually holds."""
 
-    weeks: tuple[str, ...]
+    weeks: tuple[Week, ...]
     doc_types: tuple[str, ...]
     form_versions: tuple[tuple[str, str], ...]  # (doc_type, form_version)
 
@@ -101,7 +101,7 @@ def filter_options(con: duckdb.DuckDBPyConnection) -> FilterOptions:
             "SELECT DISTINCT doc_type, form_version FROM extraction_counts ORDER BY ALL"
         ).fetchall()
         return FilterOptions(
-            weeks=tuple(str(w) for w in weeks),
+            weeks=tuple(Week(w) for w in weeks),
             doc_types=tuple(sorted({str(doc_type) for doc_type, _ in versions})),
             form_versions=tuple((str(d), str(v)) for d, v in versions),
         )
@@ -115,7 +115,7 @@ def filter_options(con: duckdb.DuckDBPyConnection) -> FilterOptions:
         "SELECT DISTINCT doc_type, form_version FROM extractions ORDER BY ALL"
     ).fetchall()
     return FilterOptions(
-        weeks=tuple(iso_week(monday) for (monday,) in mondays),
+        weeks=tuple(Week.of(monday) for (monday,) in mondays),
         doc_types=tuple(sorted({str(doc_type) for doc_type, _ in versions})),
         form_versions=tuple((str(d), str(v)) for d, v in versions),
     )

@@ -8,7 +8,8 @@ import sys
 import pytest
 
 LIBRARY = [
-    f"fieldtrust.{name}" for name in ("store", "calibration", "sampling", "labels", "extraction")
+    f"fieldtrust.{name}" for name in (
+        "store", "ingest", "calibration", "sampling", "labels", "extraction", "governance")
 ]
 
 

@@ -15,14 +15,14 @@ from PIL import Image, ImageChops, ImageFont
 
 from fieldtrust import store
 from fieldtrust.demo import build_demo
-from fieldtrust.demo.documents import (
+from fieldtrust.demo.drawn_documents import (
     DemoField,
     _handwritten,
     _printed,
     demo_document,
     render_demo,
 )
-from fieldtrust.demo.layout import MONO_ADVANCE, printed_text, value_box
+from fieldtrust.demo.page_layout import MONO_ADVANCE, printed_text, value_box
 
 ROWS = 6_000
 
@@ -159,3 +159,28 @@ def test_a_store_without_demo_truth_has_no_demo_documents(tmp_path: Path) -> Non
         assert render_demo(con, "demo-0000001") is None
     finally:
         con.close()
+
+
+def test_the_dashboard_draws_a_demo_document_through_its_entry_point(
+    demo: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    from fieldtrust.dashboard.render import Notice, Source, drawers, open_document
+    from fieldtrust.store.locations import document_location
+
+    from fieldtrust.demo.drawn_documents import draw_document
+
+    assert draw_document in drawers()  # pyproject.toml's fieldtrust.document_drawers
+    doc_id = _docs(demo, "invoice", 1)[0]
+    (extraction_id,) = demo.execute(
+        "SELECT extraction_id FROM extractions WHERE doc_id = ? LIMIT 1", [doc_id]).fetchone()
+    location = document_location(demo, extraction_id)
+    assert location is not None
+    opened = open_document(demo, location, root=tmp_path, store_key="demo-docs")
+    assert isinstance(opened, Source)
+    assert opened.data == render_demo(demo, doc_id).data  # type: ignore[union-attr]
+    assert opened.data.startswith(b"%PDF-")
+    # Without a drawer that knows it (another store), the missing file is said so.
+    other = dataclasses.replace(location, doc_id="no-such-document")
+    assert draw_document(demo, other) is None
+    missing = open_document(demo, other, root=tmp_path, store_key="demo-docs-2")
+    assert isinstance(missing, Notice) and "missing" in missing.message

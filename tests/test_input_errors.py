@@ -19,7 +19,7 @@ from fieldtrust.sampling.stratified import clopper_pearson
 from fieldtrust.store.bar import Bar, Criteria
 from fieldtrust.store.scope import last_weeks
 from fieldtrust.store.sql import quote_ident, quote_literal
-from fieldtrust.store.weeks import parse_week
+from fieldtrust.store.weeks import Week
 
 from fieldtrust.demo.generator import generate_demo
 from fieldtrust.errors import FieldtrustError
@@ -28,7 +28,7 @@ from fieldtrust.settings import Settings
 CASES: list[tuple[str, Callable[[duckdb.DuckDBPyConnection], object], str]] = [
     ("last_weeks", lambda con: last_weeks(con, 0), "weeks must be between 1 and 520, got 0"),
     ("last_weeks", lambda con: last_weeks(con, 10**12), "between 1 and 520"),
-    ("parse_week", lambda con: parse_week("2026-W60"), "2026 has no week 60"),
+    ("Week", lambda con: Week("2026-W60"), "2026 has no week 60"),
     ("quote_ident", lambda con: quote_ident(""), "not a usable SQL identifier"),
     ("quote_literal", lambda con: quote_literal("a\x00b"), "not a usable SQL string"),
     ("priority_queue", lambda con: priority_queue(con, limit=0), "limit must be between 1"),

@@ -22,10 +22,9 @@ from fieldtrust.governance.bar_admin import set_policy_settings
 from fieldtrust.ingest.extractions import ingest_table
 from fieldtrust.ingest.sources import SourceConfig, open_source, refresh_source
 from fieldtrust.labels.verdicts import record_verdict
-from fieldtrust.sampling.draw import draw_sample, sample_items
+from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.sampling.queue import priority_queue
-from fieldtrust.sampling.source_draw import draw_from_source
-from fieldtrust.sampling.source_queue import source_queue
+from fieldtrust.sampling.samples import sample_items
 from fieldtrust.store import rollup
 
 from tests.ingest.lake import fresh_store, lake_rows, write_delta_lake, write_parquet_lake
@@ -102,9 +101,9 @@ def audit_from_lake(config: SourceConfig, path: Path) -> tuple[dict[str, Any], A
     source = open_source(config)
     refreshed = refresh_source(con, source)
     assert refreshed.rows_counted == 6000
-    done = audit(con, lambda c, week: draw_from_source(c, source, week, seed=SEED,
-                                                        actor="quinn"),
-                 lambda c: source_queue(c, source, limit=QUEUE).to_pylist())
+    done = audit(con, lambda c, week: draw_sample(c, week, seed=SEED, actor="quinn",
+                                                   source=source),
+                 lambda c: priority_queue(c, limit=QUEUE, source=source).to_pylist())
     stored = con.execute(
         "SELECT count(*), count(*) FILTER (WHERE batch_id LIKE 'source-%') FROM extractions"
     ).fetchall()[0]
@@ -163,7 +162,7 @@ def test_spark_finds_the_bad_rows_duckdb_finds(spark_master: str, rows: pa.Table
         assert con.execute("SELECT count(*) FROM source_refreshes").fetchall() == [(0,)]
         assert refresh_source(con, source, skip_invalid=True).rows_skipped == 2
         with pytest.raises(ValidationError) as caught:
-            draw_from_source(con, source, week, seed=SEED, actor="quinn")
+            draw_sample(con, week, seed=SEED, actor="quinn", source=source)
         drawn[kind] = (caught.value.problems, caught.value.total)
     assert messages["spark"] == messages["parquet"]
     assert messages["parquet"][1] == 2

@@ -21,6 +21,7 @@ from fieldtrust.calibration.report import calibration_report
 from fieldtrust.calibration.table import calibration_table, stratum_bins
 from fieldtrust.calibration.thresholds import threshold_curve, threshold_table
 from fieldtrust.governance.revocation import policy_review
+from fieldtrust.sampling.audit_report import audit_report
 from fieldtrust.sampling.cells import count_cells, plan_cells
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.estimates import (
@@ -30,7 +31,6 @@ from fieldtrust.sampling.estimates import (
     weekly_estimates,
 )
 from fieldtrust.sampling.planner import DesignPreview, attribute_sampling_table, preview_design
-from fieldtrust.sampling.report import audit_report
 from fieldtrust.store.access import list_users, role_history
 from fieldtrust.store.bar import Bar
 

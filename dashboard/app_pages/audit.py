@@ -24,7 +24,8 @@ from fieldtrust.dashboard import (
 from fieldtrust.labels.agreement import adjudicate
 from fieldtrust.labels.taxonomy import ERROR_TYPES
 from fieldtrust.sampling.design import Design
-from fieldtrust.sampling.draw import SampleResult, draw_sample
+from fieldtrust.sampling.draw import draw_sample
+from fieldtrust.sampling.samples import SampleResult
 from fieldtrust.store.access import allowed, require
 from fieldtrust.store.bar import Bar
 
@@ -54,7 +55,8 @@ def _draw(con: duckdb.DuckDBPyConnection, user: str, week: str, design: Design,
         require(check, user, "draw_sample")
     finally:
         check.close()
-    return draw_sample(con, week, design, seed=seed, actor=user)
+    with data.configured_source() as lake:
+        return draw_sample(con, week, design, seed=seed, actor=user, source=lake)
 
 
 def _on_draw(identity: auth.Identity, week: str, seed: int) -> None:

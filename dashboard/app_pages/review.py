@@ -11,7 +11,7 @@ from __future__ import annotations
 import streamlit as st
 from fieldtrust.dashboard import auth, data, downloads, layout, sidebar, state, viewer, views
 from fieldtrust.labels.assignment import ReviewItem, next_items, skip
-from fieldtrust.labels.progress import ItemContext
+from fieldtrust.labels.review_progress import ItemContext
 from fieldtrust.labels.taxonomy import ERROR_TYPES
 from fieldtrust.labels.verdicts import record_verdict
 from fieldtrust.store.access import allowed

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -10,8 +9,10 @@ import click
 import duckdb
 
 from fieldtrust import store
+from fieldtrust.errors import InputError
 from fieldtrust.ingest.rules import TimeWindow
 from fieldtrust.settings import Settings
+from fieldtrust.store.weeks import Week
 
 if TYPE_CHECKING:
     from fieldtrust.store.bar import Bar
@@ -78,9 +79,23 @@ def open_db(
 
 def time_window(ctx: click.Context) -> TimeWindow:
     """The accepted input times, from settings ``earliest_time`` and ``future_days``."""
-    resolved = settings(ctx)
-    earliest = dt.datetime.fromisoformat(resolved.earliest_time).replace(tzinfo=None)
-    return TimeWindow(earliest, dt.timedelta(days=resolved.future_days))
+    return TimeWindow.from_settings(settings(ctx))
+
+
+class WeekType(click.ParamType[Week, str]):
+    """An ISO week option (``--week 2026-W48``), parsed once into a :class:`Week`."""
+
+    name = "week"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Week:
+        try:
+            return Week(value)
+        except InputError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+WEEK = WeekType()
 
 
 def _say_waiting(message: str) -> None:

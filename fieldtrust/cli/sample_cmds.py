@@ -10,8 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fieldtrust.cli.common import acting_user, echo_json, echo_table, held_bar, open_db, settings
+from fieldtrust.cli.common import (
+    WEEK,
+    acting_user,
+    echo_json,
+    echo_table,
+    held_bar,
+    open_db,
+    settings,
+)
 from fieldtrust.sampling.design import Design, load_design
+from fieldtrust.store.weeks import Week
 
 if TYPE_CHECKING:
     import duckdb
@@ -52,7 +61,8 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     " granted qa_lead for it: fieldtrust users grant nightly-audit qa_lead --as ADMIN, then"
     " fieldtrust sample --week ... --as nightly-audit.",
 )
-@click.option("--week", required=True, help="ISO week to sample, e.g. 2026-W48 (UTC).")
+@click.option("--week", type=WEEK, required=True,
+              help="ISO week to sample, e.g. 2026-W48 (UTC).")
 @_DESIGN
 @click.option("--seed", type=int, default=None, help="PRN seed [default: setting seed].")
 @click.option(
@@ -100,7 +110,7 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 @click.pass_context
 def sample(
     ctx: click.Context,
-    week: str,
+    week: Week,
     design_file: str | None,
     seed: int | None,
     out: str | None,
@@ -115,7 +125,7 @@ def sample(
 ) -> None:
     """Draw the week's audit sample (or return it if drawn already) and show its cells."""
     from fieldtrust.sampling.draw import draw_sample
-    from fieldtrust.sampling.export import check_writable
+    from fieldtrust.sampling.items_csv import check_writable
     from fieldtrust.sampling.planner import preview_design
 
     design = _design(design_file)
@@ -130,25 +140,15 @@ def sample(
     actor = acting_user(ctx, actor, what="drawing a sample")
     if out:
         check_writable(out)
+    from fieldtrust.cli.progress_bars import stage_progress
     from fieldtrust.cli.source_cmds import open_configured_source
 
     con = open_db(ctx)
-    lake = open_configured_source(ctx)
-    seed = settings(ctx, seed=seed).seed
-    if lake is not None:  # ranked on the lake's engine; only the picked rows come home
-        from fieldtrust.cli.progress import stage_progress
-        from fieldtrust.sampling.source_draw import draw_from_source
-
-        result = draw_from_source(
-            con, lake, week, design, seed=seed, actor=actor, redraw=redraw,
-            skip_invalid=skip_invalid, progress=None if as_json else stage_progress("steps"),
-        )
-    elif skip_invalid:
-        raise click.UsageError(
-            "--skip-invalid is for a lake source: the store's own rows were checked at ingest"
-        )
-    else:
-        result = draw_sample(con, week, design, seed=seed, actor=actor, redraw=redraw)
+    result = draw_sample(
+        con, week, design, seed=settings(ctx, seed=seed).seed, actor=actor, redraw=redraw,
+        source=open_configured_source(ctx), skip_invalid=skip_invalid,
+        progress=None if as_json else stage_progress("steps"),
+    )
     written = _write_out(con, result.sample_id, out, out_format, show_confidence)
     if label_config_file:
         from pathlib import Path
@@ -186,7 +186,7 @@ def _write_out(
     show_confidence: bool,
 ) -> int | None:
     """Write the sample's items to ``out`` as CSV or Label Studio tasks; the count."""
-    from fieldtrust.sampling.draw import sample_items
+    from fieldtrust.sampling.samples import sample_items
 
     if out is None:
         return None
@@ -195,17 +195,17 @@ def _write_out(
         from fieldtrust.labels.label_studio import write_tasks
 
         return write_tasks(items, out, show_confidence=show_confidence)
-    from fieldtrust.sampling.export import write_items_csv
+    from fieldtrust.sampling.items_csv import write_items_csv
 
     return write_items_csv(items, out)
 
 
 @click.command(epilog="Example: fieldtrust plan --week 2026-W48 --design design.toml")
-@click.option("--week", required=True, help="ISO week to plan, e.g. 2026-W48 (UTC).")
+@click.option("--week", type=WEEK, required=True, help="ISO week to plan, e.g. 2026-W48 (UTC).")
 @_DESIGN
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
-def plan(ctx: click.Context, week: str, design_file: str | None, as_json: bool) -> None:
+def plan(ctx: click.Context, week: Week, design_file: str | None, as_json: bool) -> None:
     """Preview a design on a week: cells, sizes, inclusion probabilities, expected margins."""
     from fieldtrust.sampling.planner import preview_design
 
@@ -235,7 +235,7 @@ def _print_preview(preview: DesignPreview, as_json: bool) -> None:
 @click.pass_context
 def report(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
     """Weekly design-weighted accuracy per (doc_type, field), and this week's alerts."""
-    from fieldtrust.sampling.report import audit_report
+    from fieldtrust.sampling.audit_report import audit_report
 
     con = open_db(ctx, read_only=True)
     bar = held_bar(ctx, con, weeks=weeks)
@@ -281,13 +281,8 @@ def queue(ctx: click.Context, limit: int, as_json: bool) -> None:
     from fieldtrust.cli.source_cmds import open_configured_source
     from fieldtrust.sampling.queue import priority_queue
 
-    lake = open_configured_source(ctx)
-    if lake is not None:  # the source returns its lowest-confidence open rows
-        from fieldtrust.sampling.source_queue import source_queue
-
-        rows = source_queue(open_db(ctx, read_only=True), lake, limit=limit).to_pylist()
-    else:
-        rows = priority_queue(open_db(ctx, read_only=True), limit=limit).to_pylist()
+    rows = priority_queue(open_db(ctx, read_only=True), limit=limit,
+                          source=open_configured_source(ctx)).to_pylist()
     if as_json:
         echo_json({"queue": rows})
         return
@@ -317,7 +312,7 @@ def queue(ctx: click.Context, limit: int, as_json: bool) -> None:
 @click.pass_context
 def progress(ctx: click.Context, sample_id: str | None, as_json: bool) -> None:
     """How far the labelling of an audit sample has got, per sampling cell."""
-    from fieldtrust.labels.progress import cell_progress
+    from fieldtrust.labels.review_progress import cell_progress
 
     rows = cell_progress(open_db(ctx, read_only=True), sample_id).to_pylist()
     shown = rows[0]["sample_id"] if rows else sample_id

@@ -20,12 +20,9 @@ if TYPE_CHECKING:
 
 def source_config(resolved: Settings) -> SourceConfig:
     """The source the settings name (``source``, ``source_path``...)."""
-    from fieldtrust.ingest.sources import SourceConfig, parse_columns
+    from fieldtrust.ingest.sources import SourceConfig
 
-    return SourceConfig(
-        resolved.source, resolved.source_path, resolved.source_spark,
-        parse_columns(resolved.source_columns),
-    )
+    return SourceConfig.from_settings(resolved)
 
 
 def open_configured_source(ctx: click.Context) -> Source | None:
@@ -34,13 +31,11 @@ def open_configured_source(ctx: click.Context) -> Source | None:
     Its rows are held to the settings' time window (``earliest_time``,
     ``future_days``), as ingest holds a file's.
     """
-    from fieldtrust.ingest.sources import open_source
+    from fieldtrust.ingest.sources import open_configured
 
-    config = source_config(settings(ctx))
-    if config.is_store:
-        return None
-    source = open_source(config, window=time_window(ctx))
-    ctx.call_on_close(source.close)
+    source = open_configured(source_config(settings(ctx)), window=time_window(ctx))
+    if source is not None:
+        ctx.call_on_close(source.close)
     return source
 
 
@@ -95,7 +90,7 @@ def _test(ctx: click.Context) -> dict[str, Any]:
 
 
 def _progress(as_json: bool, quiet: bool) -> Any:
-    from fieldtrust.cli.progress import stage_progress
+    from fieldtrust.cli.progress_bars import stage_progress
 
     return None if as_json or quiet else stage_progress("files")
 

@@ -123,7 +123,7 @@ def ingest(ctx: click.Context, files: tuple[str, ...], quiet: bool, as_json: boo
     rows already stored are skipped, so ingesting again is safe. See
     docs/ingest.md.
     """
-    from fieldtrust.cli.progress import stage_progress
+    from fieldtrust.cli.progress_bars import stage_progress
     from fieldtrust.ingest.extractions import ingest_files
 
     progress = None if quiet or as_json else stage_progress("rows")

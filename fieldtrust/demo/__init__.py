@@ -2,7 +2,7 @@
 
 from fieldtrust.demo.build import build_demo, build_demo_store, ensure_demo_store
 from fieldtrust.demo.generator import DemoData, generate_demo
-from fieldtrust.demo.summary import DemoSummary, StratumTruth, VersionTruth, truth_summary
+from fieldtrust.demo.truth_summary import DemoSummary, StratumTruth, VersionTruth, truth_summary
 
 __all__ = [
     "DemoData",

@@ -1,8 +1,9 @@
 """Write the demo into a store, and describe what was planted there.
 
 The extractions go through the same validated ingest as a user's file
-(``store.ingest.ingest_table``); the hidden truth goes into ``demo_truth``,
-which nothing but the demo and its simulated reviewers ever reads.
+(``ingest.extractions.ingest_table``); the hidden truth goes into
+``demo_truth`` (:mod:`fieldtrust.demo.truth`), a table the demo creates and
+nothing but the demo and its simulated reviewers ever reads.
 """
 
 from __future__ import annotations
@@ -13,18 +14,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 
 from fieldtrust import store
 from fieldtrust.demo.generator import check_size, generate_demo
-from fieldtrust.demo.layout import with_locations
+from fieldtrust.demo.page_layout import with_locations
 from fieldtrust.demo.reviewers import simulate_reviews
-from fieldtrust.demo.summary import DemoSummary, truth_summary
+from fieldtrust.demo.truth import TRUTH_TABLE, insert_truth, truth_rows
+from fieldtrust.demo.truth_summary import DemoSummary, truth_summary
 from fieldtrust.errors import Refused
 from fieldtrust.ingest.extractions import ingest_table
 from fieldtrust.store.connection import DEFAULT_LOCK_TIMEOUT
 from fieldtrust.store.migrations import migrate
-from fieldtrust.store.sql import quote_ident
+from fieldtrust.store.sql import has_table, quote_ident
 
 
 @dataclass(frozen=True)
@@ -34,10 +35,8 @@ class _Counts:
 
 
 def _counts(con: duckdb.DuckDBPyConnection) -> _Counts:
-    row = con.execute(
-        "SELECT (SELECT count(*) FROM extractions), (SELECT count(*) FROM demo_truth)"
-    ).fetchall()[0]
-    return _Counts(int(row[0]), int(row[1]))
+    row = con.execute("SELECT count(*) FROM extractions").fetchall()[0]
+    return _Counts(int(row[0]), truth_rows(con))
 
 
 def build_demo(
@@ -82,23 +81,11 @@ def build_demo(
     data = generate_demo(seed, rows, end_week, weeks)
     # Each row says where its value is printed; the pages are drawn only when opened.
     ingest_table(con, with_locations(data.extractions, data.truth), source="demo", fmt="demo")
-    _insert_truth(con, data.truth)
+    insert_truth(con, data.truth)
     if labelled:
         simulate_reviews(con, seed=seed, weeks=data.weeks)
     summary = truth_summary(con)
     return replace(summary, build_seconds=time.perf_counter() - started)
-
-
-def _insert_truth(con: duckdb.DuckDBPyConnection, truth: pa.Table) -> None:
-    con.register("demo_truth_staged", truth)
-    try:
-        con.execute(
-            "INSERT INTO demo_truth (extraction_id, correct, true_value, error_type, error_detail)"
-            " SELECT extraction_id, correct, true_value, error_type, error_detail"
-            " FROM demo_truth_staged"
-        )
-    finally:
-        con.unregister("demo_truth_staged")
 
 
 def build_demo_store(
@@ -146,9 +133,12 @@ def demo_store_problems(con: duckdb.DuckDBPyConnection) -> list[str]:
     A demo store's every extraction came from the demo (its batches are
     ``demo`` batches) and has its hidden truth.
     """
+    # A store without the truth table holds no demo row at all.
+    untrue = ("SELECT count(*) FROM extractions e WHERE NOT EXISTS"
+              " (SELECT 1 FROM demo_truth t WHERE t.extraction_id = e.extraction_id)"
+              if has_table(con, TRUTH_TABLE) else "SELECT count(*) FROM extractions")
     row = con.execute(
-        "SELECT (SELECT count(*) FROM extractions e WHERE NOT EXISTS"
-        "   (SELECT 1 FROM demo_truth t WHERE t.extraction_id = e.extraction_id)),"
+        f"SELECT ({untrue}),"
         " (SELECT count(*) FROM ingest_batches WHERE format <> 'demo'),"
         " (SELECT count(*) FROM label_imports)"
     ).fetchall()[0]

@@ -19,7 +19,7 @@ from fieldtrust.demo import profiles
 from fieldtrust.demo.readings import read_rows
 from fieldtrust.demo.values import Documents, make_documents
 from fieldtrust.errors import InputError
-from fieldtrust.store.weeks import shift_week, week_bounds
+from fieldtrust.store.weeks import Week
 
 DEFAULT_END_WEEK = "2026-W48"
 
@@ -39,7 +39,7 @@ class DemoData:
 
     extractions: pa.Table
     truth: pa.Table
-    weeks: tuple[str, ...]
+    weeks: tuple[Week, ...]
 
 
 @dataclass(frozen=True)
@@ -51,12 +51,12 @@ class _Rows:
     stratum: npt.NDArray[np.int64]
 
 
-def demo_weeks(end_week: str | None, weeks: int) -> tuple[str, ...]:
+def demo_weeks(end_week: Week | str | None, weeks: int) -> tuple[Week, ...]:
     """The ISO weeks the demo spans, oldest first."""
     if weeks < 1:
         raise InputError(f"weeks must be at least 1, got {weeks}")
-    end = end_week or DEFAULT_END_WEEK
-    return tuple(shift_week(end, -k) for k in range(weeks - 1, -1, -1))
+    end = Week(end_week or DEFAULT_END_WEEK)
+    return tuple(end.shift(-k) for k in range(weeks - 1, -1, -1))
 
 
 def _strata() -> list[tuple[int, str]]:
@@ -74,20 +74,22 @@ def _documents_for(rng: np.random.Generator, rows: int) -> npt.NDArray[np.int64]
 
 
 def _timestamps(
-    rng: np.random.Generator, n: int, weeks: tuple[str, ...]
+    rng: np.random.Generator, n: int, weeks: tuple[Week, ...]
 ) -> npt.NDArray[np.datetime64]:
     """Extraction times: growing weekly volume, weekdays, office hours (UTC)."""
     growth = 1.0 + WEEKLY_GROWTH * np.arange(len(weeks))
     week = rng.choice(len(weeks), size=n, p=growth / growth.sum())
     day = rng.choice(7, size=n, p=np.array(DAY_WEIGHTS) / sum(DAY_WEIGHTS))
     second = np.clip(rng.normal(13 * 3600, 3 * 3600, n), 0, 86_399).astype(np.int64)
-    starts = np.array([week_bounds(w)[0] for w in weeks], dtype="datetime64[s]")
+    starts = np.array([w.start for w in weeks], dtype="datetime64[s]")
     offset = (day * 86_400 + second).astype("timedelta64[s]")
     return np.sort(starts[week] + offset)
 
 
-def _week_index(times: npt.NDArray[np.datetime64], weeks: tuple[str, ...]) -> npt.NDArray[np.int64]:
-    starts = np.array([week_bounds(w)[0] for w in weeks], dtype="datetime64[s]")
+def _week_index(
+    times: npt.NDArray[np.datetime64], weeks: tuple[Week, ...]
+) -> npt.NDArray[np.int64]:
+    starts = np.array([w.start for w in weeks], dtype="datetime64[s]")
     return (np.searchsorted(starts, times, side="right") - 1).astype(np.int64)
 
 
@@ -178,7 +180,7 @@ def _tables(
     correct: npt.NDArray[np.bool_],
     conflict: npt.NDArray[np.bool_],
     columns: dict[str, list[str | None]],
-    weeks: tuple[str, ...],
+    weeks: tuple[Week, ...],
 ) -> DemoData:
     """Assemble the ingest table and the truth table (strings by Arrow take, not per row)."""
     n_docs = int(r.doc.max()) + 1

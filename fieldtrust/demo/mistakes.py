@@ -112,7 +112,7 @@ def make_mistake(field: str, doc_type: int, docs: Documents, d: int, u: float, v
         return _tax_mistake(
             docs.tax[d], docs.total[d], float(docs.tax_rate[d]), doc_type == HANDWRITTEN, u, v
         )
-    raise ValueError(f"no mistake model for field {field!r}")
+    raise AssertionError(f"no mistake model for field {field!r}")  # profiles name no other
 
 
 def unclear_mistake(truth: str | None) -> Mistake:

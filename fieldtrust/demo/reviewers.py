@@ -33,6 +33,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from fieldtrust.demo.truth import truth_rows
 from fieldtrust.demo.users import QA_LEAD, REVIEWERS, grant_demo_roles
 from fieldtrust.demo.values import OTHER_PAYMENTS, misread_digit, misread_letter
 from fieldtrust.errors import InputError, Refused
@@ -43,7 +44,7 @@ from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.settings import Settings
 from fieldtrust.store.chain import chain_rows
 from fieldtrust.store.connection import transaction
-from fieldtrust.store.weeks import week_bounds, week_sql
+from fieldtrust.store.weeks import Week, week_sql
 
 #: A review of a wrong item misses the error with chance ``rate * MISS_FACTOR``;
 #: a review of a right item calls it wrong with chance ``rate * FALSE_ALARM_FACTOR``.
@@ -118,12 +119,11 @@ def simulate_reviews(
         raise InputError(f"reviewer_error_rate must be in [0, 0.5), got {reviewer_error_rate}")
     # Plain execute() first: it also settles a result another caller left
     # half-fetched, which DuckDB 2.0 would otherwise refuse con.sql() over.
-    truth_rows = con.execute("SELECT count(*) FROM demo_truth").fetchall()[0][0]
-    if not truth_rows:
+    if not truth_rows(con):
         raise Refused(
             "this store has no demo truth to review against; build it with `fieldtrust demo`"
         )
-    weeks = list(weeks) if weeks is not None else _store_weeks(con)
+    weeks = [Week(w) for w in weeks] if weeks is not None else _store_weeks(con)
     rng = np.random.default_rng([seed, 0xD3])
     tables: list[pa.Table] = []
     disagreements: list[tuple[str, dict[str, Any]]] = []
@@ -161,11 +161,11 @@ def simulate_reviews(
     )
 
 
-def _store_weeks(con: duckdb.DuckDBPyConnection) -> list[str]:
+def _store_weeks(con: duckdb.DuckDBPyConnection) -> list[Week]:
     rows = con.execute(
         f"SELECT DISTINCT {week_sql('extracted_at')} AS w FROM extractions ORDER BY w"
     ).fetchall()
-    return [str(w) for (w,) in rows]
+    return [Week(w) for (w,) in rows]
 
 
 def _verdict(row: dict[str, object], slip: bool) -> str:
@@ -217,7 +217,7 @@ def _prefix(items: pa.Table, share: float) -> pa.Table:
 def _labels_for(
     rng: np.random.Generator,
     items: pa.Table,
-    week: str,
+    week: Week,
     seed: int,
     error_rate: float,
     reviewers: list[str],
@@ -233,7 +233,7 @@ def _labels_for(
     slips = rng.random((n, 2)) < slip_rate[:, None]
     u = rng.random((n, 2))
     # Reviews happen in the working days after the sampled week, office hours.
-    _, start = week_bounds(week)
+    start = week.end
     minutes = rng.integers(0, 5, (n, 2)) * 1440 + rng.integers(8 * 60, 17 * 60, (n, 2))
     out: list[dict[str, object]] = []
     disagreements: list[tuple[str, dict[str, Any]]] = []

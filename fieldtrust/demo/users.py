@@ -20,6 +20,7 @@ import duckdb
 
 from fieldtrust import store
 from fieldtrust.calibration.recalibrate import fit_recalibration
+from fieldtrust.demo.truth import truth_rows
 from fieldtrust.store.access import bootstrap_admin, current_roles, grant_role, require
 from fieldtrust.store.sql import quote_ident
 
@@ -43,7 +44,7 @@ def ensure_demo_ready(path: str | os.PathLike[str]) -> list[str]:
     """
     con = store.connect(path)
     try:
-        if _count(con, "demo_truth") == 0:
+        if truth_rows(con) == 0:
             return []
         added = [f"user {name}" for name in _ensure_users(con)]
         if _count(con, "recalibration_maps") == 0:

@@ -253,4 +253,4 @@ def excerpt(doc_type: int, field: str, docs: Documents, d: int) -> str:
         if hand:
             return f"tax {tax.replace('.', ',')}   tot. {total.replace('.', ',')}"
         return f"VAT {docs.tax_rate[d] * 100:g}%  {tax}   TOTAL {total} {cur}"
-    raise ValueError(f"no excerpt template for field {field!r}")
+    raise AssertionError(f"no excerpt template for field {field!r}")  # profiles name no other

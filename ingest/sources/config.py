@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from fieldtrust.errors import SourceError
 
@@ -19,6 +20,21 @@ SOURCE_COLUMNS = (
 #: ``spark`` paths starting with this name a catalog table instead of Parquet files.
 TABLE_PREFIX = "table:"
 
+
+class SourceSettings(Protocol):
+    """The settings a :class:`SourceConfig` is read from (``fieldtrust.settings.Settings``)."""
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def source_path(self) -> str: ...
+
+    @property
+    def source_spark(self) -> str: ...
+
+    @property
+    def source_columns(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -48,6 +64,12 @@ class SourceConfig:
                 raise SourceError(f"source column mapping: {ours!r} maps to an empty name")
         if self.kind != "store" and not self.path:
             raise SourceError(f"source {self.kind} needs source_path (a folder, glob or table)")
+
+    @classmethod
+    def from_settings(cls, settings: SourceSettings) -> SourceConfig:
+        """The source the settings name (``source``, ``source_path``...)."""
+        return cls(settings.source, settings.source_path, settings.source_spark,
+                   parse_columns(settings.source_columns))
 
     @property
     def is_store(self) -> bool:

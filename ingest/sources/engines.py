@@ -74,6 +74,12 @@ class Source:
     def close(self) -> None:
         """Release the engine (a shared Spark session stays up)."""
 
+    def __enter__(self) -> Source:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     # --- shared -----------------------------------------------------------------
     def select(self, files: Sequence[str] | None) -> None:
         """Point ``source_raw`` and ``source_rows`` at ``files`` (None: every row)."""
@@ -400,3 +406,12 @@ def open_source(config: SourceConfig, *, window: TimeWindow | None = None) -> So
     source = engines[config.kind](config)
     source.window = window
     return source
+
+
+def open_configured(config: SourceConfig, *, window: TimeWindow | None = None) -> Source | None:
+    """The lake source ``config`` names, opened (as :func:`open_source`); None for ``store``.
+
+    What the draw and the review queue are given: None means the rows are
+    the store's own.
+    """
+    return None if config.is_store else open_source(config, window=window)

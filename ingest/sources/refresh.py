@@ -15,7 +15,7 @@ finds bad rows raises :class:`~fieldtrust.errors.ValidationError` (the
 first 20, by file and row, and their count) and writes nothing, unless
 ``skip_invalid``, which leaves them out and records how many with the refresh.
 The other rules (ids, values, statuses, locations) are the draw's: it checks
-every row of its week (:mod:`fieldtrust.sampling.source_draw`), and only
+every row of its week (:mod:`fieldtrust.sampling.lake_draw`), and only
 drawn rows come home. Extraction ids are taken as unique across the lake
 (checking it would hold every id in memory); the draw checks the ids it picks.
 """
@@ -41,7 +41,7 @@ from fieldtrust.ingest.sources.config import SourceConfig
 from fieldtrust.ingest.sources.engines import Source, SourceFile
 from fieldtrust.store.connection import transaction, utc_now
 
-from fieldtrust.errors import ValidationError
+from fieldtrust.errors import InputError, ValidationError
 
 #: ``progress(stage, done, total)``, as ingest reports it.
 Progress = Callable[[str, int, int], None]
@@ -70,6 +70,24 @@ def counted_files(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, tupl
         "SELECT path, size, modified FROM source_files WHERE source = ?", [source]
     ).fetchall()
     return {path: (int(size), float(modified)) for path, size, modified in rows}
+
+
+def select_counted(con: duckdb.DuckDBPyConnection, source: Source) -> None:
+    """Point the source at the rows a refresh counted (every row of a table source).
+
+    The draw and the review queue read a lake this way, so they see the rows
+    the store's rollup describes and no file added since.
+    """
+    files = source.files()
+    if files is None:
+        source.select(None)
+        return
+    counted = sorted(counted_files(con, source.config.name))
+    if not counted:
+        raise InputError(
+            f"nothing counted from {source.config.name} yet; run `fieldtrust refresh` first"
+        )
+    source.select(counted)
 
 
 def _watermark(con: duckdb.DuckDBPyConnection, source: str) -> dt.datetime:

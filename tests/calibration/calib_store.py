@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import duckdb
 import numpy as np
 import pandas as pd
-from fieldtrust.store.weeks import week_bounds
+from fieldtrust.store.weeks import Week
 
 from tests.conftest import Builder
 
@@ -119,7 +119,7 @@ def week_rows(
     prefix: str | None = None,
 ) -> pd.DataFrame:
     """Extraction rows of one stratum in one week, one per confidence."""
-    start, _ = week_bounds(week)
+    start, _ = Week(week).bounds()
     tag = prefix or f"{doc_type}.{field}.{form_version}.{week}"
     return pd.DataFrame(
         {
@@ -203,7 +203,7 @@ class DesignSpec:
 
 
 def weeks_from(start: str, count: int) -> list[str]:
-    first, _ = week_bounds(start)
+    first, _ = Week(start).bounds()
     return [
         f"{d.isocalendar()[0]}-W{d.isocalendar()[1]:02d}"
         for d in (first + dt.timedelta(weeks=i) for i in range(count))
@@ -217,7 +217,7 @@ def generate_population(
     frames = []
     for spec in specs:
         for w_index, week in enumerate(weeks):
-            start, _ = week_bounds(week)
+            start, _ = Week(week).bounds()
             live = {v: s for v, s in spec.versions.items() if s[1] <= w_index}
             shares = np.array([s[0] for s in live.values()])
             names = list(live)

@@ -16,7 +16,7 @@ from fieldtrust.governance.bar_admin import set_policy_settings
 from fieldtrust.governance.certification import certify
 from fieldtrust.governance.decisions import current_policy
 from fieldtrust.governance.evidence import evidence_payload
-from fieldtrust.store.weeks import week_bounds
+from fieldtrust.store.weeks import Week
 
 from fieldtrust.errors import PermissionDenied, Refused
 
@@ -31,7 +31,7 @@ def certified_store(con: duckdb.DuckDBPyConnection, builder: Any) -> duckdb.Duck
     rng = np.random.default_rng(5)
     extractions, labels = [], []
     for week in WEEKS:
-        start, _ = week_bounds(week)
+        start, _ = Week(week).bounds()
         for field in ("tax", "total"):
             for i in range(120):
                 extraction_id = f"{week}-{field}-{i}"
@@ -95,7 +95,7 @@ def test_approval_certifies_the_whole_stratum_whatever_a_caller_looked_at(
     # (non-random: no evidence of their own). A report filtered to v1 certifies
     # total; the whole stratum certifies too, but only for v1: v2 is material and
     # has no design-based labels, so the candidacy leaves it to humans.
-    start, _ = week_bounds(WEEKS[-1])
+    start, _ = Week(WEEKS[-1]).bounds()
     builder.extractions([{"extraction_id": f"v2-{i}", "field": "total", "form_version": "v2",
                           "confidence": 0.99, "extracted_at": start} for i in range(200)])
     builder.labels([{"extraction_id": f"v2-{i}", "reviewer": "alice", "review_round": "import",

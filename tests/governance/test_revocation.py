@@ -13,7 +13,7 @@ from fieldtrust.governance.acts import revoke
 from fieldtrust.governance.evidence import load_evidence
 from fieldtrust.governance.revocation import revocation_recommendations, weighted_upper_bound
 from fieldtrust.store.bar import Bar
-from fieldtrust.store.weeks import iso_week, shift_week, week_bounds
+from fieldtrust.store.weeks import Week, iso_week
 from scipy.stats import beta
 
 from fieldtrust import store
@@ -25,7 +25,7 @@ EVIDENCE = {"threshold": 0.9, "labels": 300, "accuracy": 0.99, "lower_bound": 0.
 def _week(builder: Any, con: duckdb.DuckDBPyConnection, week: str, field: str,
           n_correct: int, n_wrong: int, *, confidence: float = 0.95) -> None:
     """One audited week of a stratum: labelled items at ``confidence``."""
-    start, _ = week_bounds(week)
+    start, _ = Week(week).bounds()
     ids = [f"{week}-{field}-{confidence}-{i}" for i in range(n_correct + n_wrong)]
     builder.extractions([
         {"extraction_id": e, "field": field, "confidence": confidence,
@@ -51,12 +51,12 @@ def test_bad_week_after_approval_is_flagged(
     con = review_store
     now_week = iso_week(store.utc_now())
     # A bad week *before* the approval is history the evidence already weighed.
-    _week(builder, con, shift_week(now_week, -1), "total", 30, 30)
+    _week(builder, con, Week(now_week).shift(-1), "total", 30, 30)
     for field in ("total", "tax"):
         approve_as_stated(con, "mona", "invoice", field, 0.9, "certified")
     assert revocation_recommendations(con) == []
 
-    bad, good = shift_week(now_week, 1), shift_week(now_week, 2)
+    bad, good = Week(now_week).shift(1), Week(now_week).shift(2)
     _week(builder, con, bad, "total", 45, 15)           # 75% above the threshold
     _week(builder, con, bad, "total", 0, 20, confidence=0.5)  # a smaller redraw: not current
     _week(builder, con, good, "total", 40, 0)

@@ -75,3 +75,24 @@ def fresh_store(path: Path) -> duckdb.DuckDBPyConnection:
     grant_role(con, "root", "alice", "reviewer")
     grant_role(con, "root", "mona", "manager")
     return con
+
+
+def lake_env(folder: Path, **settings: str) -> dict[str, str]:
+    """The environment of a command that reads the Parquet lake in ``folder`` (plus
+    ``settings``, as ``FIELDTRUST_<NAME>`` variables)."""
+    return {"FIELDTRUST_SOURCE": "parquet", "FIELDTRUST_SOURCE_PATH": str(folder),
+            **{f"FIELDTRUST_{name.upper()}": value for name, value in settings.items()}}
+
+
+def refreshed_store(db: Path, folder: Path, **settings: str) -> dict[str, str]:
+    """A new store at ``db`` (:func:`fresh_store`) that `fieldtrust refresh` counted the
+    lake in ``folder`` into; the environment its commands run with (:func:`lake_env`)."""
+    from click.testing import CliRunner
+
+    from fieldtrust.cli.main import cli
+
+    fresh_store(db).close()
+    env = lake_env(folder, **settings)
+    refreshed = CliRunner().invoke(cli, ["--db", str(db), "refresh", "--quiet"], env=env)
+    assert refreshed.exit_code == 0, refreshed.output
+    return env

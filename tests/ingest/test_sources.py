@@ -16,15 +16,22 @@ from fieldtrust.ingest.extractions import ingest_table
 from fieldtrust.ingest.readers import shown
 from fieldtrust.ingest.sources import SourceConfig, open_source, refresh_source
 from fieldtrust.ingest.sources.dialect import to_spark
-from fieldtrust.sampling.draw import draw_sample, load_sample, sample_items
-from fieldtrust.sampling.source_draw import draw_from_source
+from fieldtrust.sampling.draw import draw_sample
+from fieldtrust.sampling.samples import load_sample, sample_items
 from fieldtrust.store import rollup
 from fieldtrust.store.summary import store_summary
 
 from fieldtrust.cli.main import cli
 from fieldtrust.errors import SourceError, ValidationError
 from tests.conftest import table_fingerprint
-from tests.ingest.lake import fresh_store, lake_rows, write_delta_lake, write_parquet_lake
+from tests.ingest.lake import (
+    fresh_store,
+    lake_env,
+    lake_rows,
+    refreshed_store,
+    write_delta_lake,
+    write_parquet_lake,
+)
 
 
 def counts(con: duckdb.DuckDBPyConnection) -> list[tuple[object, ...]]:
@@ -162,7 +169,7 @@ def test_a_bad_id_is_counted_by_the_refresh_and_refused_by_the_draw_unless_skipp
 
     before = table_fingerprint(con)
     with pytest.raises(ValidationError) as caught:
-        draw_from_source(con, source, week, seed=11, actor="quinn")
+        draw_sample(con, week, seed=11, actor="quinn", source=source)
     assert caught.value.total == 3
     found = [re.fullmatch(r"file (week=2026-W03/\S+\.parquet), row (\d+), column (\w+): (.*)", p)
              for p in caught.value.problems]
@@ -176,9 +183,9 @@ def test_a_bad_id_is_counted_by_the_refresh_and_refused_by_the_draw_unless_skipp
                           " 256"),
     ]
     assert table_fingerprint(con) == before
-    assert draw_from_source(con, source, "2026-W02", seed=11, actor="quinn").rows_skipped == 0
+    assert draw_sample(con, "2026-W02", seed=11, actor="quinn", source=source).rows_skipped == 0
 
-    drawn = draw_from_source(con, source, week, seed=11, actor="quinn", skip_invalid=True)
+    drawn = draw_sample(con, week, seed=11, actor="quinn", source=source, skip_invalid=True)
     assert drawn.rows_skipped == 3
     assert load_sample(con, drawn.sample_id).rows_skipped == 3
     reference = fresh_store(tmp_path / "a.duckdb")
@@ -198,10 +205,8 @@ def test_the_sample_command_refuses_a_week_with_bad_rows_with_exit_2(
     bad[0]["extraction_id"] = "a\tb"
     folder = write_parquet_lake(pa.Table.from_pylist(bad, schema=rows.schema), tmp_path / "lake")
     db = tmp_path / "s.duckdb"
-    fresh_store(db).close()
-    env = {"FIELDTRUST_SOURCE": "parquet", "FIELDTRUST_SOURCE_PATH": str(folder)}
+    env = refreshed_store(db, folder)
     runner = CliRunner()
-    assert runner.invoke(cli, ["--db", str(db), "refresh", "--quiet"], env=env).exit_code == 0
     refused = runner.invoke(cli, ["--db", str(db), "sample", "--week", week, "--as", "quinn"],
                             env=env)
     assert refused.exit_code == 2
@@ -216,7 +221,7 @@ def test_the_sample_command_refuses_a_week_with_bad_rows_with_exit_2(
     embedded = runner.invoke(cli, ["--db", str(tmp_path / "e.duckdb"), "sample", "--week", week,
                                    "--as", "quinn", "--skip-invalid"])
     assert embedded.exit_code == 2
-    assert "--skip-invalid is for a lake source" in embedded.output
+    assert "(--skip-invalid) is for a lake source" in embedded.output
 
 
 def test_columns_are_read_under_the_mapped_names(rows: pa.Table, ingested: Path,
@@ -281,7 +286,7 @@ def test_refresh_shows_progress_lines_off_a_terminal_and_none_with_json(
     import json
 
     folder = write_parquet_lake(rows, tmp_path / "lake")
-    env = {"FIELDTRUST_SOURCE": "parquet", "FIELDTRUST_SOURCE_PATH": str(folder)}
+    env = lake_env(folder)
     db = ["--db", str(tmp_path / "s.duckdb")]
     shown = CliRunner().invoke(cli, [*db, "refresh"], env=env)
     assert shown.exit_code == 0, shown.output
@@ -370,8 +375,7 @@ def test_a_refresh_holds_lake_rows_to_the_settings_time_window(tmp_path: Path) -
 
     db = tmp_path / "cli.duckdb"
     fresh_store(db).close()
-    env = {"FIELDTRUST_SOURCE": "parquet", "FIELDTRUST_SOURCE_PATH": str(folder),
-           "FIELDTRUST_EARLIEST_TIME": "2026-01-08"}
+    env = lake_env(folder, earliest_time="2026-01-08")
     refused = CliRunner().invoke(cli, ["--db", str(db), "refresh", "--quiet"], env=env)
     assert refused.exit_code == 2, refused.output
     assert "Traceback" not in refused.output

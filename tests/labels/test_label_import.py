@@ -176,7 +176,7 @@ def test_sample_file_is_read_back_with_its_sample_id(
 def test_a_file_written_by_sample_export_reads_back(
     stored: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
-    from fieldtrust.sampling.export import ITEM_COLUMNS, write_items_csv
+    from fieldtrust.sampling.items_csv import ITEM_COLUMNS, write_items_csv
 
     items = pa.table(
         {c: ["e1", "e2"] if c == "extraction_id" else ["=1+1", "x"] for c in ITEM_COLUMNS}
@@ -549,8 +549,8 @@ def test_the_dashboards_rules_stay_strict(stored: duckdb.DuckDBPyConnection) -> 
 def test_a_filled_sample_file_imports_as_written(
     stored: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
-    from fieldtrust.sampling.draw import sample_items
-    from fieldtrust.sampling.export import write_items_csv
+    from fieldtrust.sampling.items_csv import write_items_csv
+    from fieldtrust.sampling.samples import sample_items
 
     out = tmp_path / "w02.csv"
     write_items_csv(sample_items(stored, "2026-W02/v1"), out)

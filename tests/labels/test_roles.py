@@ -261,3 +261,18 @@ def test_bad_grants_are_refused(
     bootstrap_admin(con, "root")
     with pytest.raises(InputError, match=message):
         grant_role(con, "root", user, role)
+
+
+def test_a_name_is_checked_once_and_carried_as_a_user_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import fieldtrust.store.access as access
+
+    checked = access.user_name("  pat ", what="acting user")
+    assert (checked, type(checked)) == ("pat", access.UserName)
+    calls = []
+    monkeypatch.setattr(access.unicodedata, "category",
+                        lambda ch: calls.append(ch) or "Ll")  # type: ignore[func-returns-value]
+    assert access.user_name(checked) is checked  # not looked at again
+    assert calls == []
+    assert access.user_name(" sam ") == "sam" and calls  # plain text is checked

@@ -38,8 +38,9 @@ from fieldtrust.labels.errors_report import error_report
 from fieldtrust.labels.export import export_labels
 from fieldtrust.labels.verdicts import get_label, record_verdict, supersede
 from fieldtrust.sampling.design import Design
-from fieldtrust.sampling.draw import draw_sample, sample_items
-from fieldtrust.sampling.export import write_items_csv
+from fieldtrust.sampling.draw import draw_sample
+from fieldtrust.sampling.items_csv import write_items_csv
+from fieldtrust.sampling.samples import sample_items
 from fieldtrust.store.access import bootstrap_admin, grant_role
 from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.scope import Scope
@@ -79,7 +80,7 @@ HOSTILE = (
 #: Characters a spreadsheet treats as the start of a formula (OWASP CSV injection).
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 BASE_TABLES = (
-    "assignments", "audit_cells", "audit_items", "audit_samples", "decisions", "demo_truth",
+    "assignments", "audit_cells", "audit_items", "audit_samples", "decisions",
     "evidence_snapshots", "extraction_counts", "extraction_log", "extractions", "form_versions",
     "history_chain", "ingest_batches", "label_import_designs", "label_imports",
     "label_lead_times", "labels", "policy_settings", "queue_cache_state", "queue_candidates",

@@ -12,9 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from fieldtrust.store.access import bootstrap_admin, grant_role
-from fieldtrust.store.weeks import week_bounds
+from fieldtrust.store.weeks import Week
 
 from fieldtrust import store
+from fieldtrust.demo.truth import create_truth_table
 from tests.conftest import Builder
 
 
@@ -47,7 +48,7 @@ class World:
         """``n`` extractions spread over ``week``: form version v1 (in use for years) or,
         for ``new_share`` of them, v9 (first seen with its first row)."""
         rng = np.random.default_rng(seed)
-        start, _ = week_bounds(week)
+        start, _ = Week(week).bounds()
         new = rng.random(n) < new_share
         confidence = np.round(rng.beta(6, 1, n), 4)
         accuracy = np.where(new, accuracy_new, accuracy_old)
@@ -72,6 +73,7 @@ class World:
     def insert(self, con: duckdb.DuckDBPyConnection, frame: pd.DataFrame) -> None:
         """Store the rows, their truth (demo_truth) and first sightings of form versions."""
         Builder(con).extractions(frame.drop(columns="correct").assign(batch_id="test"))
+        create_truth_table(con)
         con.register("_incoming", frame)
         try:
             con.execute(

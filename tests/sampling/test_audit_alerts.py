@@ -13,10 +13,10 @@ from fieldtrust.sampling.alerts import (
     lower_rate_p_values,
     weekly_alerts,
 )
+from fieldtrust.sampling.audit_report import audit_report
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.sampling.estimates import audit_labels, weekly_estimates
-from fieldtrust.sampling.report import audit_report
 from fieldtrust.sampling.stratified import clopper_pearson
 from fieldtrust.store import rollup
 from fieldtrust.store.scope import Scope

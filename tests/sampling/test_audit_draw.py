@@ -9,18 +9,13 @@ import pandas as pd
 import pytest
 from fieldtrust.sampling.cells import plan_cells
 from fieldtrust.sampling.design import Design
-from fieldtrust.sampling.draw import (
-    _insert_items,
-    candidate_cutoffs,
-    current_sample_id,
-    draw_sample,
-    load_sample,
-    sample_items,
-)
-from fieldtrust.sampling.export import ITEM_COLUMNS
-from fieldtrust.sampling.prn import prn
+from fieldtrust.sampling.draw import _insert_items, draw_sample
+from fieldtrust.sampling.items_csv import ITEM_COLUMNS
+from fieldtrust.sampling.prn import candidate_cutoffs, prn
+from fieldtrust.sampling.samples import current_sample_id, load_sample, sample_items
 from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.scope import Scope
+from fieldtrust.store.weeks import Week
 
 from fieldtrust import store
 from fieldtrust.errors import InputError
@@ -351,5 +346,5 @@ def test_fallback_when_a_cutoff_falls_short(con: duckdb.DuckDBPyConnection, worl
         [WEEK, SEED],
     )
     # Cutoffs of zero admit no candidates: the draw must notice and rank every row.
-    _insert_items(con, "x/v1", WEEK, SEED, design, cells, cutoffs=np.zeros(len(cells)))
+    _insert_items(con, "x/v1", Week(WEEK), SEED, design, cells, cutoffs=np.zeros(len(cells)))
     pd.testing.assert_frame_equal(reference, drawn(con, "x/v1"))

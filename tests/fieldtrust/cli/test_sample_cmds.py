@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from click.testing import CliRunner
-from fieldtrust.sampling.export import ITEM_COLUMNS, LABEL_COLUMNS, escape_cell
+from fieldtrust.sampling.items_csv import ITEM_COLUMNS, LABEL_COLUMNS, escape_cell
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli

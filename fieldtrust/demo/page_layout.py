@@ -5,7 +5,7 @@ are set in monospaced type (Courier in the PDFs, DejaVu Sans Mono in the
 receipt images), so a value's box follows from its slot and its number of
 characters alone. :func:`with_locations` gives every demo row its
 ``document_uri``, ``page`` and ``bbox`` this way, for all rows, without
-rendering a page; :mod:`fieldtrust.demo.documents` draws a page on demand
+rendering a page; :mod:`fieldtrust.demo.drawn_documents` draws a page on demand
 from the same slots, so the box is where the value is printed.
 
 The page shows the document's true values: where the demo model was wrong

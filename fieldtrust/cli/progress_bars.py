@@ -69,13 +69,16 @@ def _rich_progress(unit: str) -> Progress:
         TimeElapsedColumn(), TimeRemainingColumn(),
         console=Console(stderr=True), transient=False,
     )
-    bar.start()
     task = bar.add_task("", total=None)
-    ctx = click.get_current_context(silent=True)
-    if ctx is not None:
-        ctx.call_on_close(bar.stop)
 
     def report(stage: str, done: int, total: int) -> None:
+        if not bar.live.is_started:
+            # Started at the first report, so work that reports nothing (a draw
+            # on the store's own rows) shows no empty bar.
+            bar.start()
+            ctx = click.get_current_context(silent=True)
+            if ctx is not None:
+                ctx.call_on_close(bar.stop)
         if stage != bar.tasks[0].description:  # rate and time left are per stage
             bar.reset(task, description=stage, completed=done, total=total or None)
         bar.update(task, completed=done, total=total or None)

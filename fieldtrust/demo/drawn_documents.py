@@ -7,7 +7,7 @@ same page. Invoices and purchase orders are PDFs with a text layer (fpdf2),
 printed receipts PNG images in a monospaced receipt font, handwritten
 receipts PNG images in slanted, jittered strokes of DejaVu Sans Mono
 Oblique (Debian's fonts-dejavu-core; nothing is downloaded). Every value is
-set in the slot :mod:`fieldtrust.demo.layout` gave its box from.
+set in the slot :mod:`fieldtrust.demo.page_layout` gave its box from.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 from fpdf import FPDF
 from PIL import Image, ImageChops, ImageDraw, ImageFilter, ImageFont
 
-from fieldtrust.demo.layout import (
+from fieldtrust.demo.page_layout import (
     ASCENT,
     DEMO_FOLDER,
     HAND_SPACING,
@@ -37,7 +37,9 @@ from fieldtrust.demo.layout import (
     text_start,
     value_box,
 )
+from fieldtrust.demo.truth import truth_rows
 from fieldtrust.demo.values import OWN_COMPANY
+from fieldtrust.store.locations import Location
 
 FONT_DIR = Path("/usr/share/fonts/truetype/dejavu")
 #: A fixed creation date, so the same document is the same bytes on every render.
@@ -79,6 +81,8 @@ def is_demo_uri(uri: str) -> bool:
 
 def demo_document(con: duckdb.DuckDBPyConnection, doc_id: str) -> DemoDocument | None:
     """The demo document ``doc_id`` from the store; None when it is no demo document."""
+    if not truth_rows(con):  # a store that is no demo store has no demo documents
+        return None
     rows = con.execute(
         "SELECT e.doc_type, e.form_version, e.field, e.value_status, t.correct, t.true_value"
         " FROM extractions e JOIN demo_truth t USING (extraction_id) WHERE e.doc_id = ?",
@@ -91,6 +95,19 @@ def demo_document(con: duckdb.DuckDBPyConnection, doc_id: str) -> DemoDocument |
         for _, _, field, status, correct, true_value in rows
     }
     return DemoDocument(doc_id, rows[0][0], rows[0][1], fields)
+
+
+def draw_document(con: duckdb.DuckDBPyConnection, location: Location) -> bytes | None:
+    """The bytes of the demo document at ``location``; None when it is no demo document.
+
+    The dashboard's document viewer finds this function by its entry point
+    (``fieldtrust.document_drawers`` in pyproject.toml), so no production
+    module imports the demo.
+    """
+    if not location.document_uri or not is_demo_uri(location.document_uri):
+        return None
+    drawn = render_demo(con, location.doc_id)
+    return None if drawn is None else drawn.data
 
 
 def render_demo(con: duckdb.DuckDBPyConnection, doc_id: str) -> Rendered | None:
@@ -322,7 +339,7 @@ def _hand(
 ) -> None:
     """Write ``text`` with its first character's baseline at (x, baseline), slanted and jittered.
 
-    Characters stay within :data:`~fieldtrust.demo.layout.JITTER_PX` of the
+    Characters stay within :data:`~fieldtrust.demo.page_layout.JITTER_PX` of the
     box their advance gives, which is what the stored bbox allows for (a
     test checks every ink pixel of a value lies in its box).
     """

@@ -62,7 +62,7 @@ def check_writable(path: str | os.PathLike[str]) -> None:
 
 
 def write_items_csv(items: pa.Table, path: str | os.PathLike[str]) -> int:
-    """Write ``items`` (:func:`~.draw.sample_items`) to ``path``; return the row count.
+    """Write ``items`` (:func:`~.samples.sample_items`) to ``path``; return the row count.
 
     Raises
     ------

@@ -1,7 +1,8 @@
 """Draw a week's audit sample on a lake source's engine (STATS.md section 8).
 
-The same design, the same cells and the same permanent random numbers as
-:func:`fieldtrust.sampling.draw.draw_sample`: the source counts the week's
+:func:`fieldtrust.sampling.draw.draw_sample` comes here when it is given a
+lake. The same design, the same cells and the same permanent random numbers
+as on the store's own rows: the source counts the week's
 cells and ranks each cell by the MD5 rank key of
 :func:`fieldtrust.ingest.sources.queries.rank_key` (the order of ``H``), so the
 picks are the ones the embedded store would make from the same rows. Only
@@ -32,23 +33,20 @@ import pyarrow.compute as pc
 from fieldtrust.ingest.extractions import STORED_COLUMNS, typed_columns
 from fieldtrust.ingest.sources import Source, queries
 from fieldtrust.ingest.sources.checks import any_fails, counting_rules, storing_rules
-from fieldtrust.ingest.sources.refresh import counted_files, rule_problems
-from fieldtrust.sampling.cells import checked_week, plan_frame
+from fieldtrust.ingest.sources.refresh import rule_problems, select_counted
+from fieldtrust.sampling.cells import plan_frame
 from fieldtrust.sampling.design import Design
-from fieldtrust.sampling.draw import (
-    _CELLS_SQL,
+from fieldtrust.sampling.prn import candidate_cutoffs, prn
+from fieldtrust.sampling.samples import (
     SampleResult,
-    _current,
-    _insert_cells,
-    _next_version,
-    candidate_cutoffs,
+    current_sample,
     load_sample,
+    record_sample,
 )
-from fieldtrust.sampling.prn import prn
-from fieldtrust.store.access import require, user_name
+from fieldtrust.store.access import require
 from fieldtrust.store.connection import transaction, utc_now
 from fieldtrust.store.rollup import record_sampled
-from fieldtrust.store.weeks import week_bounds
+from fieldtrust.store.weeks import Week
 
 from fieldtrust.errors import InputError, ValidationError
 
@@ -67,39 +65,25 @@ def cutoff_key(cutoff: float) -> str:
     return format(math.ceil(cutoff * 2**53) << 75, "032x")
 
 
-def select_counted(con: duckdb.DuckDBPyConnection, source: Source) -> None:
-    """Point the source at the rows a refresh counted (every row of a table source)."""
-    files = source.files()
-    if files is None:
-        source.select(None)
-        return
-    counted = sorted(counted_files(con, source.config.name))
-    if not counted:
-        raise InputError(
-            f"nothing counted from {source.config.name} yet; run `fieldtrust refresh` first"
-        )
-    source.select(counted)
-
-
-def draw_from_source(
+def draw_from_lake(
     con: duckdb.DuckDBPyConnection,
     source: Source,
-    week: str,
-    design: Design | None = None,
+    week: Week,
+    design: Design,
     *,
     seed: int,
     actor: str,
-    redraw: bool = False,
-    skip_invalid: bool = False,
-    progress: Callable[[str, int, int], None] | None = None,
+    redraw: bool,
+    skip_invalid: bool,
+    progress: Callable[[str, int, int], None] | None,
 ) -> SampleResult:
-    """Draw ISO ``week``'s audit sample from ``source``, or return it if drawn so.
+    """Draw ``week``'s audit sample from ``source``, or return it if drawn so.
 
-    Parameters and result as :func:`fieldtrust.sampling.draw.draw_sample`;
-    ``source`` is an open lake source the store was refreshed from;
-    ``skip_invalid`` leaves the week's rows an ingest rule rejects out of the
-    sample and its population (how many is recorded) instead of refusing;
-    ``progress(stage, done, total)`` is called as each of 3 stages starts.
+    What :func:`fieldtrust.sampling.draw.draw_sample` does when given a lake
+    (its parameters, checked there; ``actor`` already a clean name): the
+    week is counted and ranked on the source's engine, outside the store's
+    transaction, and the picks stored in a second one that checks the role
+    again.
 
     Raises
     ------
@@ -111,19 +95,15 @@ def draw_from_source(
     InputError
         The week holds no counted extractions, or nothing was refreshed yet.
     """
-    actor = user_name(actor, what="acting user")
-    week = checked_week(week)
-    design = design or Design()
-    digest = design.sha256()
     with transaction(con):
         require(con, actor, "draw_sample")
-        current = _current(con, week)
-        if current is not None and not redraw and current[2] == digest and current[1] == seed:
-            return load_sample(con, current[0])
+        current = current_sample(con, week)
+        if current is not None and not redraw and current.drawn_with(design, seed):
+            return load_sample(con, current.sample_id)
     report = progress or (lambda stage, done, total: None)
     report(f"counting the cells of {week} on {source.config.kind}", 0, 3)
     select_counted(con, source)
-    start, end = week_bounds(week)
+    start, end = week.bounds()
     edges = [float(edge) for edge in design.bands[1:-1]]
     parts_sql, params = queries.cell_parts(edges)
     parts = source.query(parts_sql, params | {"start": start, "end": end})
@@ -146,27 +126,16 @@ def draw_from_source(
         report(f"ranking {len(cells)} cells' rows by permanent random number", 1, 3)
         picks = _picks(source, week, seed, design, cells, edges, skip_bad=has_bad)
         report(f"storing {picks.num_rows:,} picked rows", 2, 3)
-        version = _next_version(con, week)
-        sample_id = f"{week}/v{version}"
-        con.execute(
-            "INSERT INTO audit_samples VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [sample_id, week, version, seed, design.canonical_json(), digest, utc_now(), actor],
-        )
-        _insert_cells(con, sample_id, cells)
-        _store_picks(con, source, sample_id, week, seed, design, cells, picks)
-        if invalid:
-            con.execute("INSERT INTO source_draw_skips VALUES (?, ?)", [sample_id, invalid])
+        drawn = record_sample(con, week, design, cells, seed=seed, actor=actor,
+                              replaced=current, rows_skipped=invalid)
+        _store_picks(con, source, drawn.sample_id, week, seed, design, cells, picks)
     report("done", 3, 3)
-    return SampleResult(
-        sample_id, week, version, seed, design, digest, True,
-        con.sql(_CELLS_SQL, params=[sample_id]).to_arrow_table(),
-        replaced=None if current is None else current[0], rows_skipped=invalid,
-    )
+    return drawn
 
 
-def _invalid_rows(source: Source, week: str) -> list[str]:
+def _invalid_rows(source: Source, week: Week) -> list[str]:
     """The first counted rows of ``week`` a rule the refresh did not ask rejects, as messages."""
-    start, end = week_bounds(week)
+    start, end = week.bounds()
     stamp = typed_columns(source.dtypes)["extracted_at"]
     where = (f"NOT {any_fails(counting_rules(source.rules))}"
              f" AND {stamp} >= $start AND {stamp} < $end")
@@ -188,11 +157,11 @@ def _allocation(cells: pd.DataFrame, cutoffs: np.ndarray) -> pa.Table:
 
 
 def _picks(
-    source: Source, week: str, seed: int, design: Design, cells: pd.DataFrame,
+    source: Source, week: Week, seed: int, design: Design, cells: pd.DataFrame,
     edges: list[float], *, skip_bad: bool,
 ) -> pa.Table:
     """Each cell's first ``n_h`` rows by rank key; rank every row if a cutoff fell short."""
-    start, end = week_bounds(week)
+    start, end = week.bounds()
     sql, params = queries.draw_picks(edges, skip_bad=skip_bad)
     params |= {"seed": str(seed), "week": week, "start": start, "end": end}
     wanted = dict(zip(cells["cell"], cells["n_sample"], strict=True))
@@ -213,7 +182,7 @@ def _picks(
 
 
 def _store_picks(
-    con: duckdb.DuckDBPyConnection, source: Source, sample_id: str, week: str, seed: int,
+    con: duckdb.DuckDBPyConnection, source: Source, sample_id: str, week: Week, seed: int,
     design: Design, cells: pd.DataFrame, picks: pa.Table,
 ) -> None:
     """audit_items, the picked rows in ``extractions`` and ``sampled_extractions``."""

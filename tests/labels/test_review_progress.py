@@ -9,7 +9,7 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 from fieldtrust.labels.assignment import sample_progress
-from fieldtrust.labels.progress import ItemContext, cell_progress, item_context
+from fieldtrust.labels.review_progress import ItemContext, cell_progress, item_context
 
 from fieldtrust.cli.main import cli
 from fieldtrust.errors import InputError

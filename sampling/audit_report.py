@@ -12,9 +12,9 @@ from fieldtrust.sampling.alerts import (
     LOOKBACK,
     Alert,
     alert_weeks,
-    alerts_from_labels,
-    count_tests,
+    alerts_from_tests,
     false_alert_note,
+    week_tests,
 )
 from fieldtrust.sampling.estimates import audit_labels, empty_estimates, estimate_labels
 from fieldtrust.store.scope import Scope, last_weeks
@@ -69,8 +69,9 @@ def audit_report(
         con, labels, by=("week", "doc_type", "field"), confidence=confidence, weeks=window
     )
     overall = estimate_labels(con, labels, by=("week",), confidence=confidence, weeks=window)
-    alerts = alerts_from_labels(
-        con, labels, latest, target=target, confidence=confidence, lookback=lookback
-    )
-    note = false_alert_note(count_tests(con, labels, latest, lookback=lookback), confidence)
+    # One run of the week's tests gives the alerts and the count their note needs.
+    tests = week_tests(con, labels, latest, target=target, confidence=confidence,
+                       lookback=lookback)
+    alerts = alerts_from_tests(tests, confidence=confidence)
+    note = false_alert_note(len(tests), confidence)
     return AuditReport(window, trend, overall, alerts, note)
