@@ -35,8 +35,6 @@ JASA 47:663.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import numpy.typing as npt
 from fieldtrust.calibration.betting import MAX_BET
@@ -63,7 +61,7 @@ def kelly_bet(max_error: float, prior_error: float) -> float:
     return max(0.0, (max_error - prior_error) / (max_error * (1.0 - prior_error)))
 
 
-def _bets_at(nu: float, pi: FloatArray, q: FloatArray) -> FloatArray:
+def _bets_at(nu: float | FloatArray, pi: FloatArray, q: FloatArray) -> FloatArray:
     """The smaller root of ``pi q c^2 - (pi + nu) c + nu = 0``, in a stable form."""
     b = pi + nu
     disc = np.maximum(b * b - 4.0 * pi * q * nu, 0.0)
@@ -83,10 +81,11 @@ def growth_bets(
     Parameters
     ----------
     n_population
-        ``N_h`` per cell (items above the threshold).
+        ``N_h`` per cell (items above the threshold). A 2-d array holds one
+        week's cells per row (many runs or thresholds at once).
     inclusion_prob
         The design's planned ``pi_h`` per cell (sample size / cell size at
-        drawing), in ``(0, 1]``; cells planned without labels get bet 0.
+        drawing), in ``[0, 1]``; cells planned without labels get bet 0.
     prior_error
         ``p_h`` per cell, or one rate for all (the policy's ``prior_error``).
     max_error
@@ -100,9 +99,11 @@ def growth_bets(
     ----------
     Kelly (1956); Waudby-Smith & Ramdas (2024), JRSS-B 86:1.
     """
-    size = np.asarray(n_population, dtype=float).reshape(-1)
-    pi = np.broadcast_to(np.asarray(inclusion_prob, dtype=float), size.shape).copy()
-    p = np.broadcast_to(np.asarray(prior_error, dtype=float), size.shape).copy()
+    size = np.asarray(n_population, dtype=float)
+    flat = size.ndim < 2
+    size = np.atleast_2d(size)
+    pi = np.broadcast_to(np.asarray(inclusion_prob, dtype=float), size.shape)
+    p = np.broadcast_to(np.asarray(prior_error, dtype=float), size.shape)
     if not 0 < max_error < 1:
         raise InputError(f"max_error {max_error!r} is not strictly between 0 and 1")
     if not 0 < max_bet <= MAX_BET:
@@ -110,33 +111,30 @@ def growth_bets(
     if np.any(pi < 0) or np.any(pi > 1) or np.any((p < 0) | (p >= 1)):
         raise InputError("inclusion probabilities must lie in [0, 1] and prior errors in [0, 1)")
     active = (pi > 0) & (size > 0)
-    bets = np.zeros(size.size)
-    if not active.any():
-        return bets
-    size, pi, p = size[active], pi[active], np.maximum(p[active], 1e-6)
-    allowed = max_error * size.sum()
-    expected = float(np.sum(size * p))
-    if expected >= allowed:
-        # The prior itself says the stratum is below target: bet as if it were
-        # comfortably above, so evidence can still build if the prior is wrong.
-        p = p * (_PRIOR_SHARE_WHEN_NULL * allowed / expected)
+    weight = np.where(active, size, 0.0)
+    p = np.maximum(p, 1e-6)
+    allowed = max_error * weight.sum(axis=1, keepdims=True)
+    expected = np.sum(weight * p, axis=1, keepdims=True)
+    # A prior that itself says the stratum is below target: bet as if it were
+    # comfortably above, so evidence can still build if the prior is wrong.
+    scale = np.where(expected >= allowed,
+                     _PRIOR_SHARE_WHEN_NULL * allowed / np.maximum(expected, 1e-300), 1.0)
+    p = p * scale
     q = 1.0 - p
-
-    def excess(log_nu: float) -> float:
-        c = _bets_at(math.exp(log_nu), pi, q)
-        return float(np.sum(size * p / (1.0 - c * q))) - allowed
-
-    lo, hi = -40.0, 40.0
-    for _ in range(200):  # the null mass grows with nu: bisect on log nu
+    safe_pi = np.where(active, pi, 1.0)
+    lo = np.full((size.shape[0], 1), -40.0)
+    hi = np.full((size.shape[0], 1), 40.0)
+    for _ in range(100):  # the null mass grows with nu: bisect on log nu, every row at once
         mid = 0.5 * (lo + hi)
-        if excess(mid) > 0:
-            hi = mid
-        else:
-            lo = mid
-        if hi - lo < 1e-10:
+        c = _bets_at(np.exp(mid), safe_pi, q)
+        excess = np.sum(weight * p / (1.0 - c * q), axis=1, keepdims=True) - allowed
+        hi = np.where(excess > 0, mid, hi)
+        lo = np.where(excess > 0, lo, mid)
+        if float(np.max(hi - lo)) < 1e-10:
             break
-    bets[active] = np.minimum(_bets_at(math.exp(0.5 * (lo + hi)), pi, q), max_bet)
-    return bets
+    bets = np.where(active, np.minimum(_bets_at(np.exp(0.5 * (lo + hi)), safe_pi, q), max_bet),
+                    0.0)
+    return np.asarray(bets[0] if flat else bets, dtype=np.float64)
 
 
 def scaled_bets(

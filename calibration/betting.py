@@ -196,6 +196,36 @@ class LabelStack:
             n_groups=n_groups,
         )
 
+    @classmethod
+    def concat(cls, stacks: Sequence[LabelStack]) -> LabelStack:
+        """The cells of several stacks of the same groups, in order (e.g. one stack per week)."""
+        offsets = np.cumsum([0] + [s.n_cells for s in stacks[:-1]])
+        return cls(
+            cell=np.concatenate([s.cell + o for s, o in zip(stacks, offsets, strict=True)]),
+            a=np.concatenate([s.a for s in stacks]),
+            s_prev=np.concatenate([s.s_prev for s in stacks]),
+            group=np.concatenate([s.group for s in stacks]),
+            base=np.concatenate([s.base for s in stacks]),
+            low=np.concatenate([s.low for s in stacks]),
+            high=np.concatenate([s.high for s in stacks]),
+            n_groups=max(s.n_groups for s in stacks),
+        )
+
+    def subset(self, groups: npt.NDArray[np.bool_]) -> tuple[LabelStack, IntArray]:
+        """The stack of the groups marked, renumbered, and the cells it keeps."""
+        keep_cell = groups[self.group]
+        cells = np.flatnonzero(keep_cell)
+        new_index = np.full(self.n_cells, -1, dtype=np.int64)
+        new_index[cells] = np.arange(cells.size)
+        new_group = np.full(self.n_groups, -1, dtype=np.int64)
+        new_group[groups] = np.arange(int(groups.sum()))
+        keep_label = keep_cell[self.cell]
+        return LabelStack(
+            cell=new_index[self.cell[keep_label]], a=self.a[keep_label],
+            s_prev=self.s_prev[keep_label], group=new_group[self.group[cells]],
+            base=self.base[cells], low=self.low[cells], high=self.high[cells],
+            n_groups=int(groups.sum())), cells
+
     def per_cell(self, values: FloatArray) -> FloatArray:
         return np.bincount(self.cell, weights=values, minlength=self.n_cells)
 
@@ -231,33 +261,23 @@ class LabelStack:
         return self.base + self.per_cell(np.log(self._inverse_gap(mass)))
 
 
-def _masses_at(stack: LabelStack, nu: FloatArray, start: FloatArray,
-               steps: int = 60) -> tuple[FloatArray, FloatArray]:
-    """Each cell's ``M`` with ``l_h'(M) = nu`` of its group, clipped to its bounds.
+def _newton_masses(stack: LabelStack, target: FloatArray,
+                   mass: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """One Newton step of every cell's mass towards ``l_h'(M) = target``, clipped to its bounds.
 
-    Newton's method: ``l_h'`` is convex and increasing, so from any point one
-    step lands at or right of the root and the steps then fall monotonically
-    onto it. Returns the masses and ``1 / l_h''`` where a cell is strictly
-    inside its bounds (0 elsewhere): how fast its mass moves with ``nu``.
+    ``l_h'`` is convex and increasing, so from any point one step lands at or
+    right of the root and the steps then fall monotonically onto it. Returns
+    the new masses and ``1 / l_h''`` where a cell is strictly inside its
+    bounds (0 elsewhere): how fast its mass moves with the multiplier.
     """
-    target = nu[stack.group]
-    mass = np.clip(start, stack.low, stack.high)
-    moving = np.ones(mass.size, dtype=bool)
-    for _ in range(steps):
-        slope, curv = stack.slope_and_curvature(mass)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = np.where(curv > 0, (slope - target) / curv, 0.0)
-        # A cell without bets costs nothing: it takes all the errors it may hold.
-        new = np.where(curv > 0, np.clip(mass - step, stack.low, stack.high), stack.high)
-        moving = np.abs(new - mass) > 1e-9 * np.maximum(1.0, stack.high)
-        mass = new
-        if not moving.any():
-            break
     slope, curv = stack.slope_and_curvature(mass)
-    inside = (mass > stack.low) & (mass < stack.high) & (curv > 0)
-    with np.errstate(divide="ignore"):
-        speed = np.where(inside, 1.0 / np.where(curv > 0, curv, 1.0), 0.0)
-    return mass, speed
+    with np.errstate(divide="ignore", invalid="ignore"):
+        step = np.where(curv > 0, (slope - target) / curv, 0.0)
+    # A cell without bets costs nothing: it takes all the errors it may hold.
+    new = np.where(curv > 0, np.clip(mass - step, stack.low, stack.high), stack.high)
+    inside = (new > stack.low) & (new < stack.high) & (curv > 0)
+    speed = np.where(inside, 1.0 / np.where(curv > 0, curv, 1.0), 0.0)
+    return np.asarray(new, dtype=np.float64), np.asarray(speed, dtype=np.float64)
 
 
 def _dual_bounds(stack: LabelStack, nu: FloatArray, mass: FloatArray,
@@ -292,7 +312,7 @@ def least_evidence(
     budget: npt.ArrayLike,
     *,
     warm: BatchEvidence | None = None,
-    iterations: int = 80,
+    iterations: int = 100,
 ) -> BatchEvidence:
     """``min sum_h l_h(M_h)`` over ``sum_h M_h = budget`` within each cell's bounds, per group.
 
@@ -307,9 +327,11 @@ def least_evidence(
     """
     need = np.asarray(budget, dtype=float).reshape(-1)
     low_total, high_total = stack.per_group(stack.low), stack.per_group(stack.high)
-    lo = stack.per_group_min(stack.slope(stack.low))
-    hi = stack.per_group_max(stack.slope(stack.high))
-    log_lo, log_hi = np.log(np.maximum(lo, 1e-300)) - 1.0, np.log(np.maximum(hi, 1e-300)) + 1.0
+    betting = stack.per_cell(stack.a) > 0  # cells whose labels carry a bet
+    lo = stack.per_group_min(np.where(betting, stack.slope(stack.low), np.inf))
+    hi = stack.per_group_max(np.where(betting, stack.slope(stack.high), -np.inf))
+    lo, hi = np.where(np.isfinite(lo), lo, 1.0), np.where(np.isfinite(hi), hi, 1.0)
+    log_lo, log_hi = np.log(np.maximum(lo, 1e-300)) - 1e-9, np.log(np.maximum(hi, 1e-300)) + 1e-9
     if warm is not None and warm.multiplier.size == need.size:
         log_nu = np.clip(np.log(np.where(np.isfinite(warm.multiplier) & (warm.multiplier > 0),
                                          warm.multiplier, np.exp(0.5 * (log_lo + log_hi)))),
@@ -319,20 +341,50 @@ def least_evidence(
         log_nu = 0.5 * (log_lo + log_hi)
         mass = stack.high.copy()
     open_ = (need > low_total) & (need < high_total)
+    # Newton on each group's log multiplier inside a bisection bracket, the
+    # cells' masses following by Newton steps (one pass over the labels each).
+    # After a step a cell's mass is at or above its root, so a group short of
+    # its budget is short for sure (raise the bracket's floor); only a group
+    # whose masses have settled may lower the ceiling.
     for _ in range(iterations):
-        mass, speed = _masses_at(stack, np.exp(log_nu), mass)
-        total = stack.per_group(mass)
-        gap = need - total
-        done = np.abs(gap) <= 1e-9 * np.maximum(1.0, need)
-        if np.all(done | ~open_):
-            break
-        log_hi = np.where(gap < 0, log_nu, log_hi)
-        log_lo = np.where(gap > 0, log_nu, log_lo)
+        target = np.exp(log_nu)[stack.group]
+        previous = mass
+        mass, speed = _newton_masses(stack, target, mass)
+        moved = stack.per_group_max(np.abs(mass - previous) / np.maximum(1.0, stack.high))
+        gap = need - stack.per_group(mass)
         rate = stack.per_group(speed) * np.exp(log_nu)  # d mass / d log nu
+        # The dual value lost by stopping here is about gap^2 / (2 d mass / d nu).
+        with np.errstate(divide="ignore", invalid="ignore"):
+            loss = np.where(rate > 0, 0.5 * gap**2 * np.exp(log_nu) / rate, np.abs(gap))
+        still = moved > 1e-6
+        settled = ~open_ | ((loss < 1e-8) & ~still)
+        if np.all(settled):
+            break
+        if settled.mean() > 0.8 and stack.n_groups > 8:
+            # Most groups are done: finish the rest on their own labels only.
+            rest = ~settled
+            sub, cells = stack.subset(rest)
+            inner = least_evidence(sub, need[rest], warm=BatchEvidence(
+                np.zeros(int(rest.sum())), np.exp(log_nu[rest]), mass[cells]),
+                iterations=iterations)
+            mass = mass.copy()
+            mass[cells] = inner.null_errors
+            log_nu = log_nu.copy()
+            log_nu[rest] = np.log(inner.multiplier)
+            break
+        log_lo = np.where(gap > 0, log_nu, log_lo)
+        log_hi = np.where((gap < 0) & ~still, log_nu, log_hi)
         with np.errstate(divide="ignore", invalid="ignore"):
             newton = log_nu + gap / rate
-        inside = np.isfinite(newton) & (newton > log_lo) & (newton < log_hi)
-        log_nu = np.where(done, log_nu, np.where(inside, newton, 0.5 * (log_lo + log_hi)))
+        # A Newton step landing at the bracket's edge would crawl along a kink
+        # (a cell reaching its bound): bisect instead.
+        margin = 0.05 * (log_hi - log_lo)
+        inside = np.isfinite(newton) & (newton > log_lo + margin) & (newton < log_hi - margin)
+        step = np.where(inside, newton, 0.5 * (log_lo + log_hi))
+        # While the masses still move, keep the multiplier (they catch up first).
+        log_nu = np.where(settled | (still & (gap <= 0)), log_nu, step)
+    for _ in range(3):  # settle the masses at the final multiplier: a tight dual bound
+        mass, _ = _newton_masses(stack, np.exp(log_nu)[stack.group], mass)
     nu = np.exp(log_nu)
     value = _dual_bounds(stack, nu, mass, need)
     value = np.where(need >= high_total, np.inf, np.where(need <= low_total, -np.inf, value))
