@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 from fieldtrust.calibration.bets import kelly_bet
 from fieldtrust.calibration.betting import (
+    MAX_BET,
     CellLabels,
     LabelStack,
     StratifiedEvalue,
@@ -42,6 +43,7 @@ from fieldtrust.calibration.betting import (
 )
 from fieldtrust.calibration.seeds import MissAllowance
 from fieldtrust.calibration.survey import check_fraction
+from scipy.special import ndtri
 
 from fieldtrust.errors import InputError
 
@@ -263,7 +265,8 @@ def labels_needed(
     allowances: Allowances,
     prior_error: float,
     planned: npt.ArrayLike | None = None,
-    unlabelled_bet: float | None = None,
+    future_bets: npt.ArrayLike | None = None,
+    power: float = 0.5,
 ) -> LabelsNeeded:
     """Fewest more labels, spread over the cells' next PRN items, expected to certify.
 
@@ -277,8 +280,13 @@ def labels_needed(
     planning figure: it assumes the rates stay what they are. When even every
     item labelled would not do, ``total`` is ``None`` and ``reason`` says why:
     the error rate itself, the unaccounted items, or the allowances.
-    Future labels bet as their cell's labels do; ``unlabelled_bet`` is the bet
-    of a cell without labels yet (default: Kelly's bet at the prior).
+    ``future_bets`` (per cell, or one for all) is what the next labels will
+    bet, fixed now, before their verdicts; by default each cell's last bet,
+    and Kelly's bet at the prior for a cell without labels.
+    ``power`` 0.5 asks for the expected evidence to reach the bar (about
+    half the time it will); a planner asks more (0.8: the expected log
+    evidence must clear the bar by 0.84 standard deviations of the future
+    labels' contribution, ``sum_h k_h p_h (1 - p_h) log(1 - c_h)^2``).
 
     References
     ----------
@@ -299,9 +307,10 @@ def labels_needed(
                             "items no audit accounts for already exceed the error allowance")
     if expected_rate >= level:
         return LabelsNeeded(None, tuple(0 for _ in cells), _rate_reason(allowances))
-    default = kelly_bet(1.0 - allowances.target, prior_error) if unlabelled_bet is None \
-        else unlabelled_bet
+    default = kelly_bet(1.0 - allowances.target, prior_error)
     future = np.array([c.bets[-1] if c.n_labels else default for c in cells], dtype=float)
+    if future_bets is not None:
+        future = np.broadcast_to(np.asarray(future_bets, dtype=float), future.shape).copy()
     budget = level * total - candidate.unaccounted
 
     plan = size.copy() if planned is None else np.asarray(planned, dtype=float).reshape(-1)
@@ -309,11 +318,16 @@ def labels_needed(
         raise InputError("planned must give one non-negative label count per cell")
     plan = np.where(plan > 0, plan, 0.0)
 
+    check_fraction("power", power)
+    z = float(ndtri(power))
+    spread = rates * (1 - rates) * np.log1p(-np.minimum(future, MAX_BET)) ** 2
+
     def evidence(scale: float) -> tuple[float, IntArray]:
         goal = np.minimum(np.ceil(scale * plan), size)
         extra = np.clip(goal - n, 0, size - n).astype(np.int64)
         stack = _planned_stack(cells, extra, rates, future)
-        return float(least_evidence(stack, [budget]).log_evalue[0]), extra
+        margin = z * math.sqrt(float(np.sum(extra * spread)))
+        return float(least_evidence(stack, [budget]).log_evalue[0]) - margin, extra
 
     now, _ = evidence(0.0)
     if now >= allowances.log_threshold:

@@ -81,6 +81,7 @@ class Scenario:
     new_from: int = 0
     systematic: float = 0.0  # share of errors that are plausible systematic ones
     week_effect_sd: float = 0.0  # accuracy points, one draw per run and week
+    run_effect_sd: float = 0.0  # accuracy points, one draw per run for all its weeks
     miss_ordinary: float = 0.0
     miss_systematic: float = 0.0
     false_flag: float = 0.0
@@ -143,6 +144,11 @@ def draw_week(scenario: Scenario, rng: np.random.Generator, week: int) -> Week:
     is_new_version = (week >= scenario.new_from) & (rng.random(shape) < scenario.new_share)
     new = is_new_version & (week < scenario.new_from + 2)
     p_correct = scenario.accuracy(confidence, is_new_version)
+    if scenario.run_effect_sd > 0:
+        # The same draw every week: a generator seeded by the scenario alone.
+        offsets = np.random.default_rng([scenario.seed, 7]).normal(
+            0.0, scenario.run_effect_sd, size=(scenario.runs, 1))
+        p_correct = np.clip(p_correct + offsets, 0.0, 1.0)
     if scenario.week_effect_sd > 0:
         effect = rng.normal(0.0, scenario.week_effect_sd, size=(scenario.runs, 1))
         p_correct = np.clip(p_correct + effect, 0.0, 1.0)
