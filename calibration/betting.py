@@ -227,10 +227,13 @@ class LabelStack:
             n_groups=int(groups.sum())), cells
 
     def per_cell(self, values: FloatArray) -> FloatArray:
-        return np.bincount(self.cell, weights=values, minlength=self.n_cells)
+        """Sum of a per-label array over each cell's labels."""
+        return np.bincount(self.cell, weights=values, minlength=self.n_cells).astype(np.float64, copy=False)
 
     def per_group(self, values: FloatArray) -> FloatArray:
-        return np.bincount(self.group, weights=values, minlength=self.n_groups)
+        """Sum of a per-cell array over each group's cells."""
+        return np.bincount(self.group, weights=values, minlength=self.n_groups).astype(
+            np.float64, copy=False)
 
     def per_group_min(self, values: FloatArray) -> FloatArray:
         out = np.full(self.n_groups, np.inf)
