@@ -228,7 +228,8 @@ class LabelStack:
 
     def per_cell(self, values: FloatArray) -> FloatArray:
         """Sum of a per-label array over each cell's labels."""
-        return np.bincount(self.cell, weights=values, minlength=self.n_cells).astype(np.float64, copy=False)
+        return np.bincount(self.cell, weights=values, minlength=self.n_cells).astype(
+            np.float64, copy=False)
 
     def per_group(self, values: FloatArray) -> FloatArray:
         """Sum of a per-cell array over each group's cells."""
