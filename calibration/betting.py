@@ -360,8 +360,8 @@ def least_evidence(
         # The dual value lost by stopping here is about gap^2 / (2 d mass / d nu).
         with np.errstate(divide="ignore", invalid="ignore"):
             loss = np.where(rate > 0, 0.5 * gap**2 * np.exp(log_nu) / rate, np.abs(gap))
-        still = moved > 1e-6
-        settled = ~open_ | ((loss < 1e-8) & ~still)
+        still = moved > 1e-4
+        settled = ~open_ | ((loss < 1e-6) & ~still)
         if np.all(settled):
             break
         if settled.mean() > 0.8 and stack.n_groups > 8:
