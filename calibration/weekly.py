@@ -36,22 +36,28 @@ from fieldtrust.errors import InputError
 
 @dataclass(frozen=True)
 class WeekRate:
-    """One closed week's design-based error rate above the threshold."""
+    """One closed week's design-based error rate above the threshold.
+
+    ``variance`` is its estimated sampling variance. ``design_factor`` is
+    ``sum_h W_h^2 (1 - f_h) / (n_h - 1)``: the variance at a common error
+    rate ``p`` is ``p (1 - p) design_factor``, which is how the between-week
+    allowance weighs weeks (0: use ``variance`` as given).
+    """
 
     estimate: float
     variance: float
     n_population: int
     n_labels: int
+    design_factor: float = 0.0
 
 
 def week_rate(cells: Sequence[CellLabels]) -> WeekRate:
     """The stratified error rate of one week's cells and its variance (Cochran, ch. 5).
 
     ``sum_h W_h p_h`` with ``W_h = N_h / N`` over the cells with labels, and
-    variance ``sum_h W_h^2 (1 - f_h) s_h^2 / n_h``; a cell's ``s_h^2`` uses
-    ``(S + 1/2) / (n + 1)`` so a cell without errors still carries
-    variance. Cells without labels are left out of both (the week is then
-    described by its labelled cells only).
+    the unbiased variance ``sum_h W_h^2 (1 - f_h) p_h (1 - p_h) / (n_h - 1)``
+    (a cell of one label counts as ``n_h - 1 = 1``). Cells without labels are
+    left out of both (the week is then described by its labelled cells only).
 
     References
     ----------
@@ -66,11 +72,9 @@ def week_rate(cells: Sequence[CellLabels]) -> WeekRate:
         return WeekRate(math.nan, math.nan, 0, 0)
     weight = size / total
     rate = errors / n
-    smooth = (errors + 0.5) / (n + 1.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s2 = np.where(n > 1, smooth * (1 - smooth) * n / np.maximum(n - 1, 1), 0.25)
-    variance = float(np.sum(weight**2 * (1 - n / size) * s2 / n))
-    return WeekRate(float(np.sum(weight * rate)), variance, int(total), int(n.sum()))
+    factor = weight**2 * (1 - n / size) / np.maximum(n - 1, 1)
+    return WeekRate(float(np.sum(weight * rate)), float(np.sum(factor * rate * (1 - rate))),
+                    int(total), int(n.sum()), float(factor.sum()))
 
 
 @dataclass(frozen=True)
@@ -79,9 +83,16 @@ class BetweenWeek:
 
     weeks: int
     tau2: float  # DerSimonian-Laird estimate of the between-week variance
+    tau2_used: float  # shrunk towards the prior: what the allowance uses
     q_statistic: float  # Cochran's Q
     heterogeneity_p: float  # P(chi2_{W-1} >= Q): small when weeks differ beyond sampling noise
     allowance: float  # Delta: lower the certificate's error allowance by this much
+
+
+#: Weekly variation assumed before the weeks say otherwise: one accuracy point...
+PRIOR_SD = 0.01
+#: ... worth this many weeks of evidence.
+PRIOR_WEEKS = 4.0
 
 
 def between_week_allowance(
@@ -89,6 +100,8 @@ def between_week_allowance(
     *,
     block_weeks: int = 4,
     confidence: float = 0.95,
+    prior_sd: float = PRIOR_SD,
+    prior_weeks: float = PRIOR_WEEKS,
 ) -> BetweenWeek:
     """How far a coming block of ``block_weeks`` weeks may exceed the horizon's error rate.
 
@@ -96,9 +109,14 @@ def between_week_allowance(
     interval of a new block's mean rate around the horizon's mean under the
     random-effects model ``e_w = mu + u_w``, ``u_w ~ (0, tau^2)`` (Higgins,
     Thompson & Spiegelhalter 2009 give the same interval for a new study),
-    with ``tau^2`` estimated by DerSimonian-Laird. Fewer than two weeks give
-    no estimate and an infinite allowance: nothing can be said about a
-    coming week from one.
+    with ``tau^2`` estimated by DerSimonian-Laird, each week's sampling
+    variance taken at the weeks' pooled rate (``design_factor``). A few
+    weeks' estimate is often 0 by chance, and a first candidacy would catch
+    exactly those runs, so the allowance uses ``tau^2`` shrunk towards
+    ``prior_sd^2`` with the weight of ``prior_weeks`` weeks,
+    ``((W - 1) tau^2 + w0 prior_sd^2) / (W - 1 + w0)``; ``prior_weeks = 0``
+    uses the estimate alone. Fewer than two weeks give no estimate and an
+    infinite allowance: nothing can be said about a coming week from one.
 
     References
     ----------
@@ -112,17 +130,25 @@ def between_week_allowance(
     usable = [r for r in rates if r.n_labels > 0 and np.isfinite(r.estimate)]
     w = len(usable)
     if w < 2:
-        return BetweenWeek(w, math.nan, math.nan, math.nan, math.inf)
+        return BetweenWeek(w, math.nan, math.nan, math.nan, math.nan, math.inf)
     e = np.array([r.estimate for r in usable])
-    v = np.array([max(r.variance, 1e-12) for r in usable])
-    weight = 1.0 / v
+    factor = np.array([r.design_factor for r in usable])
+    # Weeks are weighed by their variance at the weeks' common rate: a week
+    # without errors has no sampling variance of its own, and weighing it
+    # infinitely would make every other week look different.
+    pooled = float(np.sum(e / np.maximum(factor, 1e-300)) / np.sum(1 / np.maximum(
+        factor, 1e-300))) if np.all(factor > 0) else 0.0
+    v = np.where(factor > 0, max(pooled * (1 - pooled), 1e-6) * factor,
+                 np.array([r.variance for r in usable]))
+    weight = 1.0 / np.maximum(v, 1e-12)
     mean = float(np.sum(weight * e) / weight.sum())
     q = float(np.sum(weight * (e - mean) ** 2))
     scale = float(weight.sum() - np.sum(weight**2) / weight.sum())
     tau2 = max(0.0, (q - (w - 1)) / scale) if scale > 0 else 0.0
-    allowance = float(t.ppf(confidence, w - 1)) * math.sqrt(tau2) * math.sqrt(
+    used = ((w - 1) * tau2 + prior_weeks * prior_sd**2) / (w - 1 + prior_weeks)
+    allowance = float(t.ppf(confidence, w - 1)) * math.sqrt(used) * math.sqrt(
         1.0 / block_weeks + 1.0 / w)
-    return BetweenWeek(w, tau2, q, float(chi2.sf(q, w - 1)), allowance)
+    return BetweenWeek(w, tau2, used, q, float(chi2.sf(q, w - 1)), allowance)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,8 @@ from fieldtrust.calibration.betting import BatchEvidence, CellLabels, LabelStack
 from fieldtrust.calibration.certificate import walk_start
 from fieldtrust.calibration.seeds import MIN_SEEDS, miss_rate_upper_bound
 from fieldtrust.calibration.weekly import (
+    PRIOR_SD,
+    PRIOR_WEEKS,
     WeekEvidence,
     below_target_evidence,
     enough_evidence,
@@ -181,36 +183,37 @@ class _Evidence:
 
 def _week_rates(n_pop: IntArray, counts: IntArray, errors: IntArray) -> tuple[FloatArray,
                                                                               FloatArray]:
-    """Design-based error rate and variance per (run, t) from per-cell counts (as week_rate)."""
+    """Design-based error rate and design factor per (run, t), as ``weekly.week_rate``."""
     size = n_pop.astype(float)
     n = counts.astype(float)
     s = errors.astype(float)
     labelled = n > 0
     total = np.where(labelled, size, 0.0).sum(axis=2)
     weight = np.where(labelled, size, 0.0) / np.maximum(total[..., None], 1.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rate = np.where(labelled, s / np.maximum(n, 1.0), 0.0)
-        smooth = (s + 0.5) / (n + 1.0)
-        s2 = np.where(n > 1, smooth * (1 - smooth) * n / np.maximum(n - 1, 1), 0.25)
-        var = np.where(labelled, weight**2 * (1 - n / np.maximum(size, 1.0)) * s2
-                       / np.maximum(n, 1.0), 0.0)
+    rate = np.where(labelled, s / np.maximum(n, 1.0), 0.0)
+    factor = np.where(labelled, weight**2 * (1 - n / np.maximum(size, 1.0))
+                      / np.maximum(n - 1, 1.0), 0.0)
     est = np.where(total > 0, np.sum(weight * rate, axis=2), np.nan)
-    return est, np.where(total > 0, var.sum(axis=2), np.nan)
+    return est, np.where(total > 0, factor.sum(axis=2), np.nan)
 
 
-def _allowance(est: FloatArray, var: FloatArray, block: int, delta: float) -> FloatArray:
+def _allowance(est: FloatArray, factor: FloatArray, block: int, delta: float) -> FloatArray:
     """Between-week allowance per (run, t) from weekly rates (runs, T, weeks): as weekly.py."""
     from scipy.stats import t as student
 
-    ok = np.isfinite(est)
+    ok = np.isfinite(est) & (np.nan_to_num(factor) > 0)
     w = ok.sum(axis=2)
-    weight = np.where(ok, 1.0 / np.maximum(np.nan_to_num(var), 1e-12), 0.0)
-    e = np.nan_to_num(est)
+    inv = np.where(ok, 1.0 / np.where(ok, factor, 1.0), 0.0)
+    e = np.where(ok, est, 0.0)
+    pooled = np.sum(inv * e, axis=2) / np.maximum(inv.sum(axis=2), 1e-300)
+    var = np.maximum(pooled * (1 - pooled), 1e-6)[..., None] * np.where(ok, factor, 1.0)
+    weight = np.where(ok, 1.0 / np.maximum(var, 1e-12), 0.0)
     mean = np.sum(weight * e, axis=2) / np.maximum(weight.sum(axis=2), 1e-300)
     q = np.sum(weight * (e - mean[..., None]) ** 2, axis=2)
     scale = weight.sum(axis=2) - np.sum(weight**2, axis=2) / np.maximum(weight.sum(axis=2),
                                                                         1e-300)
     tau2 = np.maximum(0.0, (q - (w - 1)) / np.maximum(scale, 1e-300))
+    tau2 = ((w - 1) * tau2 + PRIOR_WEEKS * PRIOR_SD**2) / np.maximum(w - 1 + PRIOR_WEEKS, 1e-300)
     with np.errstate(invalid="ignore", divide="ignore"):
         quantile = student.ppf(1 - delta, np.maximum(w - 1, 1))
         allowance = quantile * np.sqrt(tau2) * np.sqrt(1.0 / block + 1.0 / np.maximum(w, 1))

@@ -33,7 +33,8 @@ def test_dersimonian_laird_matches_metafors_published_bcg_example() -> None:
     log_rr = np.log((a / (a + b)) / (c / (c + d)))
     variance = 1 / a - 1 / (a + b) + 1 / c - 1 / (c + d)
     result = between_week_allowance([WeekRate(y, v, 1, 1) for y, v in zip(log_rr, variance,
-                                                                          strict=True)])
+                                                                          strict=True)],
+                                    prior_weeks=0)
     assert result.tau2 == pytest.approx(0.3088, abs=5e-5)
     assert result.q_statistic == pytest.approx(152.2330, abs=5e-4)
 
@@ -42,11 +43,15 @@ def test_the_allowance_is_the_prediction_half_width_of_a_coming_block() -> None:
     rates = [WeekRate(e, 0.0001, 1000, 100) for e in (0.02, 0.05, 0.03, 0.06, 0.04, 0.01)]
     result = between_week_allowance(rates, block_weeks=4, confidence=0.95)
     from scipy.stats import t
+    assert result.tau2_used == pytest.approx((5 * result.tau2 + 4 * 0.01**2) / 9)
     assert result.allowance == pytest.approx(
-        t.ppf(0.95, 5) * math.sqrt(result.tau2) * math.sqrt(1 / 4 + 1 / 6))
-    # Weeks that differ only by their sampling noise allow nothing.
-    same = between_week_allowance([WeekRate(0.03, 0.01, 1000, 100)] * 5)
+        t.ppf(0.95, 5) * math.sqrt(result.tau2_used) * math.sqrt(1 / 4 + 1 / 6))
+    # Weeks that differ only by their sampling noise allow only the prior's share.
+    same = between_week_allowance([WeekRate(0.03, 0.01, 1000, 100)] * 5, prior_weeks=0)
     assert same.tau2 == 0 and same.allowance == 0
+    many = between_week_allowance([WeekRate(0.03, 0.01, 1000, 100)] * 50)
+    few = between_week_allowance([WeekRate(0.03, 0.01, 1000, 100)] * 5)
+    assert many.allowance < few.allowance / 3
     # One week says nothing about the next: no certificate can lean on it.
     assert between_week_allowance(rates[:1]).allowance == math.inf
 
