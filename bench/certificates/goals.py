@@ -272,11 +272,11 @@ DESIGNS: dict[str, Callable[[int], npt.NDArray[np.int64]]] = {
 }
 
 
-def _populations(rng: np.random.Generator, reps: int, errors: npt.NDArray[np.int64]
-                 ) -> list[npt.NDArray[np.bool_]]:
+def _populations(rng: np.random.Generator, reps: int, errors: npt.NDArray[np.int64],
+                 sizes: npt.NDArray[np.int64] = BANDS_N) -> list[npt.NDArray[np.bool_]]:
     """Per cell, ``reps`` random orders of a population with exactly ``errors`` wrong."""
     out = []
-    for size, wrong in zip(BANDS_N, errors, strict=True):
+    for size, wrong in zip(sizes, errors, strict=True):
         keys = rng.random((reps, size))
         ranks = np.argsort(keys, axis=1)
         out.append(ranks < wrong)  # the first `wrong` items of a random order are the errors
@@ -284,29 +284,32 @@ def _populations(rng: np.random.Generator, reps: int, errors: npt.NDArray[np.int
 
 
 def _one_look(populations: list[npt.NDArray[np.bool_]], sizes: npt.NDArray[np.int64],
-              *, looks: int = 1) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+              *, looks: int = 1, cells: npt.NDArray[np.int64] = BANDS_N,
+              prior: FloatArray = BANDS_ERROR
+              ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
     """Whether the new evidence (at any of ``looks`` prefixes) and today's bound certify."""
     reps = populations[0].shape[0]
-    pi = sizes / BANDS_N
-    bets = growth_bets(BANDS_N, pi, BANDS_ERROR, max_error=1 - TARGET)
+    n_cells = cells.size
+    pi = sizes / cells
+    bets = growth_bets(cells, pi, prior, max_error=1 - TARGET)
     ours = np.zeros(reps, dtype=bool)
     for look in range(1, looks + 1):
         prefix = np.ceil(sizes * look / looks).astype(np.int64)
         width = int(prefix.max())
-        errors = np.zeros((reps * 3, width))
+        errors = np.zeros((reps * n_cells, width))
         for h, pop in enumerate(populations):
-            errors[h::3, : prefix[h]] = pop[:, : prefix[h]]
-        stack = LabelStack.from_padded(np.tile(BANDS_N, reps), errors, np.tile(prefix, reps),
-                                       np.tile(bets, reps), np.repeat(np.arange(reps), 3),
+            errors[h::n_cells, : prefix[h]] = pop[:, : prefix[h]]
+        stack = LabelStack.from_padded(np.tile(cells, reps), errors, np.tile(prefix, reps),
+                                       np.tile(bets, reps), np.repeat(np.arange(reps), n_cells),
                                        n_groups=reps)
-        budget = np.full(reps, (1 - TARGET) * BANDS_N.sum())
+        budget = np.full(reps, (1 - TARGET) * cells.sum())
         ours |= least_evidence(stack, budget).log_evalue >= math.log(1 / DELTA)
-    hist = np.zeros((3, N_GRID), dtype=np.int64)
-    hist[:, 190] = BANDS_N
-    design = Design(hist, np.arange(3), pi.astype(float), BANDS_N.astype(float))
+    hist = np.zeros((n_cells, N_GRID), dtype=np.int64)
+    hist[:, 190] = cells
+    design = Design(hist, np.arange(n_cells), pi.astype(float), cells.astype(float))
     today = np.zeros(reps, dtype=bool)
     u = np.random.default_rng(0).random(int(sizes.sum()))
-    cell = np.repeat(np.arange(3), sizes)
+    cell = np.repeat(np.arange(n_cells), sizes)
     weight = np.repeat(1 / pi, sizes)
     for r in range(reps):
         correct = np.concatenate([~pop[r, :n] for pop, n in zip(populations, sizes,
@@ -361,6 +364,7 @@ def affordable_power(reps: int = 400, grid: tuple[int, ...] = (
             value, low, high = at[(design, bound)]
             rows.append(Row("affordable", f"labels for 80% power, {design} design, {bound}'s"
                             " bound", value, low, high, None, reps))
+    rows.extend(_new_version_rows(reps, n_grid, rng))
     for design in ("boosted", "neyman"):
         new, today = at[(design, "new")][0], at[(design, "today")][0]
         rows.append(Row("affordable", f"{design}: new / today's labels", new / today,
@@ -370,6 +374,33 @@ def affordable_power(reps: int = 400, grid: tuple[int, ...] = (
                         new / pooled, at[(design, "new")][1] / pooled,
                         at[(design, "new")][2] / pooled, 1.0, reps))
     return rows
+
+
+#: A week with a new form version: 15% of the items, twice the errors, boosted 5x.
+VERSION_N = np.array([17000, 3000])
+VERSION_ERROR = np.array([0.024, 0.048])
+
+
+def _new_version_rows(reps: int, n_grid: npt.NDArray[np.int64], rng: np.random.Generator
+                      ) -> list[Row]:
+    """Today's thinning against the new bound where a worse new version is boosted 5x."""
+    errors = np.round(VERSION_N * VERSION_ERROR).astype(np.int64)
+    populations = _populations(rng, reps, errors, VERSION_N)
+    share = VERSION_N * np.array([1.0, 5.0])
+    ours, today = [], []
+    for n in n_grid:
+        sizes = np.round(share / share.sum() * n).astype(np.int64)
+        o, t = _one_look(populations, sizes, cells=VERSION_N, prior=VERSION_ERROR)
+        ours.append(o.mean())
+        today.append(t.mean())
+    new = _labels_at_power(n_grid, np.array(ours), reps)
+    old = _labels_at_power(n_grid, np.array(today), reps)
+    return [Row("affordable", "labels for 80% power, new version boosted 5x, today's bound",
+                *old, None, reps),
+            Row("affordable", "labels for 80% power, new version boosted 5x, new bound",
+                *new, None, reps),
+            Row("affordable", "new version boosted 5x: new / today's labels", new[0] / old[0],
+                new[1] / old[0], new[2] / old[0], 0.6, reps)]
 
 
 def null_points(reps: int = 400, labels: int = 1500, looks: int = 10, seed: int = 6
