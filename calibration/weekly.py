@@ -7,7 +7,7 @@ week can differ from it. Two pieces:
   rate above the threshold and its sampling variance, the random-effects
   variance ``tau^2`` of the weekly rates (DerSimonian & Laird 1986) and the
   amount ``Delta`` by which a coming block of ``K`` weeks may exceed the
-  horizon's rate, ``t_{W-1, 1-delta} tau sqrt(1/K + 1/W)``; the certificate
+  horizon's rate, ``t_{W-1, 0.9} tau sqrt(1/K + 1/W)``; the certificate
   then tests the horizon's error rate against ``1 - target - Delta``;
 * the *evidence blocks*: walking back from the latest closed week, a week
   whose stratum holds fewer items above the threshold than
@@ -92,20 +92,23 @@ class BetweenWeek:
 #: Weekly variation assumed before the weeks say otherwise: one accuracy point...
 PRIOR_SD = 0.01
 #: ... worth this many weeks of evidence.
-PRIOR_WEEKS = 4.0
+PRIOR_WEEKS = 2.0
+#: One-sided level of the coming block's prediction bound. The evidence already holds
+#: at delta; this margin is for a block that drifts from the horizon's rate.
+BLOCK_CONFIDENCE = 0.9
 
 
 def between_week_allowance(
     rates: Sequence[WeekRate],
     *,
     block_weeks: int = 4,
-    confidence: float = 0.95,
+    confidence: float = BLOCK_CONFIDENCE,
     prior_sd: float = PRIOR_SD,
     prior_weeks: float = PRIOR_WEEKS,
 ) -> BetweenWeek:
     """How far a coming block of ``block_weeks`` weeks may exceed the horizon's error rate.
 
-    ``Delta = t_{W-1, confidence} * tau * sqrt(1/K + 1/W)``: the prediction
+    ``Delta = t_{W-1, confidence} * tau * sqrt(1/K + 1/W)`` (``confidence`` 0.9): the prediction
     interval of a new block's mean rate around the horizon's mean under the
     random-effects model ``e_w = mu + u_w``, ``u_w ~ (0, tau^2)`` (Higgins,
     Thompson & Spiegelhalter 2009 give the same interval for a new study),

@@ -26,6 +26,7 @@ from fieldtrust.calibration.betting import BatchEvidence, CellLabels, LabelStack
 from fieldtrust.calibration.certificate import walk_start
 from fieldtrust.calibration.seeds import MIN_SEEDS, miss_rate_upper_bound
 from fieldtrust.calibration.weekly import (
+    BLOCK_CONFIDENCE,
     PRIOR_SD,
     PRIOR_WEEKS,
     WeekEvidence,
@@ -197,7 +198,7 @@ def _week_rates(n_pop: IntArray, counts: IntArray, errors: IntArray) -> tuple[Fl
     return est, np.where(total > 0, factor.sum(axis=2), np.nan)
 
 
-def _allowance(est: FloatArray, factor: FloatArray, block: int, delta: float) -> FloatArray:
+def _allowance(est: FloatArray, factor: FloatArray, block: int) -> FloatArray:
     """Between-week allowance per (run, t) from weekly rates (runs, T, weeks): as weekly.py."""
     from scipy.stats import t as student
 
@@ -215,7 +216,7 @@ def _allowance(est: FloatArray, factor: FloatArray, block: int, delta: float) ->
     tau2 = np.maximum(0.0, (q - (w - 1)) / np.maximum(scale, 1e-300))
     tau2 = ((w - 1) * tau2 + PRIOR_WEEKS * PRIOR_SD**2) / np.maximum(w - 1 + PRIOR_WEEKS, 1e-300)
     with np.errstate(invalid="ignore", divide="ignore"):
-        quantile = student.ppf(1 - delta, np.maximum(w - 1, 1))
+        quantile = student.ppf(BLOCK_CONFIDENCE, np.maximum(w - 1, 1))
         allowance = quantile * np.sqrt(tau2) * np.sqrt(1.0 / block + 1.0 / np.maximum(w, 1))
     return np.asarray(np.where(w >= 2, allowance, np.inf), dtype=np.float64)
 
@@ -311,7 +312,7 @@ def simulate(scenario: Scenario) -> Outcome:
             if scenario.between_week:
                 allowance = _allowance(np.stack([*est_hist, est], axis=2),
                                        np.stack([*var_hist, var], axis=2),
-                                       scenario.block_weeks, delta)
+                                       scenario.block_weeks)
             else:
                 allowance = np.zeros((runs, n_t))
             miss_up = np.zeros(runs)

@@ -43,7 +43,7 @@ def test_the_allowance_is_the_prediction_half_width_of_a_coming_block() -> None:
     rates = [WeekRate(e, 0.0001, 1000, 100) for e in (0.02, 0.05, 0.03, 0.06, 0.04, 0.01)]
     result = between_week_allowance(rates, block_weeks=4, confidence=0.95)
     from scipy.stats import t
-    assert result.tau2_used == pytest.approx((5 * result.tau2 + 4 * 0.01**2) / 9)
+    assert result.tau2_used == pytest.approx((5 * result.tau2 + 2 * 0.01**2) / 7)
     assert result.allowance == pytest.approx(
         t.ppf(0.95, 5) * math.sqrt(result.tau2_used) * math.sqrt(1 / 4 + 1 / 6))
     # Weeks that differ only by their sampling noise allow only the prior's share.
