@@ -50,11 +50,11 @@ def test_todays_bound_fails_the_same_world() -> None:
 def test_labels_to_80_percent_power_against_one_fixed_look() -> None:
     rows = goals.power_ratio(runs=RUNS, weeks=40)
     _show(rows)
-    sprt, _, evidence_alone, _, full = rows
+    sprt, against_first, evidence_alone, _, full = rows
     # The issue asks for 1.3; no evidence valid at every look does better than the
     # sequential probability ratio test at the true rate (1.43 against 601 labels,
     # 1.24 against 694), and weekly labelling adds to it (docs/statistics.md).
-    assert sprt.value < evidence_alone.value * 694 / 601
+    assert sprt.value <= against_first.value  # a look after every label does at least as well
     assert evidence_alone.value <= 1.5
     assert full.value >= evidence_alone.value  # the allowances cost labels, never save them
 
