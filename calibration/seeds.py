@@ -134,6 +134,25 @@ class MissAllowance:
         return None
 
 
+@dataclass(frozen=True)
+class SeedJudgements:
+    """The seeds of one stratum judged so far: the certificate's input for reviewer misses.
+
+    ``judged`` counts seeds with a verdict; ``missed`` those judged correct
+    (the seeded wrong value passed). Built from the store by
+    :func:`fieldtrust.labels.seed_verdicts.seed_judgements`.
+    """
+
+    judged: int
+    missed: int
+
+    def __post_init__(self) -> None:
+        if self.judged < 0 or not 0 <= self.missed <= self.judged:
+            raise InputError(
+                f"need 0 <= missed <= judged, got missed={self.missed}, judged={self.judged}"
+            )
+
+
 def miss_allowance(
     max_error: float,
     *,

@@ -51,36 +51,58 @@ class ReviewItem:
     assigned_at: dt.datetime
 
 
+# A seed (labels.seed_verdicts) is shown as its host extraction with the
+# seeded value in place of the host's: the same columns, in the same order.
 _ITEM_SQL = """
-SELECT a.sample_id, a.extraction_id, a.review_round, i.cell, e.doc_id, e.doc_type,
-       e.form_version, e.field, e.value, e.value_status, e.source_excerpt, a.assigned_at
-FROM assignments a
-JOIN audit_items i USING (sample_id, extraction_id)
-JOIN extractions e USING (extraction_id)
-WHERE a.sample_id = $sample AND a.reviewer = $actor
-  AND ($extraction IS NULL OR a.extraction_id = $extraction)
-  AND ($open_only = false OR NOT EXISTS (
-        SELECT 1 FROM labels l WHERE l.extraction_id = a.extraction_id
-                                 AND l.review_round = a.review_round))
-ORDER BY a.assigned_at, i.prn, a.extraction_id
+SELECT * EXCLUDE (prn_) FROM (
+    SELECT a.sample_id, a.extraction_id, a.review_round, i.cell, e.doc_id, e.doc_type,
+           e.form_version, e.field, e.value, e.value_status, e.source_excerpt, a.assigned_at,
+           i.prn AS prn_
+    FROM assignments a
+    JOIN audit_items i USING (sample_id, extraction_id)
+    JOIN extractions e USING (extraction_id)
+    WHERE a.sample_id = $sample AND a.reviewer = $actor
+      AND ($extraction IS NULL OR a.extraction_id = $extraction)
+      AND ($open_only = false OR NOT EXISTS (
+            SELECT 1 FROM labels l WHERE l.extraction_id = a.extraction_id
+                                     AND l.review_round = a.review_round))
+    UNION ALL
+    SELECT a.sample_id, a.extraction_id, a.review_round, s.cell, e.doc_id, e.doc_type,
+           e.form_version, e.field, s.seed_value, 'present', e.source_excerpt, a.assigned_at,
+           s.prn AS prn_
+    FROM assignments a
+    JOIN seed_items s ON s.seed_id = a.extraction_id AND s.sample_id = a.sample_id
+    JOIN extractions e ON e.extraction_id = s.host_extraction_id
+    WHERE a.sample_id = $sample AND a.reviewer = $actor
+      AND ($extraction IS NULL OR a.extraction_id = $extraction)
+      AND ($open_only = false OR NOT EXISTS (
+            SELECT 1 FROM seed_verdicts v WHERE v.seed_id = a.extraction_id))
+)
+ORDER BY assigned_at, prn_, extraction_id
 """
 
 # Candidates for a primary review: not labelled (in any round that gives a
 # verdict), not handed out in this sample, not skipped by or second-reviewed
 # by the actor. Candidates for a second review: double-review items whose
-# primary review is with someone else and whose second review is free.
+# primary review is with someone else and whose second review is free. Seeds
+# join the items at their own random place in their cell's order, for one
+# (primary) review each.
 _CANDIDATES_SQL = """
 WITH items AS (
     SELECT extraction_id, cell, prn, double_review FROM audit_items WHERE sample_id = $sample
+    UNION ALL
+    SELECT seed_id, cell, prn, false FROM seed_items WHERE sample_id = $sample
 ),
 mine AS (
     SELECT extraction_id FROM skips WHERE sample_id = $sample AND reviewer = $actor
     UNION SELECT extraction_id FROM assignments WHERE reviewer = $actor
     UNION SELECT extraction_id FROM labels WHERE reviewer = $actor
+    UNION SELECT seed_id FROM seed_verdicts WHERE reviewer = $actor
 ),
 taken AS (
     SELECT extraction_id, review_round FROM assignments WHERE sample_id = $sample
     UNION SELECT extraction_id, review_round FROM labels
+    UNION SELECT seed_id, 'primary' FROM seed_verdicts WHERE sample_id = $sample
 ),
 primary_free AS (
     SELECT extraction_id, cell, prn, 'primary' AS review_round FROM items i
@@ -216,8 +238,9 @@ def skip(
                 f" {actor}, so there is nothing to skip"
             )
         labelled = first_row(tx.execute(
-            "SELECT 1 FROM labels WHERE extraction_id = ? AND review_round = ?",
-            [extraction_id, row[0]],
+            "SELECT 1 FROM labels WHERE extraction_id = $id AND review_round = $round"
+            " UNION ALL SELECT 1 FROM seed_verdicts WHERE seed_id = $id",
+            {"id": extraction_id, "round": row[0]},
         ).fetchall())
         if labelled is not None:
             raise InputError(

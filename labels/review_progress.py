@@ -121,10 +121,15 @@ def item_context(
     InputError
         No extraction ``extraction_id`` in the store.
     """
+    # A seed shows its host's confidence and conflict, and counts in the
+    # reviewer's work like any item: the screen must not tell it apart.
     row = first_row(con.execute(
         "SELECT confidence, conflict, conflict_value,"
         " (SELECT count(*) FROM labels WHERE reviewer = $reviewer AND sample_id = $sample)"
-        " FROM extractions WHERE extraction_id = $id",
+        " + (SELECT count(*) FROM seed_verdicts WHERE reviewer = $reviewer"
+        "    AND sample_id = $sample)"
+        " FROM extractions WHERE extraction_id = coalesce("
+        "   (SELECT host_extraction_id FROM seed_items WHERE seed_id = $id), $id)",
         {"id": extraction_id, "reviewer": reviewer, "sample": sample_id},
     ).fetchall())
     if row is None:

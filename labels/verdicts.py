@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
+from fieldtrust.labels.seed_verdicts import insert_seed_verdict
 from fieldtrust.labels.taxonomy import NOT_RECORDED, check_correction, check_error
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_returned
@@ -126,6 +127,8 @@ def record_verdict(
     def work(tx: duckdb.DuckDBPyConnection) -> Label:
         require(tx, actor, "label")
         context = _context(tx, extraction_id, actor, sample_id)
+        if context.seed_sample is not None:
+            return _seed_verdict(tx, context, extraction_id, actor, sample_id, fields)
         rnd = review_round or context.assigned_round or "primary"
         _check_context(context, extraction_id, actor, sample_id, rnd)
         return insert_label(
@@ -427,7 +430,8 @@ SELECT
      FROM labels l WHERE extraction_id = $extraction
        AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)) AS live,
     (SELECT list(review_round) FROM assignments
-     WHERE extraction_id = $extraction AND reviewer = $actor) AS my_assignments
+     WHERE extraction_id = $extraction AND reviewer = $actor) AS my_assignments,
+    (SELECT sample_id FROM seed_items WHERE seed_id = $extraction) AS seed_sample
 """
 
 
@@ -438,6 +442,7 @@ class _Context:
     assigned_round: str | None
     live: list[dict[str, str]]
     my_assignments: list[str]
+    seed_sample: str | None  # the item is a seed of this sample (labels.seed_verdicts)
 
 
 def _context(
@@ -447,7 +452,27 @@ def _context(
         _CONTEXT_SQL, {"extraction": extraction_id, "actor": actor, "sample": sample_id}
     ).fetchall())
     assert row is not None
-    return _Context(bool(row[0]), row[1], row[2], row[3] or [], row[4] or [])
+    return _Context(bool(row[0]), row[1], row[2], row[3] or [], row[4] or [], row[5])
+
+
+def _seed_verdict(
+    con: duckdb.DuckDBPyConnection, context: _Context, item_id: str, actor: str,
+    sample_id: str | None, fields: dict[str, Any],
+) -> Label:
+    """A verdict on a seed: a seed verdict, not a label, answered as if it were one."""
+    if sample_id is not None and sample_id != context.seed_sample:
+        raise InputError(
+            f"extraction {item_id!r} is not in audit sample {sample_id!r};"
+            " label it in the sample it was drawn into"
+        )
+    seed_sample = str(context.seed_sample)
+    judged = insert_seed_verdict(con, item_id, seed_sample, actor, fields["verdict"])
+    # The answer looks like any label's: the reviewer learns nothing on the page.
+    return Label(
+        label_id=judged.seed_verdict_id, extraction_id=item_id, sample_id=seed_sample,
+        reviewer=actor, review_round="primary", labeled_at=judged.judged_at,
+        supersedes=None, **fields,
+    )
 
 
 def _check_context(

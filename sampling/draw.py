@@ -40,7 +40,9 @@ from fieldtrust.sampling.samples import (
     load_sample,
     record_sample,
 )
+from fieldtrust.sampling.seeding import seed_sample
 from fieldtrust.store.access import require, user_name
+from fieldtrust.store.bar import policy_bar
 from fieldtrust.store.connection import transaction
 from fieldtrust.store.rollup import LOCATION_COLUMNS, record_sampled_rows
 from fieldtrust.store.weeks import Week
@@ -64,6 +66,7 @@ def draw_sample(
     source: Source | None = None,
     skip_invalid: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
+    seed_rate: float | None = None,
 ) -> SampleResult:
     """Draw the audit sample of ISO ``week``, or return it if already drawn so.
 
@@ -95,6 +98,11 @@ def draw_sample(
     progress
         A lake only: ``progress(stage, done, total)`` as each of its 3 stages
         starts.
+    seed_rate
+        Share of the sample's items to add as seeds (known wrong values that
+        measure reviewer misses, :mod:`fieldtrust.sampling.seeding`); None
+        takes the store's policy (``seed_rate``, default 0: none). The store's
+        own rows only: a lake's draw makes no seeds yet.
 
     Returns
     -------
@@ -141,6 +149,8 @@ def draw_sample(
         cells = plan_frame(con, week, design)
         drawn = record_sample(con, week, design, cells, seed=seed, actor=actor, replaced=current)
         _insert_items(con, drawn.sample_id, week, seed, design, cells)
+        rate = policy_bar(con).bar.seed_rate if seed_rate is None else seed_rate
+        seed_sample(con, drawn.sample_id, week, design, cells, seed=seed, rate=rate)
         return drawn
 
 

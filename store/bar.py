@@ -132,6 +132,8 @@ class Bar:
                           "same")
     horizon_weeks: int = _setting(52, "Weeks over which a certificate's error guarantee holds"
                                   " whatever the weekly looks.", _WEEKS, "higher")
+    seed_rate: float = _setting(0.0, "Share of each audit sample's items that are seeded known"
+                                " wrong values (0 = off).", Range(0, 0.5), "higher")
     #: Not a setting: what this bar asks that the store's policy does not allow an
     #: approval (empty for the policy itself and for a stricter bar).
     loosened: tuple[Loosened, ...] = ()

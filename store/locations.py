@@ -103,10 +103,15 @@ def document_location(con: duckdb.DuckDBPyConnection, extraction_id: str) -> Loc
 
     Read from the sampled copy (``sampled_extractions``, a few per cent of
     the rows) when the item was drawn or labelled; else from ``extractions``.
+    A seed's id (``seed_items``) gives its host extraction's location.
     """
     params = {"id": extraction_id}
     row = con.execute(_LOCATION_SQL.format(table="sampled_extractions"), params).fetchone()
-    if row is None:
+    if row is None:  # a seed is shown on its host's document, at the host's place
+        host = con.execute("SELECT host_extraction_id FROM seed_items WHERE seed_id = $id",
+                           params).fetchone()
+        if host is not None:
+            params = {"id": host[0]}
         row = con.execute(_LOCATION_SQL.format(table="extractions"), params).fetchone()
     if row is None:
         return None

@@ -628,6 +628,111 @@ MIGRATIONS: tuple[Migration, ...] = (
         QUALIFY row_number() OVER (PARTITION BY d.doc_type, d.field
                                    ORDER BY d.decided_at DESC, d.decision_id DESC) = 1;
         """,
+    ),    Migration(
+        "0065_seed_items",
+        """
+        -- Seeds (STATS.md section 13): known wrong values put into an audit
+        -- sample's review queue to measure how often reviewers miss an error.
+        -- Apart from extractions and audit_items on purpose: a seed is never
+        -- an extraction, never a label, never in an estimate. Each is made at
+        -- the draw from a host extraction of the week outside the sample (its
+        -- document, field and cell), its value replaced by a plausible wrong
+        -- one: another field's value of the same document, a digit swap, a
+        -- neighbouring date.
+        CREATE TABLE seed_items (
+            seed_id            VARCHAR   PRIMARY KEY,  -- an item id, shown like any other
+            sample_id          VARCHAR   NOT NULL,
+            host_extraction_id VARCHAR   NOT NULL,     -- the document and place shown
+            doc_type           VARCHAR   NOT NULL,
+            field              VARCHAR   NOT NULL,
+            cell               VARCHAR   NOT NULL,
+            seed_value         VARCHAR   NOT NULL,     -- the wrong value shown
+            true_value         VARCHAR   NOT NULL,     -- the host's value it replaces
+            seed_kind          VARCHAR   NOT NULL
+                CHECK (seed_kind IN ('sibling_field', 'digit_swap', 'neighbour_date')),
+            source_field       VARCHAR,                -- sibling_field: where the value came from
+            prn                DOUBLE    NOT NULL,     -- its place in the cell's review order
+            created_at         TIMESTAMP NOT NULL
+        );
+        """,
+    ),
+    Migration(
+        "0066_seed_verdicts",
+        """
+        -- A reviewer's verdict on a seed: never a label (append-only, chained).
+        -- 'correct' is a miss; 'incorrect' and 'unclear' catch the seed.
+        CREATE TABLE seed_verdicts (
+            seed_verdict_id VARCHAR   PRIMARY KEY,
+            seed_id         VARCHAR   NOT NULL,
+            sample_id       VARCHAR   NOT NULL,
+            reviewer        VARCHAR   NOT NULL,
+            verdict         VARCHAR   NOT NULL
+                CHECK (verdict IN ('correct', 'incorrect', 'unclear')),
+            judged_at       TIMESTAMP NOT NULL,
+            UNIQUE (seed_id)
+        );
+        """,
+        then=lambda con: chain_table(con, "seed_verdicts"),
+    ),
+    Migration(
+        "0067_policy_seed_rate",
+        """
+        -- The bar gains seed_rate: the share of each sample's items seeded.
+        -- NULL in a row written before it existed, which held the default
+        -- (0, off); the Bar checks the range (0 to 0.5).
+        ALTER TABLE policy_settings ADD COLUMN seed_rate DOUBLE;
+        """,
+    ),
+    Migration(
+        "0068_label_import_second_looks",
+        """
+        -- A labels file that looks again at items already judged says how its
+        -- items were chosen (issue 23, must-have 8). 'verdict_dependent' (only
+        -- the errors re-checked, a chosen subset) is kept in the history and
+        -- left out of effective_labels, so it cannot steer an estimate;
+        -- 'symmetric' (a random share of every verdict, at a known rate)
+        -- counts like any label.
+        CREATE TABLE label_import_second_looks (
+            batch_id    VARCHAR   PRIMARY KEY,
+            selection   VARCHAR   NOT NULL
+                CHECK (selection IN ('verdict_dependent', 'symmetric')),
+            share       DOUBLE    CHECK (share IS NULL OR (share > 0 AND share <= 1)),
+            declared_by VARCHAR   NOT NULL,
+            declared_at TIMESTAMP NOT NULL
+        );
+
+        -- 0015's rule, less the labels of verdict-dependent second looks.
+        CREATE OR REPLACE VIEW effective_labels AS
+        WITH live AS (
+            SELECT * FROM labels l
+            WHERE NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)
+              AND NOT EXISTS (SELECT 1 FROM label_import_second_looks g
+                              WHERE g.batch_id = l.import_batch_id
+                                AND g.selection = 'verdict_dependent')
+        ),
+        repeated AS (
+            SELECT extraction_id FROM live GROUP BY extraction_id HAVING count(*) > 1
+        ),
+        chosen AS (
+            SELECT * FROM live ANTI JOIN repeated USING (extraction_id)
+            UNION ALL
+            SELECT * EXCLUDE (rank_) FROM (
+                SELECT *, row_number() OVER (
+                    PARTITION BY extraction_id
+                    ORDER BY CASE review_round WHEN 'adjudication' THEN 0
+                                               WHEN 'primary' THEN 1
+                                               WHEN 'import' THEN 1 ELSE 2 END,
+                             labeled_at DESC, label_id DESC) AS rank_
+                FROM live SEMI JOIN repeated USING (extraction_id)
+            ) WHERE rank_ = 1
+        )
+        SELECT extraction_id, label_id, sample_id, verdict,
+               CASE verdict WHEN 'correct' THEN 1 WHEN 'incorrect' THEN 0 END AS correct,
+               corrected_value, corrected_status, error_type, error_detail,
+               reviewer, review_round, labeled_at
+        FROM chosen;
+        """,
+        then=lambda con: chain_table(con, "label_import_second_looks"),
     ),
 )
 

@@ -1,0 +1,222 @@
+"""Seeds at the draw: known wrong values mixed into the review queue, never labels (issue 23).
+
+Real DuckDB files: a week of invoices (total, tax, date per document), the
+policy's seed_rate set by an admin, the sample drawn through the one door,
+items handed out and judged through the review path.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from fieldtrust.calibration.seeds import MIN_SEEDS, SeedJudgements
+from fieldtrust.governance.bar_admin import set_policy_settings
+from fieldtrust.labels.assignment import item_view, next_items
+from fieldtrust.labels.review_progress import item_context
+from fieldtrust.labels.seed_verdicts import TOO_FEW_SEEDS, seed_judgements, seed_refusal
+from fieldtrust.labels.verdicts import record_verdict
+from fieldtrust.sampling.design import Design
+from fieldtrust.sampling.draw import draw_sample
+from fieldtrust.sampling.seed_values import wrong_value
+from fieldtrust.store.access import bootstrap_admin, grant_role
+from fieldtrust.store.bar import Bar
+from fieldtrust.store.locations import document_location
+
+from fieldtrust import store
+from fieldtrust.errors import InputError
+from tests.conftest import Builder
+
+WEEK = "2026-W10"
+MONDAY = dt.datetime(2026, 3, 2, 9, 0)
+
+
+def _invoices(n_docs: int, *, seed: int = 3) -> pd.DataFrame:
+    """Per document a total, a tax (a fifth of the total) and a date; confidences near 0.95."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for d in range(n_docs):
+        total = round(float(rng.uniform(100, 9_000)), 2)
+        day = dt.date(2026, 2, 1) + dt.timedelta(days=int(rng.integers(0, 28)))
+        for field, value in (("total", f"{total:.2f}"), ("tax", f"{total / 5:.2f}"),
+                             ("date", day.isoformat())):
+            rows.append({
+                "extraction_id": f"x{d:05d}-{field}", "doc_id": f"inv-{d:05d}",
+                "field": field, "value": value,
+                "confidence": float(np.clip(rng.beta(30, 2), 0, 1)),
+                "extracted_at": MONDAY + dt.timedelta(minutes=d),
+                "source_excerpt": f"... {field}: {value} ...",
+            })
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def seeded(tmp_path: Path) -> duckdb.DuckDBPyConnection:
+    con = store.connect(tmp_path / "seeds.duckdb")
+    bootstrap_admin(con, "root")
+    grant_role(con, "root", "quinn", "qa_lead")
+    for name in ("ana", "ben"):
+        grant_role(con, "root", name, "reviewer")
+    Builder(con).extractions(_invoices(1_500))
+    set_policy_settings(con, "root", seed_rate=0.1)
+    draw_sample(con, WEEK, Design(base_rate=0.05), seed=11, actor="quinn")
+    return con
+
+
+def _seeds(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    return con.sql("SELECT * FROM seed_items ORDER BY seed_id").df()
+
+
+def test_seed_rate_is_a_bar_setting_checked_from_0_to_half() -> None:
+    assert Bar().seed_rate == 0.0
+    assert Bar(seed_rate=0.5).seed_rate == 0.5
+    with pytest.raises(InputError, match=r"seed_rate = 0.6 must be between 0 and 0.5"):
+        Bar(seed_rate=0.6)
+
+
+def test_the_draw_adds_a_tenth_of_each_stratum_as_seeds_apart_from_the_sample(
+    seeded: duckdb.DuckDBPyConnection,
+) -> None:
+    seeds = _seeds(seeded)
+    per_field = seeded.sql(
+        "SELECT c.field, sum(n_sample) AS n FROM audit_cells c GROUP BY c.field"
+    ).df().set_index("field")["n"]
+    made = seeds.groupby("field").size()
+    for field_name, n in per_field.items():
+        assert made[field_name] == int(np.ceil(0.1 * n))
+    # Never an extraction, never an audit item: no estimate can see one.
+    assert seeded.sql("SELECT count(*) FROM extractions e JOIN seed_items s"
+                      " ON e.extraction_id = s.seed_id").fetchall() == [(0,)]
+    assert seeded.sql("SELECT count(*) FROM audit_items i JOIN seed_items s"
+                      " ON i.extraction_id = s.seed_id OR i.extraction_id = s.host_extraction_id"
+                      ).fetchall() == [(0,)]
+    # Each seed's value is wrong: never the host's own value.
+    assert (seeds["seed_value"].str.strip() != seeds["true_value"].str.strip()).all()
+    assert set(seeds["seed_kind"]) <= {"sibling_field", "digit_swap", "neighbour_date"}
+    assert {"sibling_field", "digit_swap"} <= set(seeds["seed_kind"])
+
+
+def test_the_same_draw_makes_the_same_seeds(tmp_path: Path) -> None:
+    made = []
+    for name in ("a", "b"):
+        con = store.connect(tmp_path / f"{name}.duckdb")
+        bootstrap_admin(con, "root")
+        grant_role(con, "root", "quinn", "qa_lead")
+        Builder(con).extractions(_invoices(600))
+        draw_sample(con, WEEK, Design(base_rate=0.05), seed=5, actor="quinn", seed_rate=0.2)
+        made.append(_seeds(con).drop(columns="created_at"))
+        con.close()
+    pd.testing.assert_frame_equal(made[0], made[1])
+    assert len(made[0]) > 0
+
+
+def test_no_seeds_at_the_default_rate(tmp_path: Path) -> None:
+    con = store.connect(tmp_path / "off.duckdb")
+    bootstrap_admin(con, "root")
+    grant_role(con, "root", "quinn", "qa_lead")
+    Builder(con).extractions(_invoices(300))
+    draw_sample(con, WEEK, Design(base_rate=0.05), seed=5, actor="quinn")
+    assert con.sql("SELECT count(*) FROM seed_items").fetchall() == [(0,)]
+
+
+def test_a_seed_looks_like_any_item_and_its_verdict_is_no_label(
+    seeded: duckdb.DuckDBPyConnection,
+) -> None:
+    sample = seeded.sql("SELECT sample_id FROM audit_samples").fetchall()[0][0]
+    n_items = seeded.sql("SELECT count(*) FROM audit_items").fetchall()[0][0]
+    n_seeds = len(_seeds(seeded))
+    items = next_items(seeded, "ana", sample, count=n_items + n_seeds)
+    seed_ids = set(_seeds(seeded)["seed_id"])
+    shown_seeds = [i for i in items if i.extraction_id in seed_ids]
+    assert len(shown_seeds) == n_seeds and len(items) == n_items + n_seeds
+    # Spread through the queue, not bunched at its end.
+    places = [k for k, item in enumerate(items) if item.extraction_id in seed_ids]
+    assert places[0] < len(items) / 4 and places[-1] > len(items) / 2
+    first = shown_seeds[0]
+    host = seeded.execute("SELECT host_extraction_id, seed_value FROM seed_items"
+                          " WHERE seed_id = ?", [first.extraction_id]).fetchall()[0]
+    real = seeded.execute("SELECT doc_id, field, source_excerpt, confidence FROM extractions"
+                          " WHERE extraction_id = ?", [host[0]]).fetchall()[0]
+    assert (first.doc_id, first.field, first.source_excerpt) == real[:3]
+    assert (first.value, first.value_status) == (host[1], "present")
+    assert item_view(seeded, "ana", sample, first.extraction_id) == first
+    assert item_context(seeded, first.extraction_id, "ana", sample).confidence == real[3]
+    location = document_location(seeded, first.extraction_id)
+    assert location is not None and location.doc_id == real[0]
+
+    label = record_verdict(seeded, actor="ana", extraction_id=first.extraction_id,
+                           verdict="correct", sample_id=sample, review_round="primary")
+    assert (label.extraction_id, label.review_round, label.verdict) == (
+        first.extraction_id, "primary", "correct")
+    assert seeded.sql("SELECT count(*) FROM labels").fetchall() == [(0,)]
+    assert seeded.sql("SELECT verdict, reviewer FROM seed_verdicts").fetchall() == [
+        ("correct", "ana")]
+    assert item_context(seeded, first.extraction_id, "ana", sample).reviewer_labelled == 1
+    # The judged seed leaves the reviewer's queue, and nobody else gets it.
+    assert first.extraction_id not in {i.extraction_id for i in next_items(
+        seeded, "ana", sample, count=n_items + n_seeds)}
+    assert first.extraction_id not in {i.extraction_id for i in next_items(
+        seeded, "ben", sample, count=n_items + n_seeds)}
+
+
+def test_an_incorrect_verdict_on_a_seed_needs_what_any_incorrect_verdict_needs(
+    seeded: duckdb.DuckDBPyConnection,
+) -> None:
+    seed_id = _seeds(seeded)["seed_id"].iloc[0]
+    with pytest.raises(Exception, match="corrected"):
+        record_verdict(seeded, actor="ana", extraction_id=seed_id, verdict="incorrect")
+    assert seeded.sql("SELECT count(*) FROM seed_verdicts").fetchall() == [(0,)]
+
+
+def test_seed_judgements_count_judged_and_missed_per_stratum(
+    seeded: duckdb.DuckDBPyConnection,
+) -> None:
+    seeds = _seeds(seeded)
+    totals = seeds[seeds["field"] == "total"]["seed_id"].tolist()
+    assert len(totals) > MIN_SEEDS
+
+    def judge(ids: list[str]) -> None:
+        for seed_id in ids:
+            if int(seed_id[-4:], 16) % 3 == 0:
+                record_verdict(seeded, actor="ana", extraction_id=seed_id, verdict="correct")
+            else:
+                record_verdict(seeded, actor="ben", extraction_id=seed_id, verdict="incorrect",
+                               corrected_value="1.00", error_type="wrong_field")
+
+    missed = sum(int(s[-4:], 16) % 3 == 0 for s in totals)
+    judge(totals[:12])
+    early = seed_judgements(seeded, doc_type="invoice", field="total")
+    assert early.judged == 12
+    refusal = seed_refusal(early)
+    assert refusal is not None and refusal.code == TOO_FEW_SEEDS
+    assert refusal.text == f"refused: 12 seeds judged, at least {MIN_SEEDS} needed"
+    judge(totals[12:])
+    judged = seed_judgements(seeded, doc_type="invoice", field="total")
+    assert judged == SeedJudgements(judged=len(totals), missed=missed)
+    assert seed_refusal(judged) is None
+    assert seed_judgements(seeded, doc_type="invoice", field="tax") == SeedJudgements(0, 0)
+
+
+@pytest.mark.parametrize(("value", "siblings", "kinds"), [
+    ("1423.50", [("total", "7117.50")], {"sibling_field", "digit_swap"}),
+    ("2026-03-13", [("total", "12.00")], {"digit_swap", "neighbour_date"}),
+    ("ACME Ltd", [("total", "12.00")], set()),
+    ("1111", [], set()),
+])
+def test_wrong_values_are_of_the_same_kind_and_never_the_value(
+    value: str, siblings: list[tuple[str, str]], kinds: set[str],
+) -> None:
+    made = {wrong_value(value, siblings, u) for u in np.linspace(0, 0.999, 40)}
+    assert {m.kind for m in made if m is not None} == kinds
+    for m in made:
+        if m is not None:
+            assert m.value.strip() != value
+            if m.kind == "sibling_field":
+                assert (m.source_field, m.value) == siblings[0]
+            if m.kind == "neighbour_date":
+                gap = dt.date.fromisoformat(m.value) - dt.date.fromisoformat(value)
+                assert 1 <= abs(gap.days) <= 2
