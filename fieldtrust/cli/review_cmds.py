@@ -298,6 +298,35 @@ def agreement_cmd(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
     echo_table(per_pair)
 
 
+@click.command("reviewers", epilog="Example: fieldtrust reviewers --json")
+@_JSON
+@click.pass_context
+def reviewers_cmd(ctx: click.Context, as_json: bool) -> None:
+    """Each reviewer's miss rate on seeds and false-flag rate, with n and 95% Wilson intervals."""
+    from fieldtrust.labels.reviewer_rates import reviewer_rates
+
+    rows = [r.to_dict() for r in reviewer_rates(open_db(ctx, read_only=True))]
+    if as_json:
+        echo_json(rows)
+        return
+    click.echo("miss = a seed (a known wrong value) judged correct; false flag = a"
+               " double-reviewed item settled correct, marked incorrect")
+    echo_table([{
+        "reviewer": r["reviewer"],
+        "seeds": r["seeds_judged"], "misses": r["misses"],
+        "miss rate [95%]": _rate_text(r["miss_rate"], r["miss_low"], r["miss_high"]),
+        "settled correct": r["settled_correct"], "false flags": r["false_flags"],
+        "false-flag rate [95%]": _rate_text(r["false_flag_rate"], r["false_flag_low"],
+                                            r["false_flag_high"]),
+    } for r in rows])
+
+
+def _rate_text(rate: float | None, low: float | None, high: float | None) -> str:
+    if rate is None or low is None or high is None:
+        return "no n"
+    return f"{rate:.1%} [{low:.1%}, {high:.1%}]"
+
+
 @click.command(
     "adjudicate",
     epilog="Example: fieldtrust adjudicate e-123 incorrect --corrected-value 12.50"
@@ -381,6 +410,7 @@ def register(group: click.Group) -> None:
     group.add_command(decide_cmd)
     group.add_command(policy_group)
     group.add_command(agreement_cmd)
+    group.add_command(reviewers_cmd)
     group.add_command(adjudicate_cmd)
     group.add_command(errors_cmd)
     # `fieldtrust labels` belongs to store_cmds (import); export joins it when it exists.

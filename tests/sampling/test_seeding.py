@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from fieldtrust.calibration.seeds import MIN_SEEDS, SeedJudgements
-from fieldtrust.governance.bar_admin import set_policy_settings
 from fieldtrust.labels.assignment import item_view, next_items
 from fieldtrust.labels.review_progress import item_context
 from fieldtrust.labels.seed_verdicts import TOO_FEW_SEEDS, seed_judgements, seed_refusal
@@ -30,41 +29,12 @@ from fieldtrust.store.locations import document_location
 from fieldtrust import store
 from fieldtrust.errors import InputError
 from tests.conftest import Builder
-
-WEEK = "2026-W10"
-MONDAY = dt.datetime(2026, 3, 2, 9, 0)
-
-
-def _invoices(n_docs: int, *, seed: int = 3) -> pd.DataFrame:
-    """Per document a total, a tax (a fifth of the total) and a date; confidences near 0.95."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for d in range(n_docs):
-        total = round(float(rng.uniform(100, 9_000)), 2)
-        day = dt.date(2026, 2, 1) + dt.timedelta(days=int(rng.integers(0, 28)))
-        for field, value in (("total", f"{total:.2f}"), ("tax", f"{total / 5:.2f}"),
-                             ("date", day.isoformat())):
-            rows.append({
-                "extraction_id": f"x{d:05d}-{field}", "doc_id": f"inv-{d:05d}",
-                "field": field, "value": value,
-                "confidence": float(np.clip(rng.beta(30, 2), 0, 1)),
-                "extracted_at": MONDAY + dt.timedelta(minutes=d),
-                "source_excerpt": f"... {field}: {value} ...",
-            })
-    return pd.DataFrame(rows)
+from tests.seeded import WEEK, invoices, seeded_store
 
 
 @pytest.fixture
 def seeded(tmp_path: Path) -> duckdb.DuckDBPyConnection:
-    con = store.connect(tmp_path / "seeds.duckdb")
-    bootstrap_admin(con, "root")
-    grant_role(con, "root", "quinn", "qa_lead")
-    for name in ("ana", "ben"):
-        grant_role(con, "root", name, "reviewer")
-    Builder(con).extractions(_invoices(1_500))
-    set_policy_settings(con, "root", seed_rate=0.1)
-    draw_sample(con, WEEK, Design(base_rate=0.05), seed=11, actor="quinn")
-    return con
+    return seeded_store(tmp_path / "seeds.duckdb")
 
 
 def _seeds(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
@@ -106,7 +76,7 @@ def test_the_same_draw_makes_the_same_seeds(tmp_path: Path) -> None:
         con = store.connect(tmp_path / f"{name}.duckdb")
         bootstrap_admin(con, "root")
         grant_role(con, "root", "quinn", "qa_lead")
-        Builder(con).extractions(_invoices(600))
+        Builder(con).extractions(invoices(600))
         draw_sample(con, WEEK, Design(base_rate=0.05), seed=5, actor="quinn", seed_rate=0.2)
         made.append(_seeds(con).drop(columns="created_at"))
         con.close()
@@ -118,7 +88,7 @@ def test_no_seeds_at_the_default_rate(tmp_path: Path) -> None:
     con = store.connect(tmp_path / "off.duckdb")
     bootstrap_admin(con, "root")
     grant_role(con, "root", "quinn", "qa_lead")
-    Builder(con).extractions(_invoices(300))
+    Builder(con).extractions(invoices(300))
     draw_sample(con, WEEK, Design(base_rate=0.05), seed=5, actor="quinn")
     assert con.sql("SELECT count(*) FROM seed_items").fetchall() == [(0,)]
 
