@@ -187,6 +187,7 @@ class DataVersion:
     maps: int
     skips: int
     assignments: int
+    seed_verdicts: int  # a verdict on a seed must move the page on like any verdict
 
     @property
     def empty(self) -> bool:
@@ -200,7 +201,7 @@ SELECT greatest((SELECT count(*) FROM extractions),
        (SELECT count(*) FROM decisions), (SELECT max(decided_at) FROM decisions),
        (SELECT count(*) FROM audit_samples), (SELECT count(*) FROM user_roles),
        (SELECT count(*) FROM recalibration_maps), (SELECT count(*) FROM skips),
-       (SELECT count(*) FROM assignments)
+       (SELECT count(*) FROM assignments), (SELECT count(*) FROM seed_verdicts)
 """
 
 
@@ -366,6 +367,14 @@ def item_context(
     from fieldtrust.labels.review_progress import item_context as context
 
     return context(con, extraction_id, reviewer, sample_id)
+
+
+@query("reviewer_rates")
+def reviewer_rates(con: duckdb.DuckDBPyConnection) -> Any:
+    """Each reviewer's miss and false-flag rates with n and intervals (labels.reviewer_rates)."""
+    from fieldtrust.labels.reviewer_rates import reviewer_rates as rates
+
+    return [r.to_dict() for r in rates(con)]
 
 
 @query("error_report")

@@ -162,6 +162,19 @@ def adjudication_frame(queue: Sequence[Any]) -> pd.DataFrame:
     return frame[[c for c in keep if c in frame.columns]]
 
 
+def reviewer_rates_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """Reviewer rates (labels.reviewer_rates) as shown: each rate beside its n and interval."""
+    return pd.DataFrame([{
+        "reviewer": r["reviewer"],
+        "seeds judged (n)": r["seeds_judged"], "misses": r["misses"],
+        "miss rate": r["miss_rate"], "miss 95% low": r["miss_low"],
+        "miss 95% high": r["miss_high"],
+        "settled correct (n)": r["settled_correct"], "false flags": r["false_flags"],
+        "false-flag rate": r["false_flag_rate"], "false-flag 95% low": r["false_flag_low"],
+        "false-flag 95% high": r["false_flag_high"],
+    } for r in rows])
+
+
 def candidates_frame(assessments: Sequence[Any]) -> pd.DataFrame:
     """Automation candidates with the evidence a manager approves on."""
     rows = []

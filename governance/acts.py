@@ -37,6 +37,7 @@ from fieldtrust.governance.evidence import (
     _freeze,  # the acts alone freeze evidence
 )
 from fieldtrust.governance.revocation import RevocationRecommendation, revocation_recommendations
+from fieldtrust.labels.agreement import adjudication_queue
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.bar import Criteria, resolve_bar
 from fieldtrust.store.chain import chain_returned
@@ -44,6 +45,7 @@ from fieldtrust.store.connection import utc_now
 from fieldtrust.store.provenance import provenance
 from fieldtrust.store.retry import first_row, write_with_retry
 from fieldtrust.store.rollup import extraction_columns_sql
+from fieldtrust.store.scope import Scope
 
 from fieldtrust.errors import Refused
 
@@ -88,12 +90,14 @@ def approve(
     PermissionDenied
         ``actor`` may not decide.
     Refused
-        No comment, an unknown stratum, criteria looser than the store's
+        No comment, open adjudications in the stratum (an approval waits for
+        them), an unknown stratum, criteria looser than the store's
         policy, a stratum that is not a current candidate (the reason is
         named), or ``threshold`` is below the certified one.
     """
     actor = _before_certifying(con, actor, "approve", doc_type, field, comment)
     _check_range(threshold)
+    _check_no_open_adjudications(con, doc_type, field)
     certification = certify(con, doc_type, field, criteria)
     if not certification.candidate or certification.threshold is None:
         raise Refused(
@@ -245,6 +249,23 @@ def _record(
         return decision
 
     return write_with_retry(con, work, what=f"recording {action} of {doc_type}/{field}")
+
+
+def _check_no_open_adjudications(
+    con: duckdb.DuckDBPyConnection, doc_type: str, field: str
+) -> None:
+    """An approval waits while the stratum has disagreements no qa_lead has settled.
+
+    An open disagreement is a verdict still to come; approving before it lets
+    the order of settling steer the certificate (issue 23, must-have 8).
+    """
+    waiting = adjudication_queue(con, Scope(doc_types=(doc_type,), fields=(field,)))
+    if waiting:
+        raise Refused(
+            f"{doc_type}/{field} has {len(waiting)} double-reviewed items waiting for"
+            f" adjudication (first: {waiting[0].extraction_id}); an approval waits until a"
+            " qa_lead settles them (`fieldtrust adjudicate --queue`)"
+        )
 
 
 def _check_comment(action: str, doc_type: str, field: str, comment: str) -> None:

@@ -153,6 +153,8 @@ def import_labels(
     window: TimeWindow | None = None,
     random_sample: bool = False,
     format: str = "auto",
+    second_look: str | None = None,
+    second_look_share: float | None = None,
 ) -> LabelImportResult:
     """Validate a labels file and add its labels to the store in one transaction.
 
@@ -180,6 +182,17 @@ def import_labels(
         label-studio`` (:mod:`fieldtrust.labels.label_studio`). Its first
         annotation of a task is the primary review, a second one a blind second
         review; cancelled annotations are counted in ``rows_cancelled``.
+    second_look
+        How a file that looks again at items already judged chose them
+        (:data:`SECOND_LOOKS`): ``verdict_dependent`` (only the errors
+        re-checked, a chosen subset: kept in the history, never in
+        ``effective_labels`` or any estimate, so it cannot steer a
+        certificate) or ``symmetric`` (a random share of every verdict,
+        ``second_look_share``: counts as any label). Required, and refused
+        when missing, as soon as a row gives a new verdict on an extraction
+        that already has one; refused on a file that re-judges nothing.
+    second_look_share
+        ``symmetric`` only: the share of every verdict re-checked, in (0, 1].
 
     Returns
     -------
@@ -213,7 +226,9 @@ def import_labels(
         if earlier is not None:
             batch_id, rows = earlier
             return LabelImportResult(batch_id, source, rows, 0, 0, 0)
-        options = _Options(actor, reviewer_default, window, random_sample)
+        _check_second_look(second_look, second_look_share, random_sample)
+        options = _Options(actor, reviewer_default, window, random_sample, second_look,
+                           second_look_share)
         if format == "label-studio":
             return _import_label_studio(con, copy, source, sha, options)
         return _import_file(con, copy, fmt, source, sha, options)
@@ -229,6 +244,8 @@ class _Options:
     reviewer_default: str
     window: TimeWindow | None
     random_sample: bool
+    second_look: str | None = None
+    second_look_share: float | None = None
 
 
 def _import_label_studio(
@@ -279,11 +296,15 @@ def _import_file(
         typed = _typed(con, raw, options.reviewer_default)
         raise_problems(con, typed, _rules(raw.dtypes, options.window), source=source)
         lacking = _check_verdicts(con, typed, source)
-        stored = write_with_retry(
-            con,
-            lambda tx: _store(tx, typed, source, sha, options.actor, options.random_sample),
-            what=f"importing {source}",
-        )
+
+        def store(tx: duckdb.DuckDBPyConnection) -> LabelImportResult:
+            _check_relabels(tx, typed, source, options.second_look)
+            stored = _store(tx, typed, source, sha, options.actor, options.random_sample)
+            if options.second_look is not None:
+                _declare_second_look(tx, stored.batch_id, options)
+            return stored
+
+        stored = write_with_retry(con, store, what=f"importing {source}")
         return dataclasses.replace(stored, rows_without_details=lacking)
     finally:
         drop_staged(con, typed)
@@ -462,6 +483,76 @@ def _check_verdicts(con: duckdb.DuckDBPyConnection, typed: Staged, source: str) 
             cleaned,
         )
     return lacking
+
+
+#: How a second look at judged items chose them (``label_import_second_looks.selection``).
+SECOND_LOOKS = ("verdict_dependent", "symmetric")
+
+
+def _check_second_look(second_look: str | None, share: float | None, random_sample: bool) -> None:
+    if second_look is not None and second_look not in SECOND_LOOKS:
+        raise InputError(
+            f"second look {second_look!r} is not one of {', '.join(SECOND_LOOKS)}"
+        )
+    if second_look == "symmetric" and (share is None or not 0 < share <= 1):
+        raise InputError(
+            f"a symmetric second look needs the share of every verdict re-checked, in (0, 1];"
+            f" got {share!r} (--second-look-share 0.1)"
+        )
+    if second_look != "symmetric" and share is not None:
+        raise InputError("--second-look-share is for --second-look symmetric only")
+    if second_look is not None and random_sample:
+        raise InputError(
+            "a file is a random sample of new items or a second look at judged ones, not"
+            " both: drop --random-sample or --second-look"
+        )
+
+
+# Rows giving a new verdict (not one already stored) on an extraction that had
+# a live label before this file: a second look.
+_RELABELS_SQL = """
+SELECT t.l_row, t.l_extraction_id, l.label_id, l.verdict
+FROM {typed} t
+JOIN labels l ON l.extraction_id = t.l_extraction_id
+WHERE t.l_verdict IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)
+  AND NOT EXISTS (SELECT 1 FROM labels k WHERE k.extraction_id = t.l_extraction_id
+                  AND k.verdict = t.l_verdict AND k.reviewer = t.l_reviewer
+                  AND k.labeled_at = t.l_labeled_at)
+ORDER BY t.l_row
+"""
+
+
+def _check_relabels(
+    con: duckdb.DuckDBPyConnection, typed: Staged, source: str, second_look: str | None
+) -> None:
+    """Refuse a second look that does not say how its items were chosen, or a declared one
+    that re-judges nothing (the declaration would be a mistake: say so now)."""
+    rows = con.execute(_RELABELS_SQL.format(typed=typed.relation)).fetchall()
+    if rows and second_look is None:
+        number, extraction_id = rows[0][0], rows[0][1]
+        raise InputError(
+            f"{source}: row {number}, column extraction_id: {extraction_id} already has a"
+            f" verdict ({len({r[1] for r in rows})} items of this file do): a second look must"
+            " say how its items were chosen: --second-look verdict-dependent (only some"
+            " verdicts re-checked: kept out of estimates) or --second-look symmetric"
+            " --second-look-share S (a random share S of every verdict); nothing was imported"
+        )
+    if not rows and second_look is not None:
+        raise InputError(
+            f"{source} declares a second look but gives no new verdict on an item already"
+            " judged; import it without --second-look; nothing was imported"
+        )
+
+
+def _declare_second_look(
+    con: duckdb.DuckDBPyConnection, batch_id: str, options: _Options
+) -> None:
+    declared = con.execute(
+        "INSERT INTO label_import_second_looks VALUES (?, ?, ?, ?, ?) RETURNING *",
+        [batch_id, options.second_look, options.second_look_share, options.actor, utc_now()],
+    )
+    chain_returned(con, "label_import_second_looks", declared)
 
 
 def _in_row(number: int, exc: InputError) -> str:

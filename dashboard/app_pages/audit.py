@@ -203,6 +203,19 @@ def _errors_section(scope: object) -> None:
     downloads.show_table("error_report", report)
 
 
+def _reviewers_section() -> None:
+    rows = data.cached("reviewer_rates")
+    if not rows:
+        st.info("No seeds judged and no double reviews settled yet: the policy's seed_rate"
+                " puts seeds into each sample (docs/review.md).")
+        return
+    st.caption("Every sample and week. Miss: a seed (a known wrong value mixed into the"
+               " sample) judged correct. False flag: a double-reviewed item settled correct"
+               " (adjudicated so, or both reviewers agreed) marked incorrect. n is each"
+               " rate's count; the intervals are 95% Wilson intervals.")
+    downloads.show_table("reviewer_rates", views.reviewer_rates_frame(rows))
+
+
 def _trend_and_alerts_section(week: str, scope: object, bar: Bar) -> None:
     st.subheader(f"Alerts for {week}")
     _alerts_section(week, bar)
@@ -225,6 +238,7 @@ layout.lazy_tabs(
         "Trend and alerts": lambda: _trend_and_alerts_section(week, scope, bar),
         "Adjudication": lambda: _adjudication_section(identity, scope),
         "Error types": lambda: _errors_section(scope),
+        "Reviewers": _reviewers_section,
     },
     key=state.AUDIT_TAB,
 )

@@ -164,6 +164,16 @@ def labels_group() -> None:
          " week they cover, so its labels enter estimates; without it they are non-random.",
 )
 @click.option(
+    "--second-look", type=click.Choice(["verdict-dependent", "symmetric"]), default=None,
+    help="The file looks again at items already judged: verdict-dependent (only some verdicts,"
+         " e.g. the errors, re-checked: kept out of estimates) or symmetric (a random share of"
+         " every verdict). Required when a row re-judges an item.",
+)
+@click.option(
+    "--second-look-share", type=float, default=None, metavar="S",
+    help="With --second-look symmetric: the share of every verdict re-checked, in (0, 1].",
+)
+@click.option(
     "--format", "file_format", type=click.Choice(["auto", "label-studio"]), default="auto",
     show_default=True,
     help="auto: by extension (.csv, .jsonl, .json, .parquet); label-studio: a Label Studio"
@@ -173,7 +183,7 @@ def labels_group() -> None:
 @click.pass_context
 def labels_import(
     ctx: click.Context, file: str, actor: str | None, reviewer: str, random_sample: bool,
-    file_format: str, as_json: bool,
+    second_look: str | None, second_look_share: float | None, file_format: str, as_json: bool,
 ) -> None:
     """Import labels from a CSV or JSON Lines file, such as a filled `sample --out` file.
 
@@ -191,7 +201,9 @@ def labels_import(
     Rows whose verdict is blank are skipped. Any bad row rejects the file and
     nothing is written (exit code 2). Rows without a sample_id count in
     estimates only with --random-sample (the items were drawn at random,
-    STATS.md section 2). See docs/ingest.md.
+    STATS.md section 2). A file that re-judges items already labelled must say
+    how it chose them (--second-look): a second look that depends on the first
+    verdict cannot steer a certificate. See docs/ingest.md.
     """
     from fieldtrust.labels.label_import import import_labels
 
@@ -199,6 +211,8 @@ def labels_import(
     result = import_labels(
         open_db(ctx), file, actor=actor, reviewer_default=reviewer, window=time_window(ctx),
         random_sample=random_sample, format=file_format,
+        second_look=second_look.replace("-", "_") if second_look else None,
+        second_look_share=second_look_share,
     )
     if as_json:
         echo_json(result.to_dict())

@@ -114,6 +114,7 @@ def test_page_renders_on_the_demo_store(
         ("Trend and alerts", "Weekly trend"),
         ("Adjudication", "Adjudicating"),
         ("Error types", "misread_characters"),
+        ("Reviewers", "False flag"),
     ],
 )
 def test_audit_tab_renders_on_the_demo_store(
