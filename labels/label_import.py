@@ -393,7 +393,8 @@ def _rules(dtypes: dict[str, str], window: TimeWindow | None) -> list[Rule]:
             "extraction_id",
             "'{value}' is not in the store; ingest its extraction first, or check the store",
             "l_extraction_id IS NOT NULL AND NOT EXISTS"
-            " (SELECT 1 FROM extractions e WHERE e.extraction_id = l_extraction_id)",
+            " (SELECT 1 FROM extractions e WHERE e.extraction_id = l_extraction_id)"
+            " AND NOT EXISTS (SELECT 1 FROM seed_items s WHERE s.seed_id = l_extraction_id)",
             "l_extraction_id",
         ),
         Rule(
@@ -409,7 +410,9 @@ def _rules(dtypes: dict[str, str], window: TimeWindow | None) -> list[Rule]:
             "l_sample_id IS NOT NULL"
             " AND EXISTS (SELECT 1 FROM audit_samples s WHERE s.sample_id = l_sample_id)"
             " AND NOT EXISTS (SELECT 1 FROM audit_items i"
-            "   WHERE i.sample_id = l_sample_id AND i.extraction_id = l_extraction_id)",
+            "   WHERE i.sample_id = l_sample_id AND i.extraction_id = l_extraction_id)"
+            " AND NOT EXISTS (SELECT 1 FROM seed_items s"
+            "   WHERE s.sample_id = l_sample_id AND s.seed_id = l_extraction_id)",
             "l_sample_id",
             "l_extraction_id",
         ),
@@ -483,6 +486,21 @@ def _check_verdicts(con: duckdb.DuckDBPyConnection, typed: Staged, source: str) 
             cleaned,
         )
     return lacking
+
+
+def _store_seed_verdicts(con: duckdb.DuckDBPyConnection, typed: Staged) -> int:
+    """Rows judging a seed become seed verdicts, never labels (the first verdict of each)."""
+    inserted = con.execute(
+        "INSERT INTO seed_verdicts (seed_verdict_id, seed_id, sample_id, reviewer, verdict,"
+        " judged_at)"
+        " SELECT l_label_id, s.seed_id, s.sample_id, l_reviewer, l_verdict, l_labeled_at"
+        f" FROM {typed.relation} t JOIN seed_items s ON s.seed_id = t.l_extraction_id"
+        " WHERE l_verdict IS NOT NULL"
+        "   AND NOT EXISTS (SELECT 1 FROM seed_verdicts v WHERE v.seed_id = s.seed_id)"
+        " QUALIFY row_number() OVER (PARTITION BY s.seed_id ORDER BY l_labeled_at, l_row) = 1"
+        " RETURNING *"
+    )
+    return chain_returned(con, "seed_verdicts", inserted)
 
 
 #: How a second look at judged items chose them (``label_import_second_looks.selection``).
@@ -569,6 +587,7 @@ def _store(
 ) -> LabelImportResult:
     """Insert the new labels and record the import; runs inside the transaction."""
     batch_id = f"labels-{sha[:16]}"
+    seeds_judged = _store_seed_verdicts(con, typed)
     row = con.execute(
         "INSERT INTO labels (label_id, extraction_id, sample_id, verdict, corrected_value,"
         " corrected_status, error_type, error_detail, reviewer, review_round, labeled_at,"
@@ -577,12 +596,14 @@ def _store(
         " l_corrected_status, l_error_type, l_error_detail, l_reviewer, l_review_round,"
         " l_labeled_at,"
         f" NULL, ? FROM {typed.relation} t"
-        " WHERE l_verdict IS NOT NULL AND NOT EXISTS (SELECT 1 FROM labels l"
+        " WHERE l_verdict IS NOT NULL"
+        " AND NOT EXISTS (SELECT 1 FROM seed_items s WHERE s.seed_id = t.l_extraction_id)"
+        " AND NOT EXISTS (SELECT 1 FROM labels l"
         "   WHERE l.extraction_id = t.l_extraction_id AND l.verdict = t.l_verdict"
         "   AND l.reviewer = t.l_reviewer AND l.labeled_at = t.l_labeled_at)",
         [batch_id],
     ).fetchone()
-    added = int(row[0]) if row else 0
+    added = (int(row[0]) if row else 0) + seeds_judged
     counted = con.execute(
         f"SELECT count(*) FILTER (WHERE l_verdict IS NULL) FROM {typed.relation}"
     ).fetchone()

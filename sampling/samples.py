@@ -39,6 +39,25 @@ WHERE i.sample_id = ?
 ORDER BY i.cell, i.prn, i.extraction_id
 """
 
+# The items and the sample's seeds, each seed as its host with the seeded
+# value and its cell's inclusion probability: the rows look alike.
+_ITEMS_WITH_SEEDS_SQL = """
+SELECT * EXCLUDE (prn) FROM (
+    SELECT i.extraction_id, e.doc_id, e.doc_type, e.form_version, e.field, e.value,
+           e.confidence, i.cell, i.inclusion_prob, i.double_review, i.sample_id, i.prn
+    FROM audit_items i JOIN extractions e USING (extraction_id)
+    WHERE i.sample_id = $sample
+    UNION ALL
+    SELECT s.seed_id, e.doc_id, e.doc_type, e.form_version, e.field, s.seed_value,
+           e.confidence, s.cell, c.inclusion_prob, false, s.sample_id, s.prn
+    FROM seed_items s
+    JOIN extractions e ON e.extraction_id = s.host_extraction_id
+    JOIN audit_cells c ON c.sample_id = s.sample_id AND c.cell = s.cell
+    WHERE s.sample_id = $sample
+)
+ORDER BY cell, prn, extraction_id
+"""
+
 
 @dataclass(frozen=True)
 class SampleResult:
@@ -139,17 +158,23 @@ def current_sample_id(con: duckdb.DuckDBPyConnection, week: Week | str) -> str |
     return None if current is None else current.sample_id
 
 
-def sample_items(con: duckdb.DuckDBPyConnection, sample_id: str) -> pa.Table:
+def sample_items(
+    con: duckdb.DuckDBPyConnection, sample_id: str, *, with_seeds: bool = False
+) -> pa.Table:
     """The items of a sample, in review order (by cell, then permanent random number).
 
     Columns: extraction_id, doc_id, doc_type, form_version, field, value,
     confidence, cell, inclusion_prob, double_review, sample_id. Labelling a
     cell in this order keeps any finished prefix a simple random sample of it.
+    ``with_seeds`` mixes in the sample's seeds (:mod:`~.seeding`), shaped and
+    ordered like the items, for files reviewers label (``sample --out``).
     """
     if not con.sql(
         "SELECT 1 FROM audit_samples WHERE sample_id = ?", params=[sample_id]
     ).fetchall():
         raise InputError(f"no audit sample {sample_id!r}; draw one with `fieldtrust sample`")
+    if with_seeds:
+        return con.sql(_ITEMS_WITH_SEEDS_SQL, params={"sample": sample_id}).to_arrow_table()
     return con.sql(_ITEMS_SQL, params=[sample_id]).to_arrow_table()
 
 

@@ -190,7 +190,7 @@ def _write_out(
 
     if out is None:
         return None
-    items = sample_items(con, sample_id)
+    items = sample_items(con, sample_id, with_seeds=True)  # reviewers label the file
     if out_format == "label-studio":
         from fieldtrust.labels.label_studio import write_tasks
 

@@ -7,26 +7,32 @@ items handed out and judged through the review path.
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import json
 from pathlib import Path
 
 import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+from click.testing import CliRunner
 from fieldtrust.calibration.seeds import MIN_SEEDS, SeedJudgements
 from fieldtrust.labels.assignment import item_view, next_items
+from fieldtrust.labels.label_studio import write_tasks
 from fieldtrust.labels.review_progress import item_context
 from fieldtrust.labels.seed_verdicts import TOO_FEW_SEEDS, seed_judgements, seed_refusal
 from fieldtrust.labels.verdicts import record_verdict
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample
+from fieldtrust.sampling.samples import sample_items
 from fieldtrust.sampling.seed_values import wrong_value
 from fieldtrust.store.access import bootstrap_admin, grant_role
 from fieldtrust.store.bar import Bar
 from fieldtrust.store.locations import document_location
 
 from fieldtrust import store
+from fieldtrust.cli.main import cli
 from fieldtrust.errors import InputError
 from tests.conftest import Builder
 from tests.seeded import WEEK, invoices, seeded_store
@@ -190,3 +196,63 @@ def test_wrong_values_are_of_the_same_kind_and_never_the_value(
             if m.kind == "neighbour_date":
                 gap = dt.date.fromisoformat(m.value) - dt.date.fromisoformat(value)
                 assert 1 <= abs(gap.days) <= 2
+
+
+def test_the_sheet_export_mixes_seeds_in_and_their_verdicts_come_back_as_seed_verdicts(
+    seeded: duckdb.DuckDBPyConnection, tmp_path: Path,
+) -> None:
+    db = Path(seeded.execute("SELECT path FROM duckdb_databases()"
+                             " WHERE database_name = current_database()").fetchall()[0][0])
+    seeded.close()
+    sheet = tmp_path / "sample.csv"
+    drawn = CliRunner().invoke(cli, ["--db", str(db), "sample", "--week", WEEK, "--seed", "11",
+                                     "--design", str(_design_file(tmp_path)), "--out",
+                                     str(sheet), "--as", "quinn"])
+    assert drawn.exit_code == 0, drawn.output
+    rows = list(csv.DictReader(sheet.open(encoding="utf-8")))
+    con = store.connect(db)
+    seeds = dict(con.sql("SELECT seed_id, seed_value FROM seed_items").fetchall())
+    n_items = con.sql("SELECT count(*) FROM audit_items").fetchall()[0][0]
+    con.close()
+    assert len(rows) == n_items + len(seeds)
+    shown = [r for r in rows if r["extraction_id"] in seeds]
+    assert {r["extraction_id"]: r["value"] for r in shown} == seeds
+    assert all(r["inclusion_prob"] and r["confidence"] for r in shown)  # no blank gives it away
+    for r in rows:  # the reviewer passes everything: each seed is a miss
+        r["verdict"], r["reviewer"] = "correct", "ana"
+    with sheet.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    imported = CliRunner().invoke(cli, ["--db", str(db), "labels", "import", str(sheet),
+                                        "--as", "quinn", "--json"])
+    assert imported.exit_code == 0, imported.output
+    assert json.loads(imported.output)["rows_added"] == n_items + len(seeds)
+    con = store.connect(db)
+    assert con.sql("SELECT count(*) FROM labels").fetchall() == [(n_items,)]
+    assert con.sql("SELECT count(*), count(*) FILTER (WHERE verdict = 'correct')"
+                   " FROM seed_verdicts").fetchall() == [(len(seeds), len(seeds))]
+    assert con.sql("SELECT count(*) FROM labels l JOIN seed_items s"
+                   " ON l.extraction_id = s.seed_id").fetchall() == [(0,)]
+    con.close()
+
+
+def test_label_studio_tasks_carry_the_seeds_as_items(
+    seeded: duckdb.DuckDBPyConnection, tmp_path: Path,
+) -> None:
+    sample = seeded.sql("SELECT sample_id FROM audit_samples").fetchall()[0][0]
+    items = sample_items(seeded, sample, with_seeds=True)
+    tasks = tmp_path / "tasks.json"
+    write_tasks(items, tasks)
+    written = json.loads(tasks.read_text(encoding="utf-8"))
+    seed_ids = {s for (s,) in seeded.sql("SELECT seed_id FROM seed_items").fetchall()}
+    in_tasks = [t["data"] for t in written if t["data"]["extraction_id"] in seed_ids]
+    assert len(in_tasks) == len(seed_ids)
+    assert set(in_tasks[0]) == set(written[0]["data"])  # the same keys as a real task
+    assert len(sample_items(seeded, sample)) == len(items) - len(seed_ids)
+
+
+def _design_file(folder: Path) -> Path:
+    path = folder / "design.toml"
+    path.write_text("base_rate = 0.05\n", encoding="utf-8")
+    return path
