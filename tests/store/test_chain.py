@@ -57,13 +57,26 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     " WHERE i.extraction_id = e.extraction_id)", [sample_id, cell])
         [item] = next_items(con, "ana", sample_id, count=1)
         skip(con, "ana", sample_id, item.extraction_id, "scan unreadable")
-        extraction = con.execute("SELECT min(extraction_id) FROM extractions").fetchall()[0][0]
+        extraction = con.execute("SELECT min(extraction_id) FROM extractions WHERE extraction_id"
+                                 " NOT IN (SELECT extraction_id FROM labels)").fetchall()[0][0]
         labels_file = path.with_name("offline.csv")
         labels_file.write_text(f"extraction_id,verdict,reviewer\n{extraction},correct,offline\n",
                                encoding="utf-8")
         grant_role(con, ADMIN, "temp-lead", "qa_lead")
         revoke_role(con, ADMIN, "temp-lead", "qa_lead")
         import_labels(con, labels_file, actor=QA_LEAD, random_sample=True)
+        # A second look at that label (declared), and a seed judged: the two newer tables.
+        again = path.with_name("again.csv")
+        again.write_text(f"extraction_id,verdict,reviewer\n{extraction},unclear,offline\n",
+                         encoding="utf-8")
+        import_labels(con, again, actor=QA_LEAD, second_look="verdict_dependent")
+        host = con.execute("SELECT min(extraction_id) FROM extractions WHERE value_status ="
+                           " 'present' AND extraction_id NOT IN (SELECT extraction_id"
+                           " FROM audit_items)").fetchall()[0][0]
+        con.execute("INSERT INTO seed_items SELECT 'i-seed', ?, extraction_id, doc_type, field,"
+                    " ?, value || '9', value, 'digit_swap', NULL, 0.5, now()::TIMESTAMP"
+                    " FROM extractions WHERE extraction_id = ?", [sample_id, cell, host])
+        record_verdict(con, actor="ana", extraction_id="i-seed", verdict="correct")
         admin = con.execute("SELECT user_name FROM user_roles WHERE role = 'admin'"
                             " ORDER BY granted_at LIMIT 1").fetchall()[0][0]
         set_policy_settings(con, admin, n_min=150)
