@@ -38,6 +38,7 @@ from fieldtrust.governance.evidence import (
 )
 from fieldtrust.governance.revocation import RevocationRecommendation, revocation_recommendations
 from fieldtrust.labels.agreement import adjudication_queue
+from fieldtrust.labels.rekey import rekey_queue
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.bar import Criteria, resolve_bar
 from fieldtrust.store.chain import chain_returned
@@ -259,12 +260,14 @@ def _check_no_open_adjudications(
     An open disagreement is a verdict still to come; approving before it lets
     the order of settling steer the certificate (issue 23, must-have 8).
     """
-    waiting = adjudication_queue(con, Scope(doc_types=(doc_type,), fields=(field,)))
+    stratum = Scope(doc_types=(doc_type,), fields=(field,))
+    waiting = [p.extraction_id for p in adjudication_queue(con, stratum)]
+    waiting += [r.extraction_id for r in rekey_queue(con, stratum)]
     if waiting:
         raise Refused(
-            f"{doc_type}/{field} has {len(waiting)} double-reviewed items waiting for"
-            f" adjudication (first: {waiting[0].extraction_id}); an approval waits until a"
-            " qa_lead settles them (`fieldtrust adjudicate --queue`)"
+            f"{doc_type}/{field} has {len(waiting)} reviewed items waiting for adjudication"
+            f" (first: {waiting[0]}); an approval waits until a qa_lead settles them"
+            " (`fieldtrust adjudicate --queue`, `fieldtrust rekey --queue`)"
         )
 
 

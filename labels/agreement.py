@@ -255,14 +255,18 @@ def adjudicate(
     def work(tx: duckdb.DuckDBPyConnection) -> Label:
         require(tx, actor, "adjudicate")
         reviewed = [live_label(tx, extraction_id, r) for r in ("primary", "second", "import")]
-        basis = next((label for label in reviewed if label is not None), None)
-        if basis is None:
+        # A blind re-key that differed (labels.rekey) is a review to settle too.
+        keyed = tx.execute("SELECT sample_id FROM rekeyed_values WHERE extraction_id = ?",
+                           [extraction_id]).fetchall()
+        samples = [label.sample_id for label in reviewed if label is not None]
+        samples += [row[0] for row in keyed]
+        if not samples:
             raise InputError(
                 f"extraction {extraction_id!r} has no review to adjudicate; label it first"
             )
         previous = live_label(tx, extraction_id, "adjudication")
         return insert_label(
-            tx, extraction_id, basis.sample_id, "adjudication", actor, fields,
+            tx, extraction_id, samples[0], "adjudication", actor, fields,
             supersedes=previous.label_id if previous else None,
         )
 

@@ -118,8 +118,13 @@ second_free AS (
                       AND t.review_round = 'second')
 ),
 candidates AS (
-    SELECT * FROM (SELECT * FROM primary_free UNION ALL SELECT * FROM second_free)
+    SELECT * FROM (SELECT * FROM primary_free UNION ALL SELECT * FROM second_free) c
     WHERE extraction_id NOT IN (SELECT extraction_id FROM mine)
+      AND ($min_confidence IS NULL OR coalesce(
+            (SELECT x.confidence FROM sampled_extractions x
+             WHERE x.extraction_id = c.extraction_id),
+            (SELECT s.confidence FROM seed_items s WHERE s.seed_id = c.extraction_id)
+          ) >= $min_confidence)
 )
 SELECT extraction_id, review_round FROM (
     SELECT *, row_number() OVER (PARTITION BY cell ORDER BY prn, extraction_id) AS turn
@@ -144,6 +149,7 @@ def next_items(
     sample_id: str | None = None,
     *,
     count: int = 10,
+    min_confidence: float | None = None,
 ) -> list[ReviewItem]:
     """The next ``count`` items for ``actor`` to review, assigned to them atomically.
 
@@ -161,6 +167,10 @@ def next_items(
         Default: :func:`current_sample`.
     count
         How many items to return at most (fewer when the pool runs dry).
+    min_confidence
+        Hand out only new items stated at least this confident (the
+        high-confidence cells blind re-keying is for, :mod:`~.rekey`); items
+        already held come first whatever their confidence.
 
     Raises
     ------
@@ -180,7 +190,8 @@ def next_items(
         need = count - len(held)
         if need > 0:
             picked = tx.execute(
-                _CANDIDATES_SQL, {"sample": sample, "actor": actor, "need": need}
+                _CANDIDATES_SQL, {"sample": sample, "actor": actor, "need": need,
+                                  "min_confidence": min_confidence}
             ).fetchall()
             now = utc_now()
             for extraction_id, review_round in picked:

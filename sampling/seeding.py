@@ -85,13 +85,13 @@ def seed_sample(
         rows.append([
             _seed_id(seed, sample_id, host["extraction_id"]), sample_id, host["extraction_id"],
             host["doc_type"], host["field"], host["cell"], wrong.value, host["value"], wrong.kind,
-            wrong.source_field, host["prn"], now,
+            wrong.source_field, host["prn"], host["confidence"], now,
         ])
     if rows:
         con.executemany(
             "INSERT INTO seed_items (seed_id, sample_id, host_extraction_id, doc_type, field,"
-            " cell, seed_value, true_value, seed_kind, source_field, prn, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " cell, seed_value, true_value, seed_kind, source_field, prn, confidence, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
     return len(rows)
@@ -108,7 +108,8 @@ def _hosts(
     cells: pd.DataFrame, seed: int, wanted: dict[tuple[str, str], int],
 ) -> list[dict[str, Any]]:
     """Unsampled present values of each stratum, best first, with their cell and two uniforms."""
-    population, params = population_sql(week, design, ("doc_id", "value", "value_status"))
+    population, params = population_sql(week, design,
+                                        ("doc_id", "value", "value_status", "confidence"))
     parts = cells.explode("form_versions")
     keys = list(wanted)
     params |= {
@@ -132,14 +133,14 @@ def _hosts(
                    unnest($want_fields::VARCHAR[]) AS field, unnest($want::BIGINT[]) AS n
         ),
         hosts AS (
-            SELECT p.extraction_id, p.doc_id, p.doc_type, p.field, p.value, a.cell,
+            SELECT p.extraction_id, p.doc_id, p.doc_type, p.field, p.value, p.confidence, a.cell,
                    md5_number($key || p.extraction_id) AS h
             FROM ({population}) p JOIN alloc a USING (doc_type, field, form_version, band_index)
             WHERE p.value_status = 'present' AND p.value IS NOT NULL
               AND p.extraction_id NOT IN (SELECT extraction_id FROM audit_items
                                           WHERE sample_id = $sample)
         )
-        SELECT extraction_id, doc_id, doc_type, field, value, cell,
+        SELECT extraction_id, doc_id, doc_type, field, value, confidence, cell,
                {prn_sql("md5_number($prn_key || extraction_id)")} AS prn,
                {prn_sql("md5_number($kind_key || extraction_id)")} AS u
         FROM (

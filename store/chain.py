@@ -83,6 +83,7 @@ CHAINED: Mapping[str, ChainedTable] = {
         ChainedTable("policy_settings", ("setting_id",), ("set_at", "setting_id")),
         ChainedTable("seed_verdicts", ("seed_verdict_id",), ("judged_at", "seed_verdict_id")),
         ChainedTable("label_import_second_looks", ("batch_id",), ("declared_at", "batch_id")),
+        ChainedTable("rekeyed_values", ("rekey_id",), ("keyed_at", "rekey_id")),
     )
 }
 

@@ -652,6 +652,7 @@ MIGRATIONS: tuple[Migration, ...] = (
                 CHECK (seed_kind IN ('sibling_field', 'digit_swap', 'neighbour_date')),
             source_field       VARCHAR,                -- sibling_field: where the value came from
             prn                DOUBLE    NOT NULL,     -- its place in the cell's review order
+            confidence         DOUBLE    NOT NULL,     -- the host's stated confidence
             created_at         TIMESTAMP NOT NULL
         );
         """,
@@ -733,6 +734,26 @@ MIGRATIONS: tuple[Migration, ...] = (
         FROM chosen;
         """,
         then=lambda con: chain_table(con, "label_import_second_looks"),
+    ),
+    Migration(
+        "0069_rekeyed_values",
+        """
+        -- Blind re-keying (labels.rekey): a reviewer types the value without
+        -- seeing the extraction's. A match is recorded as a 'correct' label
+        -- too; a mismatch waits for a qa_lead's adjudication. Append-only.
+        CREATE TABLE rekeyed_values (
+            rekey_id      VARCHAR   PRIMARY KEY,
+            extraction_id VARCHAR   NOT NULL,     -- or a seed's id
+            sample_id     VARCHAR,
+            reviewer      VARCHAR   NOT NULL,
+            typed_value   VARCHAR,                -- NULL with typed_status 'null': absent
+            typed_status  VARCHAR   NOT NULL CHECK (typed_status IN ('present', 'null')),
+            matches       BOOLEAN   NOT NULL,
+            keyed_at      TIMESTAMP NOT NULL,
+            UNIQUE (extraction_id)
+        );
+        """,
+        then=lambda con: chain_table(con, "rekeyed_values"),
     ),
 )
 

@@ -328,6 +328,66 @@ def _rate_text(rate: float | None, low: float | None, high: float | None) -> str
 
 
 @click.command(
+    "rekey",
+    epilog="Example: fieldtrust rekey --next --as ana, then fieldtrust rekey e-17 1234.50"
+    " --as ana   (or: fieldtrust rekey --queue)",
+)
+@click.argument("extraction_id", required=False)
+@click.argument("value", required=False)
+@click.option("--next", "next_item", is_flag=True,
+              help="Hand out your next high-confidence item, its value hidden.")
+@click.option("--above", type=click.FloatRange(0, 1), default=0.95, show_default=True,
+              help="With --next: only items stated at least this confident.")
+@click.option("--absent", is_flag=True, help="The field is absent from the document.")
+@click.option("--queue", is_flag=True, help="List the typed values that differ, waiting for"
+              " a qa_lead (`fieldtrust adjudicate ID VERDICT`).")
+@_AS
+@_JSON
+@click.pass_context
+def rekey_cmd(
+    ctx: click.Context, extraction_id: str | None, value: str | None, next_item: bool,
+    above: float, absent: bool, queue: bool, actor: str | None, as_json: bool,
+) -> None:
+    """Blind re-keying: type an item's value without seeing the extraction's (reviewer).
+
+    A typed value equal to the extraction's is a correct label; one that differs
+    waits for adjudication. See docs/review.md.
+    """
+    import dataclasses
+
+    from fieldtrust.labels.rekey import next_blind_items, record_rekey, rekey_queue
+
+    if queue:
+        rows = [dataclasses.asdict(r) for r in rekey_queue(open_db(ctx, read_only=True))]
+        echo_json(rows) if as_json else echo_table(rows)
+        return
+    actor = acting_user(ctx, actor, what="re-keying")
+    if next_item:
+        items = next_blind_items(open_db(ctx), actor, above=above, count=1)
+        if as_json:
+            echo_json([dataclasses.asdict(i) for i in items])
+        elif not items:
+            click.echo("nothing left for you to re-key in this sample")
+        else:
+            i = items[0]
+            click.echo(f"{i.extraction_id}: {i.doc_type} / {i.field} of document {i.doc_id}"
+                       f" (form {i.form_version}); type its value:"
+                       f" fieldtrust rekey {i.extraction_id} VALUE --as {actor}")
+        return
+    if extraction_id is None or (value is None) == (not absent):
+        raise click.UsageError("give EXTRACTION_ID and VALUE (or --absent), or --next, or"
+                               " --queue")
+    keyed = record_rekey(open_db(ctx), actor=actor, extraction_id=extraction_id,
+                         typed_value=None if absent else value)
+    # The same words whether it matched or not, or was a seed: a reviewer learns
+    # nothing per item.
+    if as_json:
+        echo_json({"rekey_id": keyed.rekey_id, "extraction_id": keyed.extraction_id})
+        return
+    click.echo(f"{keyed.extraction_id}: recorded (re-key {keyed.rekey_id})")
+
+
+@click.command(
     "adjudicate",
     epilog="Example: fieldtrust adjudicate e-123 incorrect --corrected-value 12.50"
     " --error-type misread_characters --as carol   (or: fieldtrust adjudicate --queue)",
@@ -411,6 +471,7 @@ def register(group: click.Group) -> None:
     group.add_command(policy_group)
     group.add_command(agreement_cmd)
     group.add_command(reviewers_cmd)
+    group.add_command(rekey_cmd)
     group.add_command(adjudicate_cmd)
     group.add_command(errors_cmd)
     # `fieldtrust labels` belongs to store_cmds (import); export joins it when it exists.

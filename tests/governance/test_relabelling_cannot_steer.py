@@ -154,7 +154,7 @@ def test_an_approval_waits_for_the_strata_open_adjudications(
          "verdict": "incorrect", "corrected_status": "null",
          "error_type": "total_copied_into_tax"},
     ])
-    with pytest.raises(Refused, match=r"invoice/total has 1 double-reviewed items waiting for"
+    with pytest.raises(Refused, match=r"invoice/total has 1 reviewed items waiting for"
                                       r" adjudication \(first: double-1\)"):
         approve(audited, "mona", "invoice", "total", "four weeks")
     assert audited.sql("SELECT count(*) FROM decisions").fetchall() == [(0,)]

@@ -74,7 +74,8 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
                            " 'present' AND extraction_id NOT IN (SELECT extraction_id"
                            " FROM audit_items)").fetchall()[0][0]
         con.execute("INSERT INTO seed_items SELECT 'i-seed', ?, extraction_id, doc_type, field,"
-                    " ?, value || '9', value, 'digit_swap', NULL, 0.5, now()::TIMESTAMP"
+                    " ?, value || '9', value, 'digit_swap', NULL, 0.5, confidence,"
+                    " now()::TIMESTAMP"
                     " FROM extractions WHERE extraction_id = ?", [sample_id, cell, host])
         record_verdict(con, actor="ana", extraction_id="i-seed", verdict="correct")
         admin = con.execute("SELECT user_name FROM user_roles WHERE role = 'admin'"
