@@ -37,16 +37,14 @@ from fieldtrust.governance.evidence import (
     _freeze,  # the acts alone freeze evidence
 )
 from fieldtrust.governance.revocation import RevocationRecommendation, revocation_recommendations
-from fieldtrust.labels.agreement import adjudication_queue
-from fieldtrust.labels.rekey import rekey_queue
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.bar import Criteria, resolve_bar
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
+from fieldtrust.store.open_reviews import open_adjudications
 from fieldtrust.store.provenance import provenance
 from fieldtrust.store.retry import first_row, write_with_retry
 from fieldtrust.store.rollup import extraction_columns_sql
-from fieldtrust.store.scope import Scope
 
 from fieldtrust.errors import Refused
 
@@ -260,9 +258,7 @@ def _check_no_open_adjudications(
     An open disagreement is a verdict still to come; approving before it lets
     the order of settling steer the certificate (issue 23, must-have 8).
     """
-    stratum = Scope(doc_types=(doc_type,), fields=(field,))
-    waiting = [p.extraction_id for p in adjudication_queue(con, stratum)]
-    waiting += [r.extraction_id for r in rekey_queue(con, stratum)]
+    waiting = open_adjudications(con, doc_type, field)
     if waiting:
         raise Refused(
             f"{doc_type}/{field} has {len(waiting)} reviewed items waiting for adjudication"

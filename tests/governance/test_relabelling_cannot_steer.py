@@ -24,6 +24,7 @@ from fieldtrust.governance.bar_admin import set_policy_settings
 from fieldtrust.governance.certification import certify
 from fieldtrust.labels.agreement import adjudicate
 from fieldtrust.labels.label_import import import_labels
+from fieldtrust.labels.rekey import record_rekey
 from fieldtrust.store.weeks import Week
 
 from fieldtrust.cli.main import cli
@@ -161,3 +162,15 @@ def test_an_approval_waits_for_the_strata_open_adjudications(
     adjudicate(audited, "carol", "double-1", "correct")
     decision = approve(audited, "mona", "invoice", "total", "four weeks")
     assert decision.action == "approve"
+
+
+def test_an_approval_waits_for_a_blind_rekey_that_differed(
+    audited: duckdb.DuckDBPyConnection, builder: Any,
+) -> None:
+    builder.extractions([{"extraction_id": "keyed-1", "field": "total", "value": "12.00",
+                          "confidence": 0.97, "extracted_at": Week(WEEKS[-1]).bounds()[0]}])
+    record_rekey(audited, actor="alice", extraction_id="keyed-1", typed_value="21.00")
+    with pytest.raises(Refused, match=r"1 reviewed items waiting .* \(first: keyed-1\)"):
+        approve(audited, "mona", "invoice", "total", "four weeks")
+    adjudicate(audited, "carol", "keyed-1", "correct")
+    assert approve(audited, "mona", "invoice", "total", "four weeks").action == "approve"

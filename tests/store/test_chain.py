@@ -24,6 +24,7 @@ from fieldtrust.governance.bar_admin import set_policy_settings
 from fieldtrust.governance.policy import export_policy
 from fieldtrust.labels.assignment import next_items, skip
 from fieldtrust.labels.label_import import import_labels
+from fieldtrust.labels.rekey import record_rekey
 from fieldtrust.labels.verdicts import record_verdict
 from fieldtrust.store.access import grant_role, revoke_role
 from fieldtrust.store.chain import CHAINED, GENESIS, ChainHead, chain_existing_rows, chain_head
@@ -78,6 +79,9 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     " now()::TIMESTAMP"
                     " FROM extractions WHERE extraction_id = ?", [sample_id, cell, host])
         record_verdict(con, actor="ana", extraction_id="i-seed", verdict="correct")
+        keyed = con.execute("SELECT min(extraction_id) FROM extractions WHERE extraction_id"
+                            " NOT IN (SELECT extraction_id FROM labels)").fetchall()[0][0]
+        record_rekey(con, actor="ana", extraction_id=keyed, typed_value="typed blind")
         admin = con.execute("SELECT user_name FROM user_roles WHERE role = 'admin'"
                             " ORDER BY granted_at LIMIT 1").fetchall()[0][0]
         set_policy_settings(con, admin, n_min=150)
