@@ -616,3 +616,36 @@ def test_a_page_shown_before_the_policy_was_raised_cannot_approve_on_it(
     assert f"{doc_type}/{field} is not an automation candidate (" in errors
     assert "as a whole stratum at the store's policy settings" in errors
     assert file_rows(demo_db, "SELECT count(*) FROM decisions") == [(0,)]
+
+
+def test_a_seed_on_the_review_page_is_judged_like_any_item_and_kept_apart(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    # A seed placed first in the current sample's queue (the demo's policy seeds nothing).
+    con = store.connect(demo_db)
+    try:
+        sample_id, cell, doc_type, field = con.sql(
+            "SELECT i.sample_id, i.cell, x.doc_type, x.field FROM audit_items i"
+            " JOIN sampled_extractions x USING (extraction_id)"
+            " WHERE i.sample_id = (SELECT sample_id FROM audit_samples"
+            "   ORDER BY week DESC, version DESC LIMIT 1) LIMIT 1").fetchall()[0]
+        con.execute(
+            "INSERT INTO seed_items SELECT 'i-seed-page', ?, extraction_id, doc_type, field, ?,"
+            " value || '7', value, 'digit_swap', NULL, 0.0, confidence, now()::TIMESTAMP"
+            " FROM extractions WHERE doc_type = ? AND field = ? AND value_status = 'present'"
+            " AND extraction_id NOT IN (SELECT extraction_id FROM audit_items) LIMIT 1",
+            [sample_id, cell, doc_type, field])
+    finally:
+        con.close()
+    use_db(demo_db)
+    at = _open("review", user="ana")
+    at.button(key=state.REVIEW_CORRECT).click().run()  # the item ana held
+    assert file_rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ana'"
+                     " AND extraction_id = 'i-seed-page'") == [("i-seed-page",)]
+    at.button(key=state.REVIEW_CORRECT).click().run()  # the seed, shown as an item
+    assert not at.exception
+    assert any("Recorded **correct**" in s.value for s in at.success)
+    assert file_rows(demo_db, "SELECT verdict, reviewer FROM seed_verdicts") == [
+        ("correct", "ana")]
+    assert file_rows(demo_db, "SELECT count(*) FROM labels WHERE extraction_id = 'i-seed-page'"
+                     ) == [(0,)]
