@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
-from fieldtrust.labels.seed_verdicts import insert_seed_verdict
 from fieldtrust.labels.taxonomy import NOT_RECORDED, check_correction, check_error
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_returned
@@ -460,6 +459,10 @@ def _seed_verdict(
     sample_id: str | None, fields: dict[str, Any],
 ) -> Label:
     """A verdict on a seed: a seed verdict, not a label, answered as if it were one."""
+    # Here, not at the top: seed_verdicts brings the statistics (scipy), which the
+    # CLI's start must not load (tests/fieldtrust/cli/test_startup.py).
+    from fieldtrust.labels.seed_verdicts import insert_seed_verdict
+
     if sample_id is not None and sample_id != context.seed_sample:
         raise InputError(
             f"extraction {item_id!r} is not in audit sample {sample_id!r};"

@@ -36,7 +36,8 @@ strata AS (
     FROM still_open o
     LEFT JOIN sampled_extractions x USING (extraction_id)
     LEFT JOIN (SELECT extraction_id, doc_type, field FROM extractions
-               WHERE extraction_id IN (SELECT extraction_id FROM still_open)) e USING (extraction_id)
+               WHERE extraction_id IN (SELECT extraction_id FROM still_open)) e
+        USING (extraction_id)
 )
 SELECT extraction_id FROM strata WHERE doc_type = $doc_type AND field = $field
 ORDER BY extraction_id
