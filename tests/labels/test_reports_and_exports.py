@@ -12,10 +12,10 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 from decided import approve_as_stated
-from fieldtrust.labels.errors_report import error_report
 from fieldtrust.governance.acts import revoke
 from fieldtrust.governance.policy import export_policy, policy_json
 from fieldtrust.labels.agreement import adjudicate
+from fieldtrust.labels.errors_report import error_report
 from fieldtrust.labels.export import export_labels
 from fieldtrust.labels.verdicts import record_verdict, supersede
 from fieldtrust.store.scope import Scope

@@ -26,7 +26,6 @@ import pytest
 from click.testing import CliRunner
 from decided import certification
 from fieldtrust.dashboard.downloads import csv_bytes
-from fieldtrust.labels.errors_report import error_report
 from fieldtrust.governance.acts import _record as record_decision
 from fieldtrust.governance.decisions import decision_history
 from fieldtrust.governance.evidence import evidence_payload
@@ -35,6 +34,7 @@ from fieldtrust.ingest.readers import INVISIBLE
 from fieldtrust.ingest.rules import TimeWindow
 from fieldtrust.labels.agreement import review_pairs
 from fieldtrust.labels.assignment import next_items, skip
+from fieldtrust.labels.errors_report import error_report
 from fieldtrust.labels.export import export_labels
 from fieldtrust.labels.verdicts import get_label, record_verdict, supersede
 from fieldtrust.sampling.design import Design
