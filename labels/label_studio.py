@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from xml.sax.saxutils import quoteattr
 
 import pyarrow as pa
 from fieldtrust.labels.taxonomy import ERROR_TYPES
+from fieldtrust.store.files import OutputKind, file_head, write_output
 
 from fieldtrust.errors import ValidationError
 
@@ -68,16 +70,68 @@ def task_data(row: dict[str, Any], *, show_confidence: bool = False) -> dict[str
 
 
 def write_tasks(
-    items: pa.Table, path: str | os.PathLike[str], *, show_confidence: bool = False
+    items: pa.Table, path: str | os.PathLike[str], *, show_confidence: bool = False,
+    force: bool = False, protect: Iterable[str | os.PathLike[str]] = (),
 ) -> int:
-    """Write ``items`` (``sampling.draw.sample_items``) as a Label Studio task list; the count."""
+    """Write ``items`` (``sampling.draw.sample_items``) as a Label Studio task list; the count.
+
+    Written by ``store.files.write_output``: over an existing file only when
+    it is a task list fieldtrust wrote (not an export holding annotations),
+    or with ``force``; never over a path in ``protect``.
+    """
     missing = [c for c in TASK_COLUMNS if c not in items.column_names]
     if missing:
         raise ValueError(f"items lack column {missing[0]!r}; pass sample_items(...) output")
     tasks = [{"data": task_data(row, show_confidence=show_confidence)}
              for row in items.to_pylist()]
-    Path(path).write_text(json.dumps(tasks, indent=1, ensure_ascii=False), encoding="utf-8")
+    write_output(path, json.dumps(tasks, indent=1, ensure_ascii=False), TASKS_FILE,
+                 force=force, protect=protect)
     return len(tasks)
+
+
+def _is_tasks_file(path: Path) -> bool:
+    """Whether ``path`` is a task list as :func:`write_tasks` writes it (no annotations)."""
+    if not file_head(path, 1).startswith(b"["):
+        return False
+    text = file_head(path, _LARGEST_TASKS_FILE + 1)
+    if len(text) > _LARGEST_TASKS_FILE:
+        return False
+    try:
+        tasks = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(tasks, list) and all(
+        isinstance(t, dict) and list(t) == ["data"] and isinstance(t["data"], dict)
+        and t["data"].get(TASK_MARKER) == 1
+        for t in tasks
+    )
+
+
+def write_label_config(
+    path: str | os.PathLike[str], *, show_confidence: bool = False, force: bool = False,
+    protect: Iterable[str | os.PathLike[str]] = (),
+) -> None:
+    """Write :func:`label_config` to ``path`` (``store.files.write_output``).
+
+    An existing file is replaced only when it is one of fieldtrust's configs
+    as written (an edited one is someone's work), or with ``force``.
+    """
+    write_output(path, label_config(show_confidence=show_confidence), LABEL_CONFIG_FILE,
+                 force=force, protect=protect)
+
+
+def _is_label_config(path: Path) -> bool:
+    return file_head(path, 1 << 16) in {
+        label_config(show_confidence=shown).encode() for shown in (False, True)
+    }
+
+
+#: A task list is a sample's worth of items; a larger file is taken as someone else's.
+_LARGEST_TASKS_FILE = 256 << 20
+
+#: The task list :func:`write_tasks` writes, and the config :func:`write_label_config` writes.
+TASKS_FILE = OutputKind("Label Studio task list", _is_tasks_file)
+LABEL_CONFIG_FILE = OutputKind("Label Studio labelling config", _is_label_config)
 
 
 def label_config(*, show_confidence: bool = False) -> str:
