@@ -127,6 +127,7 @@ def refresh_source(
         new_files = [f for f in listed if f.path not in known]
         if not new_files:
             return RefreshResult(None, name, 0, 0, 0, changed, missing)
+        source.check([f.path for f in new_files])
         source.select([f.path for f in new_files])
         since = _EPOCH
     else:
