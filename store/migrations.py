@@ -619,6 +619,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        "0030_source_versions",
+        """
+        -- A Delta table is counted by what each version of its log adds and
+        -- removes (ingest.sources.delta_log): the newest version a refresh
+        -- counted, so the next one reads only the versions after it. NULL for
+        -- Parquet and Spark sources, and for refreshes made before this.
+        ALTER TABLE source_refreshes ADD COLUMN source_version BIGINT;
+        """,
+    ),
 )
 
 

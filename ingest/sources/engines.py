@@ -17,10 +17,11 @@ import glob
 import os
 import re
 import shutil
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import duckdb
 import pyarrow as pa
@@ -47,6 +48,29 @@ class SourceFile:
     path: str
     size: int
     modified: float
+
+
+#: What the store knows of the files it counted: path -> (size, modified time).
+Counted = Mapping[str, tuple[int, float]]
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What a refresh has to do, from the source's files and what the store counted.
+
+    ``new`` files are counted; ``removed`` ones (a Delta version took them out
+    with a data change) are taken out of the counts; ``rewritten`` ones
+    (compaction) hold rows counted before and are only recorded. ``changed``
+    and ``missing`` name counted files that changed or went away, reported
+    and never counted again. ``version`` is the Delta version listed.
+    """
+
+    new: list[SourceFile]
+    changed: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    removed: list[SourceFile] = field(default_factory=list)
+    rewritten: list[SourceFile] = field(default_factory=list)
+    version: int | None = None
 
 
 class Source:
@@ -82,6 +106,23 @@ class Source:
         """Release the engine (a shared Spark session stays up)."""
 
     # --- shared -----------------------------------------------------------------
+    def listing(self, counted: Counted, version: int | None) -> Listing | None:
+        """What is new since the files ``counted`` (None: a table read by watermark).
+
+        ``version`` is the Delta version counted last (None for other sources).
+        """
+        listed = self.files()
+        if listed is None:
+            return None
+        now = {f.path: f for f in listed}
+        changed, missing = [], []
+        for path, (size, modified) in sorted(counted.items()):
+            if path not in now:
+                missing.append(path)
+            elif (now[path].size, now[path].modified) != (size, modified):
+                changed.append(path)
+        return Listing([f for f in listed if f.path not in counted], changed, missing)
+
     def check(self, files: Sequence[str]) -> None:
         """Refuse, by name, a file of ``files`` a refresh could not count (see lake_files)."""
 
@@ -280,9 +321,17 @@ class DuckDBDelta(DuckDBParquet):
         self.con = _engine()
         self._root = config.path
         self._listed = []
+        #: Files a refresh reads that the newest version no longer holds, by their
+        #: unquoted path: the version whose snapshot still does (see :meth:`listing`).
+        self._older: dict[str, int] = {}
 
     def files(self) -> list[SourceFile] | None:
+        return self._snapshot()
+
+    def _snapshot(self) -> list[SourceFile]:
+        """The files of the newest version (which :meth:`listing` reads versions up to)."""
         self.table.update_incremental()  # the newest version: files added since it was opened
+        self._older = {}
         actions = self.table.get_add_actions(flatten=True)
         actions = pa.table(actions) if not isinstance(actions, pa.Table) else actions
         paths = actions.column("path").to_pylist()
@@ -293,6 +342,41 @@ class DuckDBDelta(DuckDBParquet):
             for p, s, t in zip(paths, sizes, times, strict=True)
         )
 
+    def listing(self, counted: Counted, version: int | None) -> Listing | None:
+        """What the versions after ``version`` added and removed (module delta_log).
+
+        A table never refreshed is counted from its newest version's files; a
+        store that counted it before versions were recorded has the whole
+        log read, its counted files taken as counted.
+        """
+        from fieldtrust.ingest.sources.delta_log import delta_changes, first_logged_version
+
+        listed = self._snapshot()
+        newest = self.table.version()
+        if version is None and not counted:
+            return Listing(listed, version=newest)
+        now = {f.path: f for f in listed}
+        changed = [p for p, (size, _) in sorted(counted.items())
+                   if p in now and now[p].size != size]
+        first = version + 1 if version is not None else first_logged_version(
+            self.table.table_uri, newest, self.config.name)
+        if first > newest:
+            return Listing([], changed, version=newest)
+        changes = delta_changes(self.table.table_uri, first, newest, set(counted),
+                                source=self.config.name)
+        reads = [*changes.added.items(), *changes.removed.items()]
+        self._older = {unquote(f.path): v for f, v in reads if f.path not in now}
+
+        def as_file(logged: Any) -> SourceFile:
+            return SourceFile(logged.path, logged.size, logged.modified)
+
+        return Listing(
+            sorted(as_file(f) for f in changes.added), changed,
+            removed=sorted(as_file(f) for f in changes.removed),
+            rewritten=sorted(as_file(f) for f in changes.rewritten if f.path not in counted),
+            version=newest,
+        )
+
     def check(self, files: Sequence[str]) -> None:
         """Nothing to check: Delta's writers hold every file to the table's schema."""
 
@@ -301,18 +385,37 @@ class DuckDBDelta(DuckDBParquet):
 
         dataset = self.table.to_pyarrow_dataset()
         if files is not None:
-            # Fragments are named relative to the table, as its add actions are.
-            wanted = {os.path.normpath(f) for f in files}
-            fragments = [
-                f for f in dataset.get_fragments()
-                if os.path.normpath(os.path.relpath(f.path, self._root)
-                                    if os.path.isabs(f.path) else f.path) in wanted
-            ]
+            # Fragments are named relative to the table, as its add actions are (which
+            # quote their paths as URIs).
+            wanted = {os.path.normpath(unquote(f)) for f in files}
+            fragments = [f for f in dataset.get_fragments() if self._relative(f.path) in wanted]
+            found = {self._relative(f.path) for f in fragments}
+            by_version: dict[int, set[str]] = {}
+            for path in sorted(wanted - found):
+                if path in self._older:
+                    by_version.setdefault(self._older[path], set()).add(path)
+            for version, paths in sorted(by_version.items()):
+                fragments += self._fragments_of(version, paths, dataset)
             dataset = ds.FileSystemDataset(
                 fragments, dataset.schema, dataset.format, dataset.filesystem
             )
         self.con.register("source_delta_rows", dataset)
         return self._raw_from("source_delta_rows", None)
+
+    def _relative(self, path: str) -> str:
+        return os.path.normpath(os.path.relpath(path, self._root) if os.path.isabs(path)
+                                else path)
+
+    def _fragments_of(self, version: int, paths: set[str], current: Any) -> list[Any]:
+        """The fragments of ``paths`` as version ``version`` held them (with its partitions)."""
+        from deltalake import DeltaTable
+
+        older = DeltaTable(self.config.path, version=version).to_pyarrow_dataset()
+        return [
+            current.format.make_fragment(f.path, current.filesystem,
+                                         partition_expression=f.partition_expression)
+            for f in older.get_fragments() if self._relative(f.path) in paths
+        ]
 
 
 _SPARK_TYPES = {
