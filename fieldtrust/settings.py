@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fieldtrust.errors import InputError
+from fieldtrust.store.files import read_capped
 from fieldtrust.store.scope import MAX_WEEKS
 
 ENV_PREFIX = "FIELDTRUST_"
@@ -127,10 +129,37 @@ def _problem(name: str, value: Any) -> str | None:
 
 
 def _coerce(name: str, raw: object, kind: type) -> object:
+    """``raw`` (TOML's value, or the environment's text) as a ``kind``, never changed silently.
+
+    ``int(2.9)`` is 2, ``int(True)`` is 1 and ``int(inf)`` raises: a whole
+    number must be one (3.0 is 3), true and false are no numbers, and text
+    settings take text.
+    """
+    shown = _toml_text(raw)
+    if isinstance(raw, bool) and kind is not bool:
+        raise InputError(f"setting {name}: {shown} is not a number")
+    if kind is int and isinstance(raw, float):
+        if not math.isfinite(raw) or not raw.is_integer():
+            raise InputError(f"setting {name}: {shown} is not a whole number")
+        return int(raw)
+    if kind is str and not isinstance(raw, str | dt.date):  # a TOML date is a date
+        raise InputError(f"setting {name}: {shown} is not text (write it in quotes)")
     try:
         return kind(raw)
     except (TypeError, ValueError) as exc:
-        raise InputError(f"setting {name}: {raw!r} is not a valid {kind.__name__}") from exc
+        wanted = "a whole number" if kind is int else f"a valid {kind.__name__}"
+        if isinstance(raw, str):
+            raise InputError(f"setting {name}: {raw!r} is not {wanted}") from exc
+        raise InputError(f"setting {name}: {shown} is not {wanted}") from exc
+
+
+def _toml_text(raw: object) -> str:
+    """A value as TOML writes it (true, inf, [1]), for messages."""
+    if isinstance(raw, bool):
+        return "true" if raw else "false"
+    if isinstance(raw, float) and not math.isfinite(raw):
+        return "nan" if raw != raw else ("inf" if raw > 0 else "-inf")
+    return repr(raw) if isinstance(raw, str) else str(raw)
 
 
 def load_settings(
@@ -149,8 +178,12 @@ def load_settings(
 
     path = Path(config_file or env.get(CONFIG_ENV, DEFAULT_CONFIG_FILE))
     if path.is_file():
-        with path.open("rb") as handle:
-            table = tomllib.load(handle)
+        table = _read_toml(path)
+        if not isinstance(table.get("fieldtrust", {}), dict):
+            raise InputError(
+                f"{path}: fieldtrust = {_toml_text(table['fieldtrust'])} is not a table of"
+                " settings; write them under [fieldtrust]"
+            )
         table = dict(table.get("fieldtrust", table))
         if isinstance(table.get("source"), dict):
             table.update(_source_table(path, table.pop("source")))
@@ -166,6 +199,18 @@ def load_settings(
         if raw is not None:
             values[name] = _coerce(name, raw, types[name])
     return dataclasses.replace(Settings(), **values)  # type: ignore[arg-type]
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    """The settings file as TOML, read with a bound (``store.files.read_capped``)."""
+    try:
+        return tomllib.loads(read_capped(path, what="settings file").decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"settings file {path}: not UTF-8 text ({exc.reason})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"settings file {path}: not valid TOML ({exc})") from exc
+    except RecursionError as exc:
+        raise InputError(f"settings file {path}: nested too deeply to be settings") from exc
 
 
 _SOURCE_KEYS = {"kind": "source", "path": "source_path", "spark": "source_spark"}

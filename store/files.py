@@ -61,6 +61,8 @@ def read_capped(path: str | os.PathLike[str], *, what: str,
     try:
         with open(path, "rb") as handle:
             data = handle.read(limit + 1)
+    except FileNotFoundError as exc:
+        raise InputError(f"{what} {path} does not exist") from exc
     except OSError as exc:
         raise InputError(f"{what} {path}: cannot be read ({_reason(exc)})") from exc
     if len(data) > limit:

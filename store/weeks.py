@@ -23,9 +23,14 @@ def parse_week(label: str) -> tuple[int, int]:
         raise InputError(f"week {label[:40]!r} is not an ISO week like 2026-W48")
     year, week = int(match.group(1)), int(match.group(2))
     try:
-        dt.date.fromisocalendar(year, week, 1)
+        start = dt.date.fromisocalendar(year, week, 1)
     except ValueError as exc:
         raise InputError(f"week {label!r} does not exist ({year} has no week {week})") from exc
+    if start > dt.date.max - dt.timedelta(days=7):
+        # A week ends at the next Monday, which the calendar does not have.
+        raise InputError(
+            f"week {label!r} is the calendar's last week, which has no end; pick an earlier week"
+        )
     return year, week
 
 

@@ -33,7 +33,7 @@ def test_unknown_setting_in_file_is_named(tmp_path: Path) -> None:
 
 
 def test_bad_environment_value_is_named(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="setting weeks: 'many' is not a valid int"):
+    with pytest.raises(ValueError, match="setting weeks: 'many' is not a whole number"):
         load_settings(environ={"FIELDTRUST_WEEKS": "many"}, config_file=tmp_path / "x.toml")
 
 
