@@ -681,6 +681,20 @@ def pending_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [m.name for m in MIGRATIONS if m.name not in done]
 
 
+def unknown_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Migrations the store records that this fieldtrust does not know (a newer one ran)."""
+    exists = con.sql(
+        "SELECT count(*) FROM duckdb_tables()"
+        " WHERE database_name = current_database() AND schema_name = 'main'"
+        " AND table_name = 'schema_migrations'"
+    ).fetchall()[0][0]
+    if not exists:
+        return []
+    known = {m.name for m in MIGRATIONS}
+    rows = con.sql("SELECT name FROM schema_migrations ORDER BY name").fetchall()
+    return [name for (name,) in rows if name not in known]
+
+
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Apply the migrations this store lacks; return the names applied now."""
     done = set(applied_migrations(con))
