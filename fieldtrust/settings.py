@@ -222,12 +222,12 @@ def _source_table(path: Path, table: Mapping[str, Any]) -> dict[str, object]:
     for key, raw in table.items():
         if key == "columns":
             if not isinstance(raw, dict):
-                raise ValueError(f"{path}: [source.columns] must be a table of ours = theirs")
+                raise InputError(f"{path}: [source.columns] must be a table of ours = theirs")
             values["source_columns"] = ",".join(f"{k}={v}" for k, v in sorted(raw.items()))
         elif key in _SOURCE_KEYS:
             values[_SOURCE_KEYS[key]] = raw
         else:
-            raise ValueError(
+            raise InputError(
                 f"{path}: unknown key {key!r} in [source]; known: kind, path, spark, columns"
             )
     return values

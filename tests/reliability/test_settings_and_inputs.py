@@ -59,7 +59,8 @@ def test_a_settings_value_is_refused_by_name_never_changed(
         load_settings(config_file=path, environ={})
     result = CliRunner().invoke(cli, ["--config", str(path), "settings"])
     assert result.exit_code == 2, result.output
-    assert said in result.output and "Traceback" not in result.output
+    assert result.stderr.startswith("error: ") and said in result.stderr
+    assert "Traceback" not in result.output
 
 
 @pytest.mark.parametrize(("text", "name", "value"), [
