@@ -175,3 +175,24 @@ def test_a_filled_in_sample_file_is_not_replaced_without_force(
     assert result.exit_code == 2, result.output
     assert "is not a sample file fieldtrust wrote" in result.stderr
     assert out.read_bytes() == filled
+
+
+def test_a_batch_manifest_is_saved_like_every_other_output(populated: Path,
+                                                          tmp_path: Path) -> None:
+    from fieldtrust.extraction.manifest import load_manifest, new_manifest, save_manifest
+
+    from fieldtrust.errors import InputError
+
+    manifest = new_manifest(run_id="run-1", doc_type="invoice", model="m")
+    wal = populated.with_name(populated.name + ".wal")
+    with pytest.raises(InputError, match="the write-ahead log of a DuckDB store"):
+        save_manifest(wal, manifest)  # DuckDB would replay it over the store
+    assert not wal.exists()
+    notes = tmp_path / "notes.json"
+    notes.write_text("{}", encoding="utf-8")
+    with pytest.raises(InputError, match="is not a batch manifest fieldtrust wrote"):
+        save_manifest(notes, manifest)
+    mine = tmp_path / "run.json"
+    save_manifest(mine, manifest)
+    save_manifest(mine, {**manifest, "documents": {"d1": {"state": "pending"}}})
+    assert load_manifest(mine)["documents"] == {"d1": {"state": "pending"}}
