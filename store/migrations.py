@@ -671,18 +671,18 @@ def applied_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def pending_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Names of the migrations this store lacks; works on a read-only connection."""
-    exists = con.sql(
-        "SELECT count(*) FROM duckdb_tables()"
-        " WHERE database_name = current_database() AND schema_name = 'main'"
-        " AND table_name = 'schema_migrations'"
-    ).fetchall()[0][0]
-    done = {name for (name,) in con.sql("SELECT name FROM schema_migrations").fetchall()} \
-        if exists else set()
+    done = set(_recorded(con))
     return [m.name for m in MIGRATIONS if m.name not in done]
 
 
 def unknown_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Migrations the store records that this fieldtrust does not know (a newer one ran)."""
+    known = {m.name for m in MIGRATIONS}
+    return [name for name in _recorded(con) if name not in known]
+
+
+def _recorded(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The migrations the store records, by name (none before the first); read-only safe."""
     exists = con.sql(
         "SELECT count(*) FROM duckdb_tables()"
         " WHERE database_name = current_database() AND schema_name = 'main'"
@@ -690,9 +690,8 @@ def unknown_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
     ).fetchall()[0][0]
     if not exists:
         return []
-    known = {m.name for m in MIGRATIONS}
-    rows = con.sql("SELECT name FROM schema_migrations ORDER BY name").fetchall()
-    return [name for (name,) in rows if name not in known]
+    return [name for (name,) in con.sql("SELECT name FROM schema_migrations ORDER BY name")
+            .fetchall()]
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:

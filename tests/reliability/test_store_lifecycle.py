@@ -7,9 +7,7 @@ migrated by a newer fieldtrust was written to without a word.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +18,8 @@ from click.testing import CliRunner
 from fieldtrust import store
 from fieldtrust.cli.main import cli
 from fieldtrust.errors import StoreError
-from tests.conftest import file_rows
+from tests.conftest import file_rows, fill_disk
+from tests.conftest import small_disk as mounted
 
 COMMANDS = {
     "init": ["init", "--admin", "root"],
@@ -32,26 +31,8 @@ COMMANDS = {
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A private 8 MB tmpfs (root only: CI runs as root)."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
-    try:
+    with mounted(tmp_path / "disk", 8) as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def _fill(folder: Path) -> Path:
-    filler = folder / "filler"
-    with filler.open("wb", buffering=0) as handle:
-        for size in (1 << 20, 1 << 12, 1):
-            with contextlib.suppress(OSError):
-                while True:
-                    handle.write(b"\0" * size)
-    return filler
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
@@ -63,11 +44,11 @@ def test_a_store_the_disk_could_not_hold_leaves_nothing_the_rerun_trips_on(
                    "d1,invoice,total,0.5,2026-11-24T10:00:00Z\n", encoding="utf-8")
     db = small_disk / "new.duckdb"
     argv = ["--db", str(db), *(a.format(csv=csv) for a in COMMANDS[name])]
-    filler = _fill(small_disk)
+    filler = fill_disk(small_disk)
     failed = CliRunner().invoke(cli, argv)
     assert failed.exit_code == 2, failed.output
     assert "no space left on the device" in failed.stderr
-    assert sorted(p.name for p in small_disk.iterdir()) == ["filler"]  # no 0-byte store
+    assert list(small_disk.iterdir()) == [filler]  # no 0-byte store
     filler.unlink()
     again = CliRunner().invoke(cli, argv)
     assert again.exit_code == 0, again.output

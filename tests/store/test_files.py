@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +11,7 @@ from fieldtrust.store.files import OutputKind, read_capped, write_output
 
 from fieldtrust import store
 from fieldtrust.errors import InputError, NoSpaceError
+from tests.conftest import fill_disk, small_disk
 
 #: A kind whose files start with "ours".
 OURS = OutputKind("test output", lambda path: path.read_bytes().startswith(b"ours"))
@@ -58,35 +57,19 @@ def test_a_writer_that_fails_leaves_the_earlier_file_and_no_temporary(tmp_path: 
 
 @pytest.fixture
 def full_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 1 MB tmpfs filled to the last byte (root only)."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
-    try:
+    """A 1 MB tmpfs (root only), to be filled to the last byte."""
+    with small_disk(tmp_path / "disk", 1) as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def _fill(folder: Path) -> None:
-    with (folder / "filler").open("wb", buffering=0) as handle:
-        for size in (1 << 16, 1 << 10, 1):
-            with contextlib.suppress(OSError):
-                while True:
-                    handle.write(b"\0" * size)
 
 
 def test_a_full_disk_leaves_the_earlier_output_whole(full_disk: Path) -> None:
     out = full_disk / "policy.json"
     write_output(out, "ours " + "x" * 1000, OURS)
-    _fill(full_disk)
+    filler = fill_disk(full_disk)
     with pytest.raises(NoSpaceError, match="no space left on the device holding"):
         write_output(out, "ours " + "y" * 200_000, OURS)
     assert out.read_text() == "ours " + "x" * 1000
-    assert sorted(p.name for p in full_disk.iterdir()) == ["filler", "policy.json"]
+    assert sorted(full_disk.iterdir()) == sorted([filler, out])
 
 
 def test_read_capped_stops_at_its_limit(tmp_path: Path) -> None:
