@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from fieldtrust.cli.common import settings
-from fieldtrust.settings import Settings
+from fieldtrust.settings import Settings, serve_environment
 
 
 def app_path() -> Path:
@@ -173,5 +173,7 @@ def register(group: click.Group) -> None:
             )
         sys.stdout.flush()
         sys.stderr.flush()
-        # Become the server (no child left behind when this process is stopped).
-        os.execve(sys.executable, command, {**os.environ, "FIELDTRUST_DB": db})
+        # Become the server (no child left behind when this process is stopped). It runs on
+        # the settings resolved here (--config, flags, environment), not on a second reading.
+        served = serve_environment(resolved.with_flags(db=db))
+        os.execve(sys.executable, command, {**os.environ, "FIELDTRUST_DB": db, **served})

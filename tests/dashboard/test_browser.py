@@ -7,6 +7,7 @@ of every page lands in test-artifacts/ (gitignored) for a person to look at.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -65,19 +66,26 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 1
 @pytest.fixture
 def server(demo_db: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """`fieldtrust serve --demo` on a private demo store; yields (url, db path)."""
+    with _serving(demo_db, tmp_path) as url:
+        yield url, demo_db
+
+
+@contextlib.contextmanager
+def _serving(db: Path, folder: Path, *options: str) -> Iterator[str]:
+    """`fieldtrust [options] serve --demo` on ``db``, run in ``folder``; yields its url."""
     port = _free_port()
-    log_path = tmp_path / "serve.log"
+    log_path = folder / "serve.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "fieldtrust.cli.main", "--db", str(demo_db), "serve",
+            [sys.executable, "-m", "fieldtrust.cli.main", "--db", str(db), *options, "serve",
              "--demo", "--port", str(port)],  # the default address: 127.0.0.1
-            stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path,
+            stdout=log, stderr=subprocess.STDOUT, cwd=folder,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
         url = f"http://127.0.0.1:{port}"
         try:
             _wait_healthy(url, process)
-            yield url, demo_db
+            yield url
         finally:
             print(log_path.read_text(errors="replace")[-4000:])  # shown when the test fails
             process.send_signal(signal.SIGTERM)
@@ -208,3 +216,19 @@ def test_every_page_then_label_by_keyboard_and_approve(
             _settle(page)
             _no_exception(page)
             _shot(page, f"{name}-{tab.lower().replace(' ', '-')}")
+
+
+def test_the_served_dashboard_runs_on_the_settings_serve_resolved(
+    demo_db: Path, tmp_path: Path, page: Any
+) -> None:
+    # `fieldtrust --config team.toml serve`: before, the CLI said 99% and the server,
+    # reading the settings again without the file, 95%.
+    team = tmp_path / "team.toml"
+    team.write_text("[fieldtrust]\ntarget = 0.99\n")
+    with _serving(demo_db, tmp_path, "--config", str(team)) as url:
+        team.write_text("[fieldtrust]\ntarget = 0.5\n")  # the server does not read it again
+        page.goto(url)
+        _settle(page)
+        _no_exception(page)
+        shown = page.inner_text("[data-testid='stMain']")
+        assert re.search(r"\d+ strata below 99%", shown), shown[:2000]

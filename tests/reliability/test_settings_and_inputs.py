@@ -11,6 +11,7 @@ size cap (``store.files.read_capped``).
 from __future__ import annotations
 
 import json
+import re
 import resource
 import subprocess
 import sys
@@ -35,17 +36,17 @@ def _settings_file(tmp_path: Path, text: str) -> Path:
 
 
 @pytest.mark.parametrize(("text", "said"), [
-    ("fieldtrust = 5\n", "fieldtrust = 5 is not a table of settings"),
-    ("seed = inf\n", "setting seed: inf is not a whole number"),
-    ("weeks = 1e999\n", "setting weeks: inf is not a whole number"),
-    ("port = inf\n", "setting port: inf is not a whole number"),
-    ("port = nan\n", "setting port: nan is not a whole number"),
-    ("weeks = 2.9\n", "setting weeks: 2.9 is not a whole number"),
-    ("port = true\n", "setting port: true is not a number"),
-    ("future_days = true\n", "setting future_days: true is not a number"),
-    ("future_days = inf\n", "setting future_days: inf must be between 0 and 3650"),
+    ("fieldtrust = 5\n", "fieldtrust must be a table ([fieldtrust]), not 5"),
+    ("seed = inf\n", "setting seed: inf is not a valid int"),
+    ("weeks = 1e999\n", "setting weeks: inf is not a valid int"),
+    ("port = inf\n", "setting port: inf is not a valid int"),
+    ("port = nan\n", "setting port: nan is not a valid int"),
+    ("weeks = 2.9\n", "setting weeks: 2.9 is not a valid int"),
+    ("port = true\n", "setting port: True is not a valid int"),
+    ("future_days = true\n", "setting future_days: True is not a valid float"),
+    ("future_days = inf\n", "inf must be between 0 and 3650"),
     ("db = 5\n", "setting db: 5 is not text"),
-    ("weeks = [1]\n", "setting weeks: [1] is not a whole number"),
+    ("weeks = [1]\n", "setting weeks: [1] is not a valid int"),
     pytest.param("a = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply",
                  id="nested 5,000 deep"),
     pytest.param("x = '" + "y" * MAX_INPUT_BYTES + "'\n", "larger than 1,048,576 bytes",
@@ -55,7 +56,7 @@ def test_a_settings_value_is_refused_by_name_never_changed(
     text: str, said: str, tmp_path: Path
 ) -> None:
     path = _settings_file(tmp_path, text)
-    with pytest.raises(InputError, match=said.replace("[", r"\[").replace("]", r"\]")):
+    with pytest.raises(InputError, match=re.escape(said)):
         load_settings(config_file=path, environ={})
     result = CliRunner().invoke(cli, ["--config", str(path), "settings"])
     assert result.exit_code == 2, result.output
@@ -64,10 +65,10 @@ def test_a_settings_value_is_refused_by_name_never_changed(
 
 
 @pytest.mark.parametrize(("text", "name", "value"), [
-    ("weeks = 3.0\n", "weeks", 3),
+    ("seed = 3.0\n", "seed", 3),
     ("[fieldtrust]\nport = 8600\n", "port", 8600),
     ("future_days = 2\n", "future_days", 2.0),
-    ("target = '0.9'\n", "target", 0.9),
+    ("future_days = '0.5'\n", "future_days", 0.5),
 ])
 def test_whole_and_written_numbers_are_still_read(text: str, name: str, value: Any,
                                                  tmp_path: Path) -> None:
