@@ -33,6 +33,7 @@ from typing import Any
 from fieldtrust.errors import InputError
 from fieldtrust.store.bar import SETTINGS as BAR_SETTINGS
 from fieldtrust.store.bar import Ask, Criteria, setting_problem, setting_type
+from fieldtrust.store.files import read_capped
 
 ENV_PREFIX = "FIELDTRUST_"
 CONFIG_ENV = "FIELDTRUST_CONFIG"
@@ -165,10 +166,13 @@ def _shown(value: object) -> str:
 
 
 def _coerce(name: str, raw: object, kind: type) -> object:
-    """``raw`` as a value of ``kind``; a number is never rounded or read from a boolean."""
+    """``raw`` as a value of ``kind``; a number is never rounded or read from a boolean,
+    and a text setting takes text (``db = 5`` is no file name)."""
     inexact = isinstance(raw, float) and kind is int and not raw.is_integer()
     if (isinstance(raw, bool) and kind is not bool) or inexact:
         raise InputError(f"setting {name}: {raw!r} is not a valid {kind.__name__}")
+    if kind is str and not isinstance(raw, str | dt.date):  # a TOML date is a date
+        raise InputError(f"setting {name}: {raw!r} is not text (write it in quotes)")
     try:
         return kind(raw)
     except (TypeError, ValueError) as exc:
@@ -229,10 +233,14 @@ def _file_settings(path: Path) -> dict[str, Any]:
     a file that is not TOML.
     """
     try:
-        with path.open("rb") as handle:
-            document = tomllib.load(handle)
+        # Read with a bound: a settings file is a few lines, never a device or a dump.
+        document = tomllib.loads(read_capped(path, what="settings file").decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: not a TOML file ({exc})") from exc
+    except RecursionError as exc:
+        raise InputError(f"{path}: nested too deeply to be settings") from exc
     table = {name: raw for name, raw in document.items() if name != "fieldtrust"}
     inner = document.get("fieldtrust", {})
     if not isinstance(inner, dict):

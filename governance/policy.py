@@ -10,6 +10,8 @@ else to a human: any other form version has no evidence of its own.
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -17,6 +19,7 @@ from fieldtrust.governance.decisions import current_policy
 from fieldtrust.governance.evidence import evidence_payload
 from fieldtrust.store.chain import chain_head
 from fieldtrust.store.connection import utc_now
+from fieldtrust.store.files import OutputKind, file_head, store_files, write_output
 from fieldtrust.store.provenance import code_version, schema_version
 
 #: Bumped when the layout of the exported file changes.
@@ -85,3 +88,29 @@ def _history_head(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
 def policy_json(policy: dict[str, Any]) -> str:
     """The policy as indented JSON text with sorted keys (stable diffs between exports)."""
     return json.dumps(policy, indent=2, sort_keys=True) + "\n"
+
+
+def _is_policy_file(path: Path) -> bool:
+    """Whether ``path`` starts as a policy export does (a JSON object naming its keys)."""
+    head = file_head(path)
+    return head.lstrip().startswith(b"{") and b'"fieldtrust_version"' in head \
+        and b'"thresholds"' in file_head(path, 1 << 20)
+
+
+#: A policy export, as :func:`write_policy` writes it.
+POLICY_FILE = OutputKind("policy file", _is_policy_file)
+
+
+def write_policy(
+    con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], *, force: bool = False
+) -> Path:
+    """Write :func:`export_policy` to ``path`` (``store.files.write_output``); the file.
+
+    Raises
+    ------
+    InputError
+        ``path`` is a store, its log, a folder or a device, or a file that is
+        not a policy export (unless ``force``), or cannot be written.
+    """
+    return write_output(path, policy_json(export_policy(con)), POLICY_FILE, force=force,
+                        protect=store_files(con))

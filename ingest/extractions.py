@@ -63,8 +63,10 @@ from fieldtrust.ingest.rules import (
 from fieldtrust.store.connection import transaction, utc_now
 from fieldtrust.store.locations import LOCATION_COLUMNS, LOCATION_STORED_COLUMNS
 from fieldtrust.store.queue_cache import append_batch as append_queue_batch
-from fieldtrust.store.rollup import append_batch
+from fieldtrust.store.rollup import append_batch, counted_sources, store_name
 from fieldtrust.store.sql import quote_ident
+
+from fieldtrust.errors import Refused
 
 #: An extraction's columns, in stored order, before its document location.
 EXTRACTION_COLUMNS = (
@@ -168,6 +170,7 @@ def ingest_files(
         reported); nothing was written. The message lists the first 20
         problems by 1-based data row, and their count.
     """
+    refuse_counting_twice(con, ", ".join(Path(p).name for p in paths))
     tracker = RowProgress(con, progress)
     inputs: list[_Input] = []
     ensure_utc(con)
@@ -233,6 +236,7 @@ def ingest_table(
     ValidationError
         A bad row; nothing was written.
     """
+    refuse_counting_twice(con, source)
     sha = source_sha256 or arrow_sha256(table)
     ensure_utc(con)
     if first_batch(con, sha) is not None:
@@ -246,6 +250,26 @@ def ingest_table(
             return _store(con, _Input(source, fmt, sha, staged))
     finally:
         drop_staged(con, staged)
+
+
+def refuse_counting_twice(con: duckdb.DuckDBPyConnection, source: str) -> None:
+    """Refuse to ingest ``source`` into a store that counts a lake source.
+
+    The lake's counts and the ingested rows would both count what the two
+    hold in common (the fault a refresh into a store with ingested rows had too).
+
+    Raises
+    ------
+    Refused
+        The store counts a lake source (``fieldtrust refresh``).
+    """
+    lakes = counted_sources(con)
+    if lakes:
+        raise Refused(
+            f"{store_name(con)} counts the lake source {lakes[0]}: ingesting {source} too"
+            " would count every row both hold twice; add the rows to the lake and run"
+            " `fieldtrust refresh`, or ingest them into a store of its own"
+        )
 
 
 # --- validation ---------------------------------------------------------------------

@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -240,7 +241,7 @@ def _import_label_studio(
 
     from fieldtrust.labels.label_studio import export_rows
 
-    read = export_rows(copy.path)
+    read = export_rows(copy.path, source=source)
     if not read.rows:
         raise ValidationError(source, [
             f"no annotations to import ({read.cancelled} cancelled); label the tasks first"
@@ -250,12 +251,25 @@ def _import_label_studio(
         rows_file.write_text(
             "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in read.rows), encoding="utf-8"
         )
-        rows = snapshot(rows_file, "jsonl")
+        # Messages name the user's file, never this private one.
+        rows = dataclasses.replace(snapshot(rows_file, "jsonl"), source=source)
         try:
             result = _import_file(con, rows, "jsonl", source, sha, options, label_studio=True)
+        except ValidationError as exc:
+            raise _by_task(exc, read.task_rows) from exc
         finally:
             drop_snapshot(rows)
     return dataclasses.replace(result, rows_cancelled=read.cancelled)
+
+
+def _by_task(exc: ValidationError, task_rows: list[int]) -> ValidationError:
+    """``exc`` with its rows (one per annotation) renumbered as the export's tasks."""
+    def task(match: re.Match[str]) -> str:
+        number = int(match.group(1))
+        return f"row {task_rows[number - 1]}" if 0 < number <= len(task_rows) else match[0]
+
+    return ValidationError(exc.source, [re.sub(r"^row (\d+)", task, p) for p in exc.problems],
+                           exc.total)
 
 
 def _import_file(

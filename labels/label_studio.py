@@ -30,13 +30,15 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
 import pyarrow as pa
 from fieldtrust.labels.taxonomy import ERROR_TYPES
+from fieldtrust.store.files import OutputKind, file_head, write_output
 
 from fieldtrust.errors import InputError, ValidationError
 
@@ -68,16 +70,68 @@ def task_data(row: dict[str, Any], *, show_confidence: bool = False) -> dict[str
 
 
 def write_tasks(
-    items: pa.Table, path: str | os.PathLike[str], *, show_confidence: bool = False
+    items: pa.Table, path: str | os.PathLike[str], *, show_confidence: bool = False,
+    force: bool = False, protect: Iterable[str | os.PathLike[str]] = (),
 ) -> int:
-    """Write ``items`` (``sampling.samples.sample_items``) as Label Studio tasks; the count."""
+    """Write ``items`` (``sampling.samples.sample_items``) as a Label Studio task list; the count.
+
+    Written by ``store.files.write_output``: over an existing file only when
+    it is a task list fieldtrust wrote (not an export holding annotations),
+    or with ``force``; never over a path in ``protect``.
+    """
     missing = [c for c in TASK_COLUMNS if c not in items.column_names]
     if missing:
         raise InputError(f"items lack column {missing[0]!r}; pass sample_items(...) output")
     tasks = [{"data": task_data(row, show_confidence=show_confidence)}
              for row in items.to_pylist()]
-    Path(path).write_text(json.dumps(tasks, indent=1, ensure_ascii=False), encoding="utf-8")
+    write_output(path, json.dumps(tasks, indent=1, ensure_ascii=False), TASKS_FILE,
+                 force=force, protect=protect)
     return len(tasks)
+
+
+def _is_tasks_file(path: Path) -> bool:
+    """Whether ``path`` is a task list as :func:`write_tasks` writes it (no annotations)."""
+    if not file_head(path, 1).startswith(b"["):
+        return False
+    text = file_head(path, _LARGEST_TASKS_FILE + 1)
+    if len(text) > _LARGEST_TASKS_FILE:
+        return False
+    try:
+        tasks = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(tasks, list) and all(
+        isinstance(t, dict) and list(t) == ["data"] and isinstance(t["data"], dict)
+        and t["data"].get(TASK_MARKER) == 1
+        for t in tasks
+    )
+
+
+def write_label_config(
+    path: str | os.PathLike[str], *, show_confidence: bool = False, force: bool = False,
+    protect: Iterable[str | os.PathLike[str]] = (),
+) -> None:
+    """Write :func:`label_config` to ``path`` (``store.files.write_output``).
+
+    An existing file is replaced only when it is one of fieldtrust's configs
+    as written (an edited one is someone's work), or with ``force``.
+    """
+    write_output(path, label_config(show_confidence=show_confidence), LABEL_CONFIG_FILE,
+                 force=force, protect=protect)
+
+
+def _is_label_config(path: Path) -> bool:
+    return file_head(path, 1 << 16) in {
+        label_config(show_confidence=shown).encode() for shown in (False, True)
+    }
+
+
+#: A task list is a sample's worth of items; a larger file is taken as someone else's.
+_LARGEST_TASKS_FILE = 256 << 20
+
+#: The task list :func:`write_tasks` writes, and the config :func:`write_label_config` writes.
+TASKS_FILE = OutputKind("Label Studio task list", _is_tasks_file)
+LABEL_CONFIG_FILE = OutputKind("Label Studio labelling config", _is_label_config)
 
 
 def label_config(*, show_confidence: bool = False) -> str:
@@ -114,60 +168,167 @@ class ExportRows:
 
     rows: list[dict[str, Any]]
     cancelled: int
+    #: The task (row of the export, from 1) each of ``rows`` came from.
+    task_rows: list[int] = field(default_factory=list)
 
 
-def export_rows(path: str | os.PathLike[str]) -> ExportRows:
+def export_rows(path: str | os.PathLike[str], *, source: str | None = None) -> ExportRows:
     """Read a Label Studio JSON export into label rows (columns of ``labels import``).
 
-    Row numbers in errors count the export's tasks from 1.
+    Row numbers in errors count the export's tasks from 1 (``task_rows``
+    gives each label row's, so the import's own messages count tasks too).
+    ``source`` names the file in messages (default: its name).
 
     Raises
     ------
     ValidationError
-        The file is not a JSON list of tasks, a task is not fieldtrust's (no
-        ``fieldtrust_task`` marker or no extraction id), or has more than two
+        The file is not a JSON list of tasks; a task is not fieldtrust's (no
+        ``fieldtrust_task`` marker or no extraction id), has a part of the
+        wrong shape (annotations that are not a list, a choice that is not
+        text...), repeats another task's item, or has more than two
         annotations that were not cancelled.
     """
-    source = Path(path).name
+    source = source or Path(path).name
     try:
         tasks = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValidationError(source, [f"cannot read as a Label Studio JSON export: {exc}"]) \
             from exc
+    except RecursionError as exc:
+        raise ValidationError(source, [
+            "nested too deeply to be a Label Studio JSON export; is it the right file?"
+        ]) from exc
     if not isinstance(tasks, list):
         raise ValidationError(source, ["a Label Studio JSON export is a list of tasks"])
     problems: list[str] = []
     rows: list[dict[str, Any]] = []
     cancelled = 0
+    items: dict[str, int] = {}  # extraction id -> the row of the task that has it
+    task_rows: list[int] = []  # per label row, its task's row
     for number, task in enumerate(tasks, start=1):
-        data = task.get("data") if isinstance(task, dict) else None
-        if not isinstance(data, dict) or not data.get(TASK_MARKER) \
-                or not data.get("extraction_id"):
-            task_id = task.get("id") if isinstance(task, dict) else None
-            problems.append(
-                f"row {number} (task {task_id}): not a fieldtrust task (its data has no"
-                f" {TASK_MARKER} marker or no extraction_id); export only the project made"
-                " from `fieldtrust sample --format label-studio`"
-            )
+        task_id = task.get("id") if isinstance(task, dict) else None
+        where = f"row {number} (task {task_id})"
+        try:
+            data, kept, skipped = _task_parts(task)
+        except _Shape as exc:
+            problems.append(f"{where}: {exc}")
             continue
-        kept = []
-        for annotation in task.get("annotations") or []:
-            if annotation.get("was_cancelled"):
-                cancelled += 1
-            else:
-                kept.append(annotation)
+        cancelled += skipped
         if len(kept) > MAX_REVIEWS:
             problems.append(
-                f"row {number} (task {task.get('id')}): {len(kept)} annotations; fieldtrust keeps"
+                f"{where}: {len(kept)} annotations; fieldtrust keeps"
                 f" a primary and one blind second review per item: delete the extra ones"
             )
             continue
-        kept.sort(key=lambda a: (str(a.get("created_at")), a.get("id") or 0))
+        extraction_id = data["extraction_id"]
+        if kept and extraction_id in items:
+            problems.append(
+                f"{where}: extraction {extraction_id} is also the item of row"
+                f" {items[extraction_id]}; each item has one task: delete the repeated task,"
+                " or move its annotations to the first one"
+            )
+            continue
+        if kept:
+            items[extraction_id] = number
+        kept.sort(key=lambda a: (str(a.get("created_at")), str(a.get("id") or 0)))
         for review_round, annotation in zip(_ROUNDS, kept, strict=False):
             rows.append(_label_row(data, annotation, review_round))
+            task_rows.append(number)
     if problems:
         raise ValidationError(source, problems[:20], len(problems))
-    return ExportRows(rows, cancelled)
+    return ExportRows(rows, cancelled, task_rows)
+
+
+class _Shape(ValueError):
+    """A part of a task that is not what Label Studio exports (the message says which)."""
+
+
+def _kind(value: object) -> str:
+    """What a JSON value is, as messages name it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, dict):
+        return "an object"
+    return "a list" if isinstance(value, list) else "text"
+
+
+def _expect(value: object, kinds: tuple[type, ...], name: str, wanted: str) -> None:
+    """Refuse ``value`` unless it is one of ``kinds`` (true and false are no numbers)."""
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        raise _Shape(f"{name} is {_kind(value)}, not {wanted}")
+
+
+def _task_parts(task: object) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+    """A task's data, its annotations that count, and how many were cancelled."""
+    data = task.get("data") if isinstance(task, dict) else None
+    if not isinstance(task, dict) or not isinstance(data, dict) or not data.get(TASK_MARKER) \
+            or not data.get("extraction_id"):
+        raise _Shape(
+            f"not a fieldtrust task (its data has no {TASK_MARKER} marker or no"
+            " extraction_id); export only the project made from `fieldtrust sample --format"
+            " label-studio`"
+        )
+    _expect(data["extraction_id"], (str,), "extraction_id", "text")
+    if data.get("sample_id") is not None:
+        _expect(data["sample_id"], (str,), "sample_id", "text")
+    annotations = task.get("annotations")
+    if annotations is None:
+        return data, [], 0
+    _expect(annotations, (list,), "annotations", "a list")
+    kept, cancelled = [], 0
+    for index, annotation in enumerate(annotations, start=1):
+        _expect(annotation, (dict,), f"annotation {index}", "an object")
+        try:
+            _check_annotation(annotation)
+        except _Shape as exc:
+            raise _Shape(f"annotation {index}: {exc}") from None
+        if annotation.get("was_cancelled"):
+            cancelled += 1
+        else:
+            kept.append(annotation)
+    return data, kept, cancelled
+
+
+def _check_annotation(annotation: dict[str, Any]) -> None:
+    """Refuse an annotation whose parts are not the types Label Studio exports."""
+    for name, kinds, wanted in (
+        ("was_cancelled", (bool,), "true or false"),
+        ("lead_time", (int, float), "a number"),
+        ("created_at", (str,), "text"),
+    ):
+        if annotation.get(name) is not None:
+            _expect(annotation[name], kinds, name, wanted)
+    who = annotation.get("completed_by")
+    if who is not None:
+        _expect(who, (dict, int, str), "completed_by", "an object or a user id")
+        if isinstance(who, dict):
+            for key in ("email", "id"):
+                if who.get(key) is not None:
+                    _expect(who[key], (str, int), f"completed_by.{key}", "text or a number")
+    results = annotation.get("result")
+    if results is None:
+        return
+    _expect(results, (list,), "result", "a list")
+    for index, result in enumerate(results, start=1):
+        where = f"result {index}"
+        _expect(result, (dict,), where, "an object")
+        if result.get("from_name") is not None:
+            _expect(result["from_name"], (str,), f"{where}: from_name", "text")
+        value = result.get("value")
+        if value is None:
+            continue
+        _expect(value, (dict,), f"{where}: value", "an object")
+        for key, item_name in (("choices", "choice"), ("text", "text")):
+            given = value.get(key)
+            if given is None or (key == "text" and isinstance(given, str)):
+                continue
+            _expect(given, (list,), f"{where}: {key}", "a list")
+            for number, item in enumerate(given, start=1):
+                _expect(item, (str,), f"{where}: {item_name} {number}", "text")
 
 
 def _label_row(

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fieldtrust.store.files import read_capped
+
 from fieldtrust.errors import InputError
 
 DEFAULT_BANDS: tuple[float, ...] = (0.0, 0.5, 0.8, 0.9, 0.95, 1.0)
@@ -128,6 +130,8 @@ class Design:
             values = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"{source}: not valid JSON ({exc})") from exc
+        except RecursionError as exc:
+            raise InputError(f"{source}: nested too deeply to be a design") from exc
         if not isinstance(values, dict):
             raise InputError(f"{source}: expected a JSON object of design keys")
         return cls.from_mapping(values, source=source)
@@ -145,20 +149,20 @@ def load_design(path: str | os.PathLike[str]) -> Design:
         budget = 1500
     """
     file = Path(path)
-    if not file.is_file():
-        raise InputError(f"design file {file} does not exist")
+    if file.suffix.lower() not in (".json", ".toml"):
+        raise InputError(f"design file {file}: use a .toml or .json file")
     try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_capped(file, what="design file").decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise InputError(f"design file {file}: cannot be read as UTF-8 text ({exc})") from exc
     if file.suffix.lower() == ".json":
         return Design.from_json(text, source=str(file))
-    if file.suffix.lower() != ".toml":
-        raise InputError(f"design file {file}: use a .toml or .json file")
     try:
         table = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"design file {file}: not valid TOML ({exc})") from exc
+    except RecursionError as exc:
+        raise InputError(f"design file {file}: nested too deeply to be a design") from exc
     design_table = table.get("design", table)
     if not isinstance(design_table, dict):
         raise InputError(f"design file {file}: [design] must be a table")

@@ -629,6 +629,16 @@ MIGRATIONS: tuple[Migration, ...] = (
                                    ORDER BY d.decided_at DESC, d.decision_id DESC) = 1;
         """,
     ),
+    Migration(
+        "0030_source_versions",
+        """
+        -- A Delta table is counted by what each version of its log adds and
+        -- removes (ingest.sources.delta_log): the newest version a refresh
+        -- counted, so the next one reads only the versions after it. NULL for
+        -- Parquet and Spark sources, and for refreshes made before this.
+        ALTER TABLE source_refreshes ADD COLUMN source_version BIGINT;
+        """,
+    ),
 )
 
 
@@ -671,14 +681,27 @@ def applied_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def pending_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Names of the migrations this store lacks; works on a read-only connection."""
+    done = set(_recorded(con))
+    return [m.name for m in MIGRATIONS if m.name not in done]
+
+
+def unknown_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Migrations the store records that this fieldtrust does not know (a newer one ran)."""
+    known = {m.name for m in MIGRATIONS}
+    return [name for name in _recorded(con) if name not in known]
+
+
+def _recorded(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The migrations the store records, by name (none before the first); read-only safe."""
     exists = con.sql(
         "SELECT count(*) FROM duckdb_tables()"
         " WHERE database_name = current_database() AND schema_name = 'main'"
         " AND table_name = 'schema_migrations'"
     ).fetchall()[0][0]
-    done = {name for (name,) in con.sql("SELECT name FROM schema_migrations").fetchall()} \
-        if exists else set()
-    return [m.name for m in MIGRATIONS if m.name not in done]
+    if not exists:
+        return []
+    return [name for (name,) in con.sql("SELECT name FROM schema_migrations ORDER BY name")
+            .fetchall()]
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -129,6 +129,34 @@ def store_held(path: Path) -> Iterator[None]:
         holder.wait()
 
 
+@contextlib.contextmanager
+def small_disk(folder: Path, megabytes: int) -> Iterator[Path]:
+    """A private tmpfs of ``megabytes`` MB mounted at ``folder`` (root only: CI runs as
+    root; elsewhere the test is skipped and says why), unmounted afterwards."""
+    folder.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={megabytes}m", "tmpfs",
+                           str(folder)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def fill_disk(folder: Path) -> Path:
+    """Write a file until the disk holding ``folder`` has no byte left; the file."""
+    filler = folder / f"filler-{uuid.uuid4().hex[:6]}"
+    chunk = b"\0" * (1 << 20)
+    with filler.open("wb", buffering=0) as handle:
+        for size in (1 << 20, 1 << 12, 1):
+            piece = chunk[:size]
+            with contextlib.suppress(OSError):
+                while True:
+                    handle.write(piece)
+    return filler
+
+
 # --- the store builder ----------------------------------------------------------
 
 SAMPLE = "2026-W10/v1"

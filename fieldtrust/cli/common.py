@@ -56,6 +56,11 @@ AS_HELP = ("Who is acting; their roles in the store are checked"
            " [default: setting user, env FIELDTRUST_USER].")
 
 
+#: Help of every --force option of a command that writes a file.
+FORCE_HELP = ("Replace an existing file fieldtrust did not write (never a store or its log);"
+              " its own earlier output is replaced without it.")
+
+
 #: Seconds a command waits for the store file. The dashboard's writes hold it for
 #: moments, but many reviewers at once can keep it busy for a while, and an
 #: ingest run by a person or a nightly job should wait for them, not fail.

@@ -119,6 +119,8 @@ def cli(ctx: click.Context, db: str | None, config: str | None) -> None:
     """
     try:
         resolved = load_settings({"db": db}, config_file=config)
+    except FieldtrustError:
+        raise  # a setting or the settings file: one `error:` line, exit 2
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     ctx.obj = {"settings": resolved}

@@ -14,7 +14,6 @@ imported inside their commands, so `fieldtrust --help` starts fast.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -22,6 +21,7 @@ import duckdb
 
 from fieldtrust.cli.common import (
     AS_HELP,
+    FORCE_HELP,
     acting_user,
     echo_json,
     echo_table,
@@ -182,23 +182,19 @@ def policy_group() -> None:
 
 
 @policy_group.command("export", epilog="Example: fieldtrust policy export --out policy.json")
-@click.option("--out", type=click.Path(dir_okay=False, writable=True), default=None,
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Write to this file (default: print to stdout).")
+@click.option("--force", is_flag=True, help=FORCE_HELP)
 @click.pass_context
-def policy_export(ctx: click.Context, out: str | None) -> None:
+def policy_export(ctx: click.Context, out: str | None, force: bool) -> None:
     """Write the approved thresholds as JSON, for production pipelines to read."""
-    from fieldtrust.governance.policy import export_policy, policy_json
+    from fieldtrust.governance.policy import export_policy, policy_json, write_policy
 
-    text = policy_json(export_policy(open_db(ctx, read_only=True)))
+    con = open_db(ctx, read_only=True)
     if out is None:
-        click.echo(text, nl=False)
+        click.echo(policy_json(export_policy(con)), nl=False)
         return
-    try:
-        Path(out).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise click.BadParameter(
-            f"cannot write {out}: {exc.strerror or exc}", param_hint="--out"
-        ) from exc
+    write_policy(con, out, force=force)
     click.echo(f"wrote {out}")
 
 
@@ -360,10 +356,11 @@ def errors_cmd(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
 
 
 @click.command("export", epilog="Example: fieldtrust labels export --out labels.csv")
-@click.option("--out", required=True, type=click.Path(dir_okay=False, writable=True),
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
               help="A .csv or .parquet file.")
+@click.option("--force", is_flag=True, help=FORCE_HELP)
 @click.pass_context
-def labels_export(ctx: click.Context, out: str) -> None:
+def labels_export(ctx: click.Context, out: str, force: bool) -> None:
     """Write every label with its history (superseded rows included) to CSV or Parquet.
 
     In CSV, text starting with = + - @ (or a tab / carriage return) gets a
@@ -371,7 +368,7 @@ def labels_export(ctx: click.Context, out: str) -> None:
     """
     from fieldtrust.labels.export import export_labels
 
-    rows = export_labels(open_db(ctx, read_only=True), out)
+    rows = export_labels(open_db(ctx, read_only=True), out, force=force)
     click.echo(f"wrote {rows:,} labels to {out}")
 
 

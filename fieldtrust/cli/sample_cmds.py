@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from fieldtrust.cli.common import (
+    FORCE_HELP,
     WEEK,
     acting_user,
     echo_json,
@@ -20,6 +21,7 @@ from fieldtrust.cli.common import (
     settings,
 )
 from fieldtrust.sampling.design import Design, load_design
+from fieldtrust.store.files import OutputKind, store_files
 from fieldtrust.store.weeks import Week
 
 if TYPE_CHECKING:
@@ -86,6 +88,7 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     help="With --format label-studio: show annotators the stated confidence (hidden by"
          " default, so it does not anchor their verdict).",
 )
+@click.option("--force", is_flag=True, help=FORCE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--preview", is_flag=True, help="Show what would be drawn; write nothing.")
 @click.option(
@@ -122,6 +125,7 @@ def sample(
     out_format: str,
     label_config_file: str | None,
     show_confidence: bool,
+    force: bool,
 ) -> None:
     """Draw the week's audit sample (or return it if drawn already) and show its cells."""
     from fieldtrust.sampling.draw import draw_sample
@@ -138,25 +142,24 @@ def sample(
         _print_preview(preview_design(open_db(ctx, read_only=True), week, design), as_json)
         return
     actor = acting_user(ctx, actor, what="drawing a sample")
-    if out:
-        check_writable(out)
     from fieldtrust.cli.progress_bars import stage_progress
     from fieldtrust.cli.source_cmds import open_configured_source
 
     con = open_db(ctx)
+    outputs = _outputs(out, out_format, label_config_file)
+    for path, kind in outputs:  # before the draw: a refused output leaves the store as it was
+        check_writable(path, kind, force=force, protect=store_files(con))
     result = draw_sample(
         con, week, design, seed=settings(ctx, seed=seed).seed, actor=actor, redraw=redraw,
         source=open_configured_source(ctx), skip_invalid=skip_invalid,
         progress=None if as_json else stage_progress("steps"),
     )
-    written = _write_out(con, result.sample_id, out, out_format, show_confidence)
+    written = _write_out(con, result.sample_id, out, out_format, show_confidence, force)
     if label_config_file:
-        from pathlib import Path
+        from fieldtrust.labels.label_studio import write_label_config
 
-        from fieldtrust.labels.label_studio import label_config
-
-        Path(label_config_file).write_text(label_config(show_confidence=show_confidence),
-                                           encoding="utf-8")
+        write_label_config(label_config_file, show_confidence=show_confidence, force=force,
+                           protect=store_files(con))
     if as_json:
         echo_json({**result.to_dict(), "out": out, "rows_written": written})
         return
@@ -175,15 +178,30 @@ def sample(
             f" estimates now use its items (labels are kept)"
         )
     if out:
-        kind = "Label Studio tasks" if out_format == "label-studio" else "items"
-        click.echo(f"wrote {written} {kind} to {out}")
+        what = "Label Studio tasks" if out_format == "label-studio" else "items"
+        click.echo(f"wrote {written} {what} to {out}")
     if label_config_file:
         click.echo(f"wrote the Label Studio labelling config to {label_config_file}")
 
 
+def _outputs(
+    out: str | None, out_format: str, label_config_file: str | None
+) -> list[tuple[str, OutputKind]]:
+    """The files a draw writes, each with its kind."""
+    from fieldtrust.labels.label_studio import LABEL_CONFIG_FILE, TASKS_FILE
+    from fieldtrust.sampling.items_csv import SAMPLE_FILE
+
+    outputs = []
+    if out:
+        outputs.append((out, TASKS_FILE if out_format == "label-studio" else SAMPLE_FILE))
+    if label_config_file:
+        outputs.append((label_config_file, LABEL_CONFIG_FILE))
+    return outputs
+
+
 def _write_out(
     con: duckdb.DuckDBPyConnection, sample_id: str, out: str | None, out_format: str,
-    show_confidence: bool,
+    show_confidence: bool, force: bool,
 ) -> int | None:
     """Write the sample's items to ``out`` as CSV or Label Studio tasks; the count."""
     from fieldtrust.sampling.samples import sample_items
@@ -191,13 +209,15 @@ def _write_out(
     if out is None:
         return None
     items = sample_items(con, sample_id)
+    protect = store_files(con)
     if out_format == "label-studio":
         from fieldtrust.labels.label_studio import write_tasks
 
-        return write_tasks(items, out, show_confidence=show_confidence)
+        return write_tasks(items, out, show_confidence=show_confidence, force=force,
+                           protect=protect)
     from fieldtrust.sampling.items_csv import write_items_csv
 
-    return write_items_csv(items, out)
+    return write_items_csv(items, out, force=force, protect=protect)
 
 
 @click.command(epilog="Example: fieldtrust plan --week 2026-W48 --design design.toml")

@@ -108,7 +108,10 @@ def refresh(ctx: click.Context, skip_invalid: bool, quiet: bool, as_json: bool) 
     """Count the source's new files (or rows) into the store's rollup, in one transaction.
 
     Files counted before are not read again; one that changed since is
-    reported, not recounted. Rows an ingest rule on what they are counted by
+    reported, not recounted. A Delta table is counted by what its new versions
+    add and remove: compaction changes no count. A store that holds ingested
+    rows, or counts another source, is refused (it would count rows twice).
+    Rows an ingest rule on what they are counted by
     rejects (doc_type, field, form_version, confidence, extracted_at, with the
     settings' earliest_time and future_days) refuse the refresh (exit 2, the
     store unchanged) unless --skip-invalid. The other rules (ids, values,
@@ -134,6 +137,10 @@ def refresh(ctx: click.Context, skip_invalid: bool, quiet: bool, as_json: bool) 
             f"{result.source}: counted {result.rows_counted:,} rows from {result.files_read}"
             f" new files ({result.refresh_id})"
             + (f"; skipped {result.rows_skipped:,} invalid rows" if result.rows_skipped else "")
+            + (f"; took out {result.rows_removed:,} rows the table's new versions removed"
+               if result.rows_removed else "")
+            + (f"; {result.files_rewritten} files rewritten by compaction hold rows counted"
+               " before" if result.files_rewritten else "")
         )
     for path in result.changed_files:
         click.echo(f"warning: {path} changed after it was counted; it was not counted again")

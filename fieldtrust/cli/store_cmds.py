@@ -20,6 +20,7 @@ from fieldtrust.settings import Settings
 from fieldtrust.store.bar import SETTINGS as BAR_SETTINGS
 from fieldtrust.store.bar import setting_help
 from fieldtrust.store.chain import ChainHead
+from fieldtrust.store.files import read_capped
 from fieldtrust.store.summary import filter_options, store_summary
 from fieldtrust.store.verify import verify_history
 
@@ -253,10 +254,12 @@ def _expected_head(head: str | None, policy_file: str | None) -> ChainHead | Non
     if head is not None and policy_file is not None:
         raise click.UsageError("give --head or --policy, not both")
     if policy_file is not None:
+        # Bounded: verify --policy /dev/zero read until the kernel killed it.
+        data = read_capped(policy_file, what="policy file")
         try:
-            kept = json.loads(Path(policy_file).read_text(encoding="utf-8"))["history_head"]
+            kept = json.loads(data.decode("utf-8"))["history_head"]
             return ChainHead(int(kept["seq"]), str(kept["hash"]))
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise StoreError(
                 f"{policy_file} holds no history_head: export the policy again with this"
                 " fieldtrust (`fieldtrust policy export --out FILE`)"
