@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 from fieldtrust.dashboard import data, layout, state
+from fieldtrust.store import hosts
 from fieldtrust.store.access import ROLES
 
 
@@ -126,6 +127,8 @@ def _oidc_identity() -> Identity:
 
 
 def _demo_identity(has_store: bool) -> Identity | None:
+    if not _reached_on_loopback():
+        _no_sign_in()
     st.sidebar.warning(
         "**DEMO MODE**: no sign-in; act as any user below. Configure `[auth]` in"
         " `.streamlit/secrets.toml` for real sign-in.",
@@ -148,6 +151,17 @@ def _demo_identity(has_store: bool) -> Identity | None:
     )
     st.session_state[state.AUTH_DEMO_KEPT] = user
     return Identity(user=user, roles=frozenset(roles[user]), demo=True)
+
+
+def _reached_on_loopback() -> bool:
+    """Whether this session's page was asked for by a loopback name (the demo picker's only one).
+
+    ``fieldtrust serve`` already refuses other names; this holds for a dashboard
+    started some other way too. A session without request headers (a test) came
+    through no network.
+    """
+    host = st.context.headers.get("Host")
+    return host is None or hosts.is_loopback_host(host)
 
 
 def default_user(roles: dict[str, tuple[str, ...]]) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fieldtrust.errors import InputError
+from fieldtrust.store.hosts import setting_hosts
 from fieldtrust.store.scope import MAX_WEEKS
 
 ENV_PREFIX = "FIELDTRUST_"
@@ -76,6 +77,10 @@ class Settings:
     user: str = _setting(
         "", "Who you are: the acting user of commands run without --as (empty: none)."
     )
+    allowed_hosts: str = _setting(
+        "", "Host names the dashboard answers besides its address's own (comma-separated,"
+        " name or name:port): the name colleagues or a reverse proxy reach it by."
+    )
 
 
     def __post_init__(self) -> None:
@@ -123,6 +128,11 @@ def _problem(name: str, value: Any) -> str | None:
             return f"{value[:40]!r} is not an ISO date (like 2000-01-01)"
     if name == "future_days" and not 0 <= value <= 3650:
         return f"{value} must be between 0 and 3650"
+    if name == "allowed_hosts":
+        try:
+            setting_hosts(value)
+        except ValueError as exc:
+            return str(exc)
     return None
 
 

@@ -11,6 +11,7 @@ import click
 
 from fieldtrust.cli.common import settings
 from fieldtrust.settings import Settings
+from fieldtrust.store.hosts import LOOPBACK_ADDRESSES, allowed_hosts, setting_hosts
 
 
 def app_path() -> Path:
@@ -26,7 +27,7 @@ def app_path() -> Path:
 #: Only this machine can reach the dashboard unless asked otherwise: without
 #: sign-in configured it runs in demo mode, where anyone can act as anyone.
 DEFAULT_ADDRESS = "127.0.0.1"
-_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+_LOOPBACK = LOOPBACK_ADDRESSES
 
 
 #: Runs Streamlit without its outside lookups (found by name: the CLI sits below the dashboard).
@@ -41,16 +42,19 @@ def streamlit_command(
     demo: bool = False,
     user: str | None = None,
     dev: bool = False,
+    extra_hosts: str = "",
 ) -> list[str]:
     """The ``streamlit run`` command line that serves the dashboard on ``db``.
 
     ``demo`` gives the demo user picker; ``user`` is the one local user the
     dashboard acts as. Without either (and without ``[auth]``) it lets nobody in.
-    The toolbar is in viewer mode (no Deploy button, no developer menu) unless
-    ``dev``: the people using the dashboard are reviewers and managers.
+    The server answers only the names of its address and ``extra_hosts`` (the
+    ``allowed_hosts`` setting; :mod:`fieldtrust.store.hosts`). The toolbar is
+    in viewer mode (no Deploy button, no developer menu) unless ``dev``: the
+    people using the dashboard are reviewers and managers.
     """
     command = [
-        sys.executable, "-m", LAUNCHER, "run", str(app_path()),
+        sys.executable, "-m", LAUNCHER, "--allowed-hosts", extra_hosts, "run", str(app_path()),
         "--server.headless", "true",
         "--server.port", str(port),
         "--server.address", address,
@@ -58,6 +62,11 @@ def streamlit_command(
         # A served dashboard does not reload itself when source files change.
         "--server.fileWatcherType", "none",
         "--client.toolbarMode", "developer" if dev else "viewer",
+        # Streamlit's defaults, said here so that no .streamlit/config.toml turns them off:
+        # requests carry a token another site's page cannot read, and a WebSocket from
+        # another origin is refused.
+        "--server.enableXsrfProtection", "true",
+        "--server.enableCORS", "true",
     ]
     mode = ["--demo"] if demo else []
     if user is not None:
@@ -158,12 +167,20 @@ def register(group: click.Group) -> None:
             user = _granted(db, user)
         port = resolved.port
         picker = (demo or built) and address in _LOOPBACK
+        # The demo picker is for this machine only: no other name reaches it.
+        extra = "" if picker else resolved.allowed_hosts
         command = streamlit_command(
-            db, port, address=address, demo=picker, user=user, dev=dev
+            db, port, address=address, demo=picker, user=user, dev=dev, extra_hosts=extra
         )
         # 0.0.0.0 and :: mean every interface, this machine's own included.
         host = "localhost" if address in {*_LOOPBACK, "0.0.0.0", "::"} else address
         click.echo(f"serving {db} on http://{host}:{port}", err=True)
+        names = ", ".join(map(str, allowed_hosts(address, port, setting_hosts(extra))))
+        click.echo(f"answering the host names {names} (setting allowed_hosts adds more)",
+                   err=True)
+        if picker and resolved.allowed_hosts:
+            click.echo("note: --demo answers this machine's names only; the allowed_hosts"
+                       " setting is not used", err=True)
         if address not in _LOOPBACK:
             click.echo(
                 f"note: listening on {address}: anyone who can reach this machine can open the"

