@@ -8,6 +8,8 @@ role does not allow (a reviewer's forged "approve" request fails in
 * With an ``[auth]`` section in ``.streamlit/secrets.toml``, ``st.login``
   signs the user in with OpenID Connect; the store's role grants
   (``user_roles``, managed by an admin) map the signed-in e-mail to a role.
+  Only an e-mail the provider verified signs anyone in
+  (:func:`fieldtrust.store.access.signed_in_user`), never a display name.
 * Without it, ``fieldtrust serve --as NAME`` makes the dashboard act as that
   one local user (their role read from the store's grants on every run).
 * ``fieldtrust serve --demo`` (this machine only) runs it in DEMO MODE: a
@@ -24,7 +26,9 @@ from dataclasses import dataclass
 import streamlit as st
 from fieldtrust.dashboard import data, layout, state
 from fieldtrust.store import hosts
-from fieldtrust.store.access import ROLES
+from fieldtrust.store.access import ROLES, signed_in_user
+
+from fieldtrust.errors import PermissionDenied
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,14 @@ def _oidc_identity() -> Identity:
         st.write("Sign in to see where the extraction model can be trusted.")
         st.button("Sign in", on_click=st.login, type="primary")
         st.stop()
-    user = str(st.user.get("email") or st.user.get("name") or st.user.get("sub"))
+    try:
+        user = signed_in_user({claim: st.user.get(claim) for claim in ("email", "email_verified")})
+    except PermissionDenied as exc:
+        st.title("fieldtrust")
+        st.error(f"Your sign-in did not give a verified e-mail address, so you are nobody"
+                 f" here. {layout.plain(exc)}", icon=":material/lock:")
+        st.button("Sign out", on_click=st.logout)
+        st.stop()
     roles = frozenset(data.cached("role_of", user))
     identity = Identity(user=user, roles=roles, demo=False)
     st.sidebar.markdown(
