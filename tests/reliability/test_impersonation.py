@@ -9,15 +9,18 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fieldtrust.labels.label_import import import_labels
 from fieldtrust.store.access import signed_in_user
 from rel_store import ADMIN, QA_LEAD
 from streamlit.testing.v1 import AppTest
 
-from fieldtrust.errors import PermissionDenied
+from fieldtrust.errors import PermissionDenied, ValidationError
+from tests.conftest import table_fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "dashboard" / "app.py")
@@ -86,3 +89,47 @@ def test_a_verified_e_mail_signs_in_with_its_own_roles(
     assert not at.exception
     identity = at.session_state[state.AUTH_IDENTITY]
     assert (identity.user, identity.role) == (QA_LEAD, "qa_lead")
+
+
+# --- 14. a blind second review by the primary reviewer -----------------------------------------
+
+
+def _task(extraction_id: str, sample_id: str, *annotators: str) -> dict[str, Any]:
+    """A task of a Label Studio export: fieldtrust's data, one 'correct' annotation per name."""
+    return {
+        "id": 1,
+        "data": {"extraction_id": extraction_id, "sample_id": sample_id, "fieldtrust_task": 1},
+        "annotations": [
+            {"id": number, "completed_by": {"id": number, "email": name},
+             "created_at": f"2026-11-30T10:0{number}:00Z", "was_cancelled": False,
+             "result": [{"from_name": "verdict", "value": {"choices": ["correct"]}}]}
+            for number, name in enumerate(annotators, start=1)
+        ],
+    }
+
+
+def _unlabelled_items(pcon: Any, sample_id: str, count: int) -> list[str]:
+    return [r[0] for r in pcon.execute(
+        "SELECT extraction_id FROM audit_items i WHERE sample_id = ? AND NOT EXISTS"
+        " (SELECT 1 FROM labels l WHERE l.extraction_id = i.extraction_id)"
+        " ORDER BY extraction_id LIMIT ?", [sample_id, count]).fetchall()]
+
+
+def test_one_annotator_is_not_both_reviews_of_a_label_studio_task(
+    pcon: Any, sample_id: str, tmp_path: Path
+) -> None:
+    first, second = _unlabelled_items(pcon, sample_id, 2)
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps([
+        _task(first, sample_id, "ana@x", "ben@x"),  # a real double review
+        _task(second, sample_id, "ana@x", "ana@x"),
+    ]), encoding="utf-8")
+    before = table_fingerprint(pcon)
+    with pytest.raises(ValidationError) as caught:
+        import_labels(pcon, export, actor=QA_LEAD, format="label-studio")
+    message = str(caught.value)
+    assert f"column reviewer: 'ana@x' gave the primary review of extraction '{second}'" \
+        in message
+    assert caught.value.total == 1
+    assert table_fingerprint(pcon) == before
+
