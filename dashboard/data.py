@@ -34,6 +34,7 @@ from typing import Any
 import duckdb
 import streamlit as st
 from fieldtrust.dashboard import state
+from fieldtrust.store import signing
 from fieldtrust.store.scope import Scope
 
 from fieldtrust import store
@@ -238,9 +239,26 @@ def uncached(name: str, *args: Any, **kwargs: Any) -> Any:
 
 
 def write(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call the library writer ``fn(con, ...)`` on a short read-write connection."""
-    with writing(db_path()) as con:
+    """Call the library writer ``fn(con, ...)`` on a short read-write connection.
+
+    Decisions and policy settings are signed with the settings' key
+    (:func:`signing_keys`).
+    """
+    with writing(db_path()) as con, signing_keys():
         return fn(con, *args, **kwargs)
+
+
+@contextlib.contextmanager
+def signing_keys() -> Iterator[None]:
+    """Sign and check with the keys of the settings (``signing_key_file``,
+    ``trusted_key_files``) inside the block, as the CLI does; with neither set, the keys a
+    caller installed (none in the dashboard, the benchmark's in ``bench``)."""
+    settings = load_settings()
+    if not (settings.signing_key_file or settings.trusted_key_files):
+        yield
+        return
+    with signing.using(settings.signing_key_file, settings.trusted_key_files):
+        yield
 
 
 def current_version() -> DataVersion:
@@ -377,7 +395,8 @@ def policy_export(con: duckdb.DuckDBPyConnection) -> Any:
     """The policy file production reads (governance.policy.export_policy)."""
     from fieldtrust.governance.policy import export_policy
 
-    return export_policy(con)
+    with signing_keys():  # the file is signed, and only a verified store is exported
+        return export_policy(con)
 
 
 @query("preview_design")

@@ -77,6 +77,15 @@ class Settings:
     user: str = _setting(
         "", "Who you are: the acting user of commands run without --as (empty: none)."
     )
+    signing_key_file: str = _setting(
+        "", "Private key file decisions, policy settings and policy exports are signed with"
+        " (`fieldtrust keys create PATH`); outside the store's folder, readable only by"
+        " those who decide."
+    )
+    trusted_key_files: str = _setting(
+        "", "Public key files (comma-separated) signatures are checked with (empty: the"
+        " signing key's own public half)."
+    )
     allowed_hosts: str = _setting(
         "", "Host names the dashboard answers besides its address's own (comma-separated,"
         " name or name:port): the name colleagues or a reverse proxy reach it by."

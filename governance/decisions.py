@@ -76,13 +76,26 @@ def decision_history(
     return [Decision(*row) for row in rows]
 
 
-def current_policy(con: duckdb.DuckDBPyConnection) -> list[PolicyEntry]:
-    """The latest decision of every stratum ever decided, sorted by stratum."""
+def current_policy(
+    con: duckdb.DuckDBPyConnection, *, up_to_seq: int | None = None
+) -> list[PolicyEntry]:
+    """The latest decision of every stratum ever decided, sorted by stratum.
+
+    With ``up_to_seq``, the policy as it stood at that history chain entry: of
+    the decisions chained at or before it (what a policy file with that
+    ``history_head`` was exported from).
+    """
+    chained = (
+        "" if up_to_seq is None else
+        " WHERE decision_id IN (SELECT json_extract_string(row_key, '$[0]') FROM history_chain"
+        "                       WHERE table_name = 'decisions' AND seq <= $seq)"
+    )
     rows = con.execute(
         f"SELECT {DECISION_COLUMNS} FROM ("
         "  SELECT *, row_number() OVER (PARTITION BY doc_type, field"
         "                               ORDER BY decided_at DESC, decision_id DESC) AS rank_"
-        "  FROM decisions) WHERE rank_ = 1 ORDER BY doc_type, field"
+        f"  FROM decisions{chained}) WHERE rank_ = 1 ORDER BY doc_type, field",
+        {} if up_to_seq is None else {"seq": up_to_seq},
     ).fetchall()
     entries = []
     for row in rows:

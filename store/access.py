@@ -44,6 +44,7 @@ ACTIONS: MappingProxyType[str, str] = MappingProxyType(
         "decide": "approve, reject or revoke automation",
         "grant_roles": "grant roles",
         "set_policy": "change the policy settings approvals are held to",
+        "vouch_history": "vouch for history written before the store signed decisions",
     }
 )
 
@@ -61,6 +62,7 @@ PERMISSIONS: MappingProxyType[str, frozenset[str]] = MappingProxyType(
         "decide": frozenset({"manager", "admin"}),
         "grant_roles": frozenset({"admin"}),
         "set_policy": frozenset({"admin"}),
+        "vouch_history": frozenset({"admin"}),
     }
 )
 

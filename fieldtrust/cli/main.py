@@ -17,6 +17,7 @@ import duckdb
 from fieldtrust import __version__
 from fieldtrust.errors import FieldtrustError
 from fieldtrust.settings import load_settings
+from fieldtrust.store import signing
 
 #: Modules that add commands; each defines ``register(group)``.
 COMMAND_MODULES = (
@@ -28,6 +29,7 @@ COMMAND_MODULES = (
     "fieldtrust.cli.review_cmds",
     "fieldtrust.cli.extract_cmds",
     "fieldtrust.cli.serve_cmds",
+    "fieldtrust.cli.key_cmds",
 )
 
 
@@ -122,6 +124,9 @@ def cli(ctx: click.Context, db: str | None, config: str | None) -> None:
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     ctx.obj = {"settings": resolved}
+    # The keys of the settings, not only of the environment: what a command signs
+    # and trusts (store.signing), for as long as it runs.
+    ctx.with_resource(signing.using(resolved.signing_key_file, resolved.trusted_key_files))
 
 
 for _name in COMMAND_MODULES:

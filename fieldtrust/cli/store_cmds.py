@@ -7,9 +7,9 @@ commands, so `fieldtrust --help` and `fieldtrust info` start fast.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
+from typing import Any
 
 import click
 import duckdb
@@ -216,43 +216,66 @@ def labels_import(
               help="A head kept outside the store (printed by an earlier verify): the chain"
                    " must still hold it.")
 @click.option("--policy", "policy_file", type=click.Path(exists=True, dir_okay=False),
-              default=None, help="Take that head from a policy file exported earlier.")
+              default=None, help="A policy file exported earlier: its signature, its head and"
+                                 " every threshold in it are checked against the store.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
 def verify(ctx: click.Context, head: str | None, policy_file: str | None, as_json: bool) -> None:
     """Check that no history row was changed, deleted or inserted outside fieldtrust.
 
     Recomputes the hash chain over labels, decisions, evidence snapshots, role
-    grants, skips and label imports. Intact: prints the head (SEQ:HASH) and
-    the row counts, exit code 0. Otherwise names the first row that does not
-    match (table, id, chain entry, what changed) and exits with code 2. Keep
-    the head (or a policy export, which carries it) outside the store to also
-    catch a chain rewritten to match an edit. See docs/reliability.md.
+    grants, skips and label imports, and checks that every decision and policy
+    setting is signed by a trusted key (docs/governance.md). Intact: prints
+    the head (SEQ:HASH) and the row counts, exit code 0. Otherwise names the
+    first row that does not match (table, id, chain entry, what changed) and
+    exits with code 2. Keep the head (or a policy export, which carries it)
+    outside the store to also catch a chain rewritten to match an edit; with
+    --policy the file's signature and whole content are checked too. See
+    docs/reliability.md.
     """
-    expected = _expected_head(head, policy_file)
-    check = verify_history(open_db(ctx, read_only=True), expected_head=expected)
+    from fieldtrust.governance.policy import load_policy_file, policy_file_problems
+
+    if head is not None and policy_file is not None:
+        raise click.UsageError("give --head or --policy, not both")
+    payload = load_policy_file(policy_file) if policy_file is not None else None
+    expected = _policy_head(policy_file, payload) if payload is not None else _parsed_head(head)
+    con = open_db(ctx, read_only=True)
+    check = verify_history(con, expected_head=expected)
+    in_file = policy_file_problems(con, payload) if payload is not None else []
     if as_json:
-        echo_json(check.to_dict())
-        if not check.intact:
+        shown = check.to_dict()
+        if payload is not None:
+            shown["policy_file"] = {"path": policy_file, "intact": not in_file,
+                                    "problems": in_file}
+        echo_json(shown)
+        if not check.intact or in_file:
             ctx.exit(2)
         return
     if not check.intact:
         raise StoreError(check.summary())
+    if in_file:
+        more = f"; {len(in_file) - 1} more" if len(in_file) > 1 else ""
+        raise StoreError(f"policy file {policy_file} does not match the store it names:"
+                         f" {in_file[0]}{more}. Do not automate on it; export the policy again")
     click.echo(check.summary())
+    if payload is not None:
+        click.echo(f"policy file {policy_file}: signed by a trusted key, and every threshold"
+                   f" in it is the store's at chain entry {expected.seq if expected else 0}")
 
 
-def _expected_head(head: str | None, policy_file: str | None) -> ChainHead | None:
-    if head is not None and policy_file is not None:
-        raise click.UsageError("give --head or --policy, not both")
-    if policy_file is not None:
-        try:
-            kept = json.loads(Path(policy_file).read_text(encoding="utf-8"))["history_head"]
-            return ChainHead(int(kept["seq"]), str(kept["hash"]))
-        except (ValueError, KeyError, TypeError) as exc:
-            raise StoreError(
-                f"{policy_file} holds no history_head: export the policy again with this"
-                " fieldtrust (`fieldtrust policy export --out FILE`)"
-            ) from exc
+def _policy_head(policy_file: str | None, payload: dict[str, Any]) -> ChainHead:
+    from fieldtrust.governance.policy import file_head
+
+    kept = file_head(payload)
+    if kept is None:
+        raise StoreError(
+            f"{policy_file} holds no history_head: export the policy again with this"
+            " fieldtrust (`fieldtrust policy export --out FILE`)"
+        )
+    return kept
+
+
+def _parsed_head(head: str | None) -> ChainHead | None:
     if head is None:
         return None
     match = re.fullmatch(r"(\d+):([0-9a-f]{64})", head.strip())

@@ -25,6 +25,7 @@ from fieldtrust.governance.certification import Criteria, certify
 from fieldtrust.governance.evidence import evidence_payload
 from fieldtrust.governance.policy import export_policy
 from fieldtrust.governance.policy_settings import set_policy_settings
+from fieldtrust.store.chain import chain_rows
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
@@ -60,6 +61,7 @@ def approvable(db_path: Path) -> Path:
     builder.labels(labels)
     con.execute("INSERT INTO label_import_designs VALUES ('random-batch', 'random_sample',"
                 " 'carol', now()::TIMESTAMP)")
+    chain_rows(con, "label_import_designs", {"batch_id": "random-batch"})
     con.close()
     return db_path
 

@@ -12,10 +12,10 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 from decided import approve_as_stated
-from fieldtrust.labels.errors_report import error_report
 from fieldtrust.governance.acts import revoke
 from fieldtrust.governance.policy import export_policy, policy_json
 from fieldtrust.labels.agreement import adjudicate
+from fieldtrust.labels.errors_report import error_report
 from fieldtrust.labels.export import export_labels
 from fieldtrust.labels.verdicts import record_verdict, supersede
 from fieldtrust.store.scope import Scope
@@ -73,7 +73,8 @@ def test_policy_export_lists_the_active_approvals(
         "approved_at": total.decided_at.isoformat(), "evidence_id": total.evidence_id,
         "decision_id": total.decision_id,
     }]
-    assert policy["format"] == 2
+    assert policy["format"] == 3
+    assert set(policy["signature"]) == {"algorithm", "key_id", "value"}
     assert policy["fieldtrust_version"] == fieldtrust.__version__
     assert policy["schema_version"] == review_store.execute(
         "SELECT max(name) FROM schema_migrations").fetchone()[0]  # type: ignore[index]

@@ -26,7 +26,6 @@ import pytest
 from click.testing import CliRunner
 from decided import certification
 from fieldtrust.dashboard.downloads import csv_bytes
-from fieldtrust.labels.errors_report import error_report
 from fieldtrust.governance.acts import _record as record_decision
 from fieldtrust.governance.decisions import decision_history
 from fieldtrust.governance.evidence import evidence_payload
@@ -35,6 +34,7 @@ from fieldtrust.ingest.readers import INVISIBLE
 from fieldtrust.ingest.rules import TimeWindow
 from fieldtrust.labels.agreement import review_pairs
 from fieldtrust.labels.assignment import next_items, skip
+from fieldtrust.labels.errors_report import error_report
 from fieldtrust.labels.export import export_labels
 from fieldtrust.labels.verdicts import get_label, record_verdict, supersede
 from fieldtrust.sampling.design import Design
@@ -81,12 +81,12 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 BASE_TABLES = (
     "assignments", "audit_cells", "audit_items", "audit_samples", "decisions", "demo_truth",
     "evidence_snapshots", "extraction_counts", "extraction_log", "extractions", "form_versions",
-    "history_chain", "ingest_batches", "label_import_designs", "label_imports",
-    "label_lead_times", "labels", "policy_settings", "queue_cache_state", "queue_candidates",
-    "queue_partitions", "recalibration_knots",
+    "history_chain", "history_signatures", "ingest_batches", "label_import_designs",
+    "label_imports", "label_lead_times", "labels", "policy_settings", "queue_cache_state",
+    "queue_candidates", "queue_partitions", "recalibration_knots",
     "recalibration_maps", "role_revocations", "sampled_extractions", "schema_migrations",
-    "skips", "source_counts", "source_draw_skips", "source_files", "source_refreshes",
-    "user_roles",
+    "signing_started", "skips", "source_counts", "source_draw_skips", "source_files",
+    "source_refreshes", "user_roles",
 )
 
 
