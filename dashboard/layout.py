@@ -20,16 +20,26 @@ EMPTY_HINT = (
 #: Characters Streamlit markdown gives a meaning: CommonMark's, its :color[...] and
 #: :emoji: directives (the colon) and $math$.
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+#: Where GitHub-flavoured markdown starts a link of its own in plain text, escapes or not:
+#: ``www.``, ``scheme://`` and an e-mail address's ``@``.
+_AUTOLINK = re.compile(r"(?i)(?<=www)(?=\.)|(?<=:)(?=//)|(?<=@)")
+#: U+2060 WORD JOINER: invisible, and not a character a link can be made of.
+_JOINER = "\u2060"
 
 
 def plain(text: object) -> str:
-    """``text`` escaped so markdown shows it as written, for values from documents and files.
+    """``text`` escaped so markdown shows it as written: the one escape of every text from
+    documents, files, the store or a sign-in that a page draws as markdown.
 
     A doc_type like ``[click](http://...)`` or ``:red[ALERT]`` must read as those
-    characters, not become a link or a red word on a reviewer's screen. (HTML is
-    never rendered: no page passes ``unsafe_allow_html``.)
+    characters, not become a link or a red word on a reviewer's screen: each
+    character markdown gives a meaning is backslash-escaped. GitHub-flavoured
+    markdown also turns ``https://...``, ``www.example`` and ``ana@example.com``
+    into links after escapes are undone, so an invisible word joiner goes where
+    such a link would begin; the text reads the same (copied, it holds U+2060
+    there). HTML is never rendered: no page passes ``unsafe_allow_html``.
     """
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", _AUTOLINK.sub(_JOINER, str(text)))
 
 
 def code_span(text: object) -> str:

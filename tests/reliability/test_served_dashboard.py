@@ -16,6 +16,7 @@ types, fields and values are links, e-mail addresses and markup. Checked
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import http.client
 import os
 import signal
@@ -33,7 +34,7 @@ from fieldtrust.ingest.extractions import ingest_table
 from fieldtrust.labels.assignment import next_items
 from fieldtrust.labels.verdicts import record_verdict
 from fieldtrust.sampling.draw import draw_sample
-from rel_store import DESIGN, QA_LEAD, WEEK, build_store, extraction_rows
+from rel_store import DESIGN, QA_LEAD, WEEK_START, build_store, extraction_rows
 
 from fieldtrust import store
 
@@ -64,24 +65,34 @@ def _free_port() -> int:
 
 
 def _hostile_store(path: Path) -> None:
-    """The reliability store plus one stratum whose names and values are links and markup."""
+    """The reliability store, then a week whose one stratum's names and values are links and
+    markup: its sample is the newest (ben reviews it), its labels put it below target (the
+    Overview names it)."""
+    import pyarrow as pa
+
     build_store(path)
+    monday = WEEK_START + dt.timedelta(days=7)
     rows = extraction_rows(60, seed=5, prefix="h").to_pylist()
     for number, row in enumerate(rows):
         row.update(doc_type=HOSTILE_DOC_TYPE, field=HOSTILE_FIELD,
-                   value=HOSTILE_VALUES[number % len(HOSTILE_VALUES)])
+                   value=HOSTILE_VALUES[number % len(HOSTILE_VALUES)],
+                   extracted_at=monday + dt.timedelta(minutes=number))
     con = store.connect(path)
     try:
-        import pyarrow as pa
-
         ingest_table(con, pa.Table.from_pylist(rows), source="hostile", fmt="test")
-        sample = draw_sample(con, WEEK, DESIGN, seed=2, actor=QA_LEAD)
-        hostile = [i for i in next_items(con, "ben", sample.sample_id, count=40)
-                   if i.extraction_id.startswith("h")]
-        for item in hostile[:6]:
-            record_verdict(con, actor="ben", extraction_id=item.extraction_id, verdict="correct")
+        sample = draw_sample(con, "2026-W49", DESIGN, seed=2, actor=QA_LEAD)
+        for item in next_items(con, "ben", sample.sample_id, count=6):
+            record_verdict(con, actor="ben", extraction_id=item.extraction_id,
+                           verdict="incorrect", corrected_value="[x](https://evil.example)",
+                           error_type="misread_characters")
     finally:
         con.close()
+
+
+def _env() -> dict[str, str]:
+    """The environment of a server: this checkout importable, as the tests' own imports."""
+    paths = [p for p in (os.environ.get("PYTHONPATH"), str(ROOT)) if p]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
 
 
 def _wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
@@ -111,7 +122,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path
             [sys.executable, "-m", "fieldtrust.cli.main", "--db", str(db), "serve", "--demo",
              "--port", str(port)],
             stdout=log, stderr=subprocess.STDOUT, cwd=folder,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            env=_env(),
         )
     try:
         _wait_healthy(f"http://127.0.0.1:{port}", process)
@@ -218,7 +229,7 @@ def test_the_demo_picker_shows_only_to_a_loopback_name_even_without_the_host_che
          "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
          "--server.fileWatcherType", "none", "--", "--demo", "--db", str(db)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=_env(),
     )
     try:
         _wait_healthy(f"http://127.0.0.1:{bare_port}", process)
@@ -234,3 +245,56 @@ def test_the_demo_picker_shows_only_to_a_loopback_name_even_without_the_host_che
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+# --- fault 12: text from the store never becomes a link, an image or markup ----------------------
+
+#: The pages, and whom the demo picker acts as on each (ben has hostile items to review).
+PAGES = {"": "quinn (qa_lead)", "calibration": "quinn (qa_lead)", "review": "ben (reviewer)",
+         "automation": "maya (manager)"}
+_FOREIGN = """() => {
+    const own = (url) => url.startsWith(location.origin) || url.startsWith('#')
+        || url.startsWith('data:') || url.startsWith('blob:') || url.startsWith('about:');
+    const links = [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href'))
+        .filter(href => !own(new URL(href, location.href).href) && !href.startsWith('#'));
+    const images = [...document.querySelectorAll('img[src]')].map(i => i.src)
+        .filter(src => !own(src));
+    return {links, images};
+}"""
+
+
+def _act_as(page: Any, label: str) -> None:
+    picker = page.get_by_label("Act as (demo)")
+    if label.split(" ")[0] in picker.inner_text():
+        return
+    picker.click()
+    page.get_by_role("option", name=label).click()
+    _settle(page)
+
+
+def test_text_from_the_store_shows_as_written_and_links_nowhere(
+    served: tuple[int, Path], browser: Any
+) -> None:
+    port, _ = served
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    outside: list[str] = []
+    page.on("request", lambda r: outside.append(r.url)
+            if not r.url.startswith(("http://localhost", "http://127.0.0.1", "data:", "blob:"))
+            else None)
+    seen, foreign = "", {}
+    for path, user in PAGES.items():
+        page.goto(f"http://localhost:{port}/{path}")
+        _settle(page)
+        _act_as(page, user)
+        found = page.evaluate(_FOREIGN)
+        if found != {"links": [], "images": []}:
+            foreign[path or "overview"] = found
+        assert not page.query_selector_all("[data-testid='stException']"), path
+        seen += page.inner_text("body").replace("\u2060", "") + "\n"
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "hostile-review.png"), full_page=True)
+    # No link or image made from the store's text, and (fault 22) no page asked another
+    # host for anything (fonts, icons).
+    assert (foreign, sorted(set(outside))) == ({}, [])
+    # Shown as written: the reviewer reads the text, only never as a link.
+    assert HOSTILE_DOC_TYPE in seen and HOSTILE_FIELD in seen
