@@ -50,6 +50,18 @@ def code_span(text: object) -> str:
     return f"{fence} {value} {fence}" if longest else f"`{value}`"
 
 
+def page_icon() -> Any:
+    """The browser tab's icon, drawn here: a material icon as page icon is an image the
+    browser fetches from Google's font host, on every page, for every reviewer."""
+    from PIL import Image, ImageDraw
+
+    icon = Image.new("RGBA", (32, 32), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(icon)
+    draw.rounded_rectangle((1, 1, 30, 30), radius=7, fill=(38, 110, 80, 255))
+    draw.line((8, 17, 14, 23, 24, 10), fill=(255, 255, 255, 255), width=4)
+    return icon
+
+
 def empty_state(path: str) -> None:
     """What a page shows when the store is missing or holds no extractions."""
     st.info(EMPTY_HINT, icon=":material/inbox:")
