@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from fieldtrust.cli.common import AS_HELP, acting_user, open_db
+from fieldtrust.cli.terminal import echo
 from fieldtrust.store import signing
 
 
@@ -30,10 +31,10 @@ def keys_create(path: str) -> None:
     overwritten.
     """
     key = signing.create_key(path)
-    click.echo(f"created signing key {key.key_id}: {path} (private) and {path}.pub (public)")
-    click.echo(f"\nSign with it:   signing_key_file = \"{path}\"  in fieldtrust.toml"
+    echo(f"created signing key {key.key_id}: {path} (private) and {path}.pub (public)")
+    echo(f"\nSign with it:   signing_key_file = \"{path}\"  in fieldtrust.toml"
                f" (or export {signing.KEY_ENV}={path})")
-    click.echo(f"Check with it:  trusted_key_files = \"{path}.pub\"  where only checking happens")
+    echo(f"Check with it:  trusted_key_files = \"{path}.pub\"  where only checking happens")
 
 
 @keys_group.command("show", epilog="Example: fieldtrust keys show")
@@ -41,11 +42,11 @@ def keys_show() -> None:
     """Which key this command line signs with and which keys it trusts (their ids)."""
     path = signing.signing_key_path()
     if path is None:
-        click.echo("signing key: none (setting signing_key_file; `fieldtrust keys create PATH`)")
+        echo("signing key: none (setting signing_key_file; `fieldtrust keys create PATH`)")
     else:
-        click.echo(f"signing key: {signing.load_signing_key(path).key_id} ({path})")
+        echo(f"signing key: {signing.load_signing_key(path).key_id} ({path})")
     trusted = signing.trusted_keys()
-    click.echo("trusted keys: " + (", ".join(sorted(trusted.keys)) or "none"))
+    echo("trusted keys: " + (", ".join(sorted(trusted.keys)) or "none"))
 
 
 @keys_group.command(
@@ -67,7 +68,7 @@ def keys_vouch(ctx: click.Context, actor: str | None, comment: str) -> None:
 
     actor = acting_user(ctx, actor, what="vouching")
     vouch = vouch_for_history(open_db(ctx), actor, comment)
-    click.echo(f"{vouch.signed_by} vouched for the history up to chain entry {vouch.seq}"
+    echo(f"{vouch.signed_by} vouched for the history up to chain entry {vouch.seq}"
                f" ({vouch.entries} unsigned decisions and policy settings), key {vouch.key_id}")
 
 

@@ -20,6 +20,7 @@ import click
 import duckdb
 
 from fieldtrust.cli.common import AS_HELP, acting_user, echo_json, echo_table, open_db, settings
+from fieldtrust.cli.terminal import echo
 from fieldtrust.governance.decisions import DECISION_ACTIONS
 from fieldtrust.labels.taxonomy import CORRECTED_STATUSES, ERROR_TYPES
 from fieldtrust.labels.verdicts import VERDICTS
@@ -78,7 +79,7 @@ def users_grant(ctx: click.Context, name: str, role: str, actor: str | None) -> 
     con = open_db(ctx)
     grant = grant_role(con, acting_user(ctx, actor, what="granting"), name, role)
     held = roles_text(current_roles(con, grant.user_name)) or "no role"
-    click.echo(f"{grant.user_name} now holds: {held} (granted {role} by {grant.granted_by})")
+    echo(f"{grant.user_name} now holds: {held} (granted {role} by {grant.granted_by})")
 
 
 @users_group.command("revoke", epilog="Example: fieldtrust users revoke alice qa_lead --as root")
@@ -93,7 +94,7 @@ def users_revoke(ctx: click.Context, name: str, role: str, actor: str | None) ->
     con = open_db(ctx)
     revoked = revoke_role(con, acting_user(ctx, actor, what="revoking"), name, role)
     held = roles_text(current_roles(con, revoked.user_name)) or "no role"
-    click.echo(f"{revoked.user_name} now holds: {held} (revoked {role} by {revoked.revoked_by})")
+    echo(f"{revoked.user_name} now holds: {held} (revoked {role} by {revoked.revoked_by})")
 
 
 @users_group.command("list", epilog="Example: fieldtrust users list --history")
@@ -153,7 +154,7 @@ def decide_cmd(
     decision = act(con, actor, doc_type, field_name, comment,
                    criteria=Criteria.of(settings(ctx)), threshold=threshold)
     shown = "" if decision.threshold is None else f" at {decision.threshold}"
-    click.echo(
+    echo(
         f"{decision.action} {decision.doc_type}/{decision.field}{shown} by"
         f" {decision.decided_by} ({decision.role}); decision {decision.decision_id},"
         f" evidence {decision.evidence_id}"
@@ -161,7 +162,7 @@ def decide_cmd(
     if decision.action == "approve" and decision.evidence_id is not None:
         certification = load_evidence(con, decision.evidence_id).certification
         covered = certification.covered_versions if certification else ()
-        click.echo(
+        echo(
             f"covers form versions {', '.join(covered) or '(none)'}; production sends any"
             " other version to a human"
         )
@@ -182,7 +183,7 @@ def policy_export(ctx: click.Context, out: str | None) -> None:
 
     text = policy_json(export_policy(open_db(ctx, read_only=True)))
     if out is None:
-        click.echo(text, nl=False)
+        echo(text, nl=False)
         return
     try:
         Path(out).write_text(text, encoding="utf-8")
@@ -190,7 +191,7 @@ def policy_export(ctx: click.Context, out: str | None) -> None:
         raise click.BadParameter(
             f"cannot write {out}: {exc.strerror or exc}", param_hint="--out"
         ) from exc
-    click.echo(f"wrote {out}")
+    echo(f"wrote {out}")
 
 
 _POLICY_HELP = {
@@ -251,11 +252,11 @@ def policy_settings_cmd(ctx: click.Context, /, actor: str | None, as_json: bool,
         echo_json(shown)
         return
     if given:
-        click.echo(f"policy settings changed by {current.set_by}: "
+        echo(f"policy settings changed by {current.set_by}: "
                    + ", ".join(f"{k} = {v}" for k, v in given.items()))
     who = (f"set by {current.set_by} at {shown['set_at']}" if current.set_by
            else "the defaults: no admin has set them")
-    click.echo(f"policy settings every approval is held to ({who}):")
+    echo(f"policy settings every approval is held to ({who}):")
     echo_table([{"setting": name, "value": value, "meaning": _POLICY_HELP[name]}
                 for name, value in current.values().items()])
 
@@ -295,10 +296,10 @@ def agreement_cmd(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
         echo_json(shown)
         return
     per_field, per_pair = shown["per_field"], shown["per_pair"]
-    click.echo(f"{report.n_items} double-reviewed items, {report.to_adjudicate} to adjudicate")
-    click.echo("\nper field")
+    echo(f"{report.n_items} double-reviewed items, {report.to_adjudicate} to adjudicate")
+    echo("\nper field")
     echo_table(per_field)
-    click.echo("\nper reviewer pair")
+    echo("\nper reviewer pair")
     echo_table(per_pair)
 
 
@@ -346,7 +347,7 @@ def adjudicate_cmd(
     if as_json:
         echo_json(label.to_dict())
         return
-    click.echo(f"{extraction_id}: {label.verdict} (adjudicated by {label.reviewer},"
+    echo(f"{extraction_id}: {label.verdict} (adjudicated by {label.reviewer},"
                f" label {label.label_id})")
 
 
@@ -376,7 +377,7 @@ def labels_export(ctx: click.Context, out: str) -> None:
     from fieldtrust.labels.export import export_labels
 
     rows = export_labels(open_db(ctx, read_only=True), out)
-    click.echo(f"wrote {rows:,} labels to {out}")
+    echo(f"wrote {rows:,} labels to {out}")
 
 
 def register(group: click.Group) -> None:

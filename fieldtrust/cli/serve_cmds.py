@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from fieldtrust.cli.common import settings
+from fieldtrust.cli.terminal import echo
 from fieldtrust.settings import Settings
 from fieldtrust.store.hosts import LOOPBACK_ADDRESSES, allowed_hosts, setting_hosts
 from fieldtrust.store.signing import KEY_ENV
@@ -89,7 +90,7 @@ def _ensure_store(db: str, *, demo: bool, default_db: bool) -> bool:
         )
     from fieldtrust.demo import ensure_demo_store
 
-    click.echo(f"building the demo store at {db} (once; takes a minute)...", err=True)
+    echo(f"building the demo store at {db} (once; takes a minute)...", err=True)
     ensure_demo_store(db)
     return True
 
@@ -163,7 +164,7 @@ def register(group: click.Group) -> None:
 
             # Only a demo store (one with simulated truth) gets demo users and maps.
             for added in ensure_demo_ready(db):
-                click.echo(f"demo: added {added}", err=True)
+                echo(f"demo: added {added}", err=True)
         if user is not None:
             user = _granted(db, user)
         port = resolved.port
@@ -175,15 +176,15 @@ def register(group: click.Group) -> None:
         )
         # 0.0.0.0 and :: mean every interface, this machine's own included.
         host = "localhost" if address in {*_LOOPBACK, "0.0.0.0", "::"} else address
-        click.echo(f"serving {db} on http://{host}:{port}", err=True)
+        echo(f"serving {db} on http://{host}:{port}", err=True)
         names = ", ".join(map(str, allowed_hosts(address, port, setting_hosts(extra))))
-        click.echo(f"answering the host names {names} (setting allowed_hosts adds more)",
+        echo(f"answering the host names {names} (setting allowed_hosts adds more)",
                    err=True)
         if picker and resolved.allowed_hosts:
-            click.echo("note: --demo answers this machine's names only; the allowed_hosts"
+            echo("note: --demo answers this machine's names only; the allowed_hosts"
                        " setting is not used", err=True)
         if address not in _LOOPBACK:
-            click.echo(
+            echo(
                 f"note: listening on {address}: anyone who can reach this machine can open the"
                 " dashboard. Without [auth] in .streamlit/secrets.toml it lets nobody in, or"
                 " everyone in as the --as user (docs/dashboard.md).",
@@ -196,7 +197,7 @@ def register(group: click.Group) -> None:
             demo_key = demo_signing_key(db)
             if demo_key is not None:
                 environment[KEY_ENV] = str(demo_key)
-                click.echo(f"demo: decisions are signed with the demo store's own key {demo_key}"
+                echo(f"demo: decisions are signed with the demo store's own key {demo_key}"
                            " (a real store uses the team's: docs/governance.md)", err=True)
         sys.stdout.flush()
         sys.stderr.flush()

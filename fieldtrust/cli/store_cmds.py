@@ -15,6 +15,7 @@ import click
 import duckdb
 
 from fieldtrust.cli.common import AS_HELP, acting_user, echo_json, open_db, settings, time_window
+from fieldtrust.cli.terminal import echo
 from fieldtrust.errors import StoreError
 from fieldtrust.settings import Settings
 from fieldtrust.store.chain import ChainHead
@@ -40,7 +41,7 @@ def info(ctx: click.Context, list_values: bool, as_json: bool) -> None:
         echo_json(summary.to_dict())
         return
     for name, value in summary.to_dict().items():
-        click.echo(f"{name.replace('_', ' '):>14}: {value if value is not None else '-'}")
+        echo(f"{name.replace('_', ' '):>14}: {value if value is not None else '-'}")
 
 
 def _print_values(con: duckdb.DuckDBPyConnection, as_json: bool) -> None:
@@ -48,10 +49,10 @@ def _print_values(con: duckdb.DuckDBPyConnection, as_json: bool) -> None:
     if as_json:
         echo_json(options.to_dict())
         return
-    click.echo(f"weeks: {', '.join(options.weeks) or '-'}")
+    echo(f"weeks: {', '.join(options.weeks) or '-'}")
     for doc_type in options.doc_types:
         versions = [v for d, v in options.form_versions if d == doc_type]
-        click.echo(f"{doc_type}: form versions {', '.join(versions)}")
+        echo(f"{doc_type}: form versions {', '.join(versions)}")
 
 
 @click.command(
@@ -87,7 +88,7 @@ def init(ctx: click.Context, adopt: bool, admin: str | None) -> None:
         ) from exc
     applied = con.execute("SELECT count(*) FROM schema_migrations").fetchall()[0][0]
     verb = "upgraded" if existed else "created"
-    click.echo(f"{verb} store {path} ({applied} of {len(MIGRATIONS)} migrations applied)")
+    echo(f"{verb} store {path} ({applied} of {len(MIGRATIONS)} migrations applied)")
     if admin is not None:
         _init_with_admin(ctx, con, admin)
 
@@ -98,7 +99,7 @@ def show_settings(ctx: click.Context) -> None:
     """Print every setting, its resolved value and what it means."""
     resolved = settings(ctx)
     for name, help_line in Settings.help_lines().items():
-        click.echo(f"{name:>16} = {getattr(resolved, name)!s:<22} {help_line}")
+        echo(f"{name:>16} = {getattr(resolved, name)!s:<22} {help_line}")
 
 
 @click.command(epilog="Example: fieldtrust --db audit.duckdb ingest week48.parquet week49.csv")
@@ -124,7 +125,7 @@ def ingest(ctx: click.Context, files: tuple[str, ...], quiet: bool, as_json: boo
         echo_json([r.to_dict() for r in results])
         return
     for r in results:
-        click.echo(
+        echo(
             f"{r.source}: {r.rows_in_file:,} rows read, {r.rows_added:,} added,"
             f" {r.rows_already_stored:,} already stored"
         )
@@ -195,15 +196,15 @@ def labels_import(
     if as_json:
         echo_json(result.to_dict())
         return
-    click.echo(
+    echo(
         f"{result.source}: {result.rows_in_file:,} rows read, {result.rows_added:,} labels added,"
         f" {result.rows_already_stored:,} already stored,"
         f" {result.rows_without_verdict:,} without a verdict"
     )
     if result.rows_cancelled:
-        click.echo(f"{result.rows_cancelled:,} cancelled Label Studio annotations skipped")
+        echo(f"{result.rows_cancelled:,} cancelled Label Studio annotations skipped")
     if result.rows_without_details:
-        click.echo(
+        echo(
             f"note: {result.rows_without_details:,} 'incorrect' rows lack an error type or a"
             " corrected value: stored with the error type not_recorded / an unknown correction"
         )
@@ -257,9 +258,9 @@ def verify(ctx: click.Context, head: str | None, policy_file: str | None, as_jso
         more = f"; {len(in_file) - 1} more" if len(in_file) > 1 else ""
         raise StoreError(f"policy file {policy_file} does not match the store it names:"
                          f" {in_file[0]}{more}. Do not automate on it; export the policy again")
-    click.echo(check.summary())
+    echo(check.summary())
     if payload is not None:
-        click.echo(f"policy file {policy_file}: signed by a trusted key, and every threshold"
+        echo(f"policy file {policy_file}: signed by a trusted key, and every threshold"
                    f" in it is the store's at chain entry {expected.seq if expected else 0}")
 
 
@@ -292,15 +293,15 @@ def _init_with_admin(ctx: click.Context, con: duckdb.DuckDBPyConnection, admin: 
     db = settings(ctx).db
     made = first_admin(con, admin)
     name = admin.strip()
-    click.echo(f"{db}: {name} is {'now' if made else 'already'} the admin of this store")
+    echo(f"{db}: {name} is {'now' if made else 'already'} the admin of this store")
     db_flag = "" if db == Settings().db else f" --db {db}"
-    click.echo(f"\nTell fieldtrust who you are once: export FIELDTRUST_USER={name}"
+    echo(f"\nTell fieldtrust who you are once: export FIELDTRUST_USER={name}"
                f"  (or user = \"{name}\" in fieldtrust.toml)\nNext:")
-    click.echo(f"  1. fieldtrust ingest extractions.csv{db_flag}"
+    echo(f"  1. fieldtrust ingest extractions.csv{db_flag}"
                "          # your extraction log (docs/ingest.md)")
-    click.echo(f"  2. fieldtrust users grant {name} qa_lead{db_flag}"
+    echo(f"  2. fieldtrust users grant {name} qa_lead{db_flag}"
                "        # to draw samples and label them yourself")
-    click.echo(f"  3. fieldtrust sample --week WEEK --out sample.csv{db_flag}"
+    echo(f"  3. fieldtrust sample --week WEEK --out sample.csv{db_flag}"
                "  # WEEK from `fieldtrust info --values`")
 
 
