@@ -34,6 +34,7 @@ from fieldtrust.store.signing import (
     sign_policy,
     trusted_keys,
 )
+from fieldtrust.store.small_files import read_capped
 from fieldtrust.store.verify import verify_history
 
 from fieldtrust.errors import InputError, Refused, SigningError
@@ -136,13 +137,9 @@ def load_policy_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         The file cannot be read, is over :data:`MAX_POLICY_BYTES`, or is not a JSON object.
     """
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_POLICY_BYTES + 1)
-    except OSError as exc:
-        raise InputError(f"policy file {path}: cannot read it ({exc.strerror or exc})") from exc
-    if len(data) > MAX_POLICY_BYTES:
-        raise InputError(f"policy file {path}: over {MAX_POLICY_BYTES // 2**20} MB, not a"
-                         " policy fieldtrust exported")
+        data = read_capped(path, MAX_POLICY_BYTES, "policy file")
+    except (OSError, ValueError) as exc:
+        raise InputError(str(exc)) from exc
     try:
         payload = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
+from fieldtrust.store.small_files import read_capped
 
 from fieldtrust.errors import SigningError
 
@@ -201,13 +202,9 @@ def load_public_key(path: str | os.PathLike[str]) -> Ed25519PublicKey:
 
 def _key_bytes(path: str | os.PathLike[str], what: str) -> bytes:
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(_MAX_KEY_BYTES + 1)
-    except OSError as exc:
-        raise SigningError(f"{what} {path}: cannot read it ({exc.strerror or exc})") from exc
-    if len(data) > _MAX_KEY_BYTES:
-        raise SigningError(f"{what} {path}: over {_MAX_KEY_BYTES // 1024} KB, not a key file")
-    return data
+        return read_capped(path, _MAX_KEY_BYTES, what)
+    except (OSError, ValueError) as exc:
+        raise SigningError(str(exc)) from exc
 
 
 # --- which keys this process uses ------------------------------------------------------------

@@ -7,14 +7,7 @@ of every page lands in test-artifacts/ (gitignored) for a person to look at.
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +15,7 @@ from typing import Any
 import pytest
 
 from fieldtrust import store
+from tests.served import serving, settle
 
 CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,50 +36,11 @@ pytestmark = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"fieldtrust serve exited early with code {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError(f"the dashboard at {url} did not become healthy in {timeout:.0f} s")
-
-
 @pytest.fixture
 def server(demo_db: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """`fieldtrust serve --demo` on a private demo store; yields (url, db path)."""
-    port = _free_port()
-    log_path = tmp_path / "serve.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "fieldtrust.cli.main", "--db", str(demo_db), "serve",
-             "--demo", "--port", str(port)],  # the default address: 127.0.0.1
-            stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            _wait_healthy(url, process)
-            yield url, demo_db
-        finally:
-            print(log_path.read_text(errors="replace")[-4000:])  # shown when the test fails
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    with serving(demo_db, tmp_path, "--demo") as (port, _):  # the default address: 127.0.0.1
+        yield f"http://127.0.0.1:{port}", demo_db
 
 
 @pytest.fixture
@@ -104,24 +59,12 @@ def page() -> Iterator[Any]:
 
 
 def _settle(page: Any, timeout: float = 240.0) -> None:
-    """Wait until Streamlit has finished running the script (status widget gone for 1.5 s)."""
-    page.wait_for_selector("[data-testid='stApp']")
-    quiet_since = None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        running = page.evaluate(
-            "() => !!document.querySelector('[data-testid=\"stStatusWidget\"]')"
-            " || !!document.querySelector('[data-testid=\"stSkeleton\"]')"
-        )
-        if running:
-            quiet_since = None
-        elif quiet_since is None:
-            quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since > 1.5:
-            return
-        time.sleep(0.2)
-    page.screenshot(path=str(ARTIFACTS / "stuck.png"), full_page=True)
-    raise AssertionError("the page kept running for more than four minutes (see stuck.png)")
+    """Wait until Streamlit has finished running the script; a screenshot if it never does."""
+    try:
+        settle(page, timeout)
+    except AssertionError:
+        page.screenshot(path=str(ARTIFACTS / "stuck.png"), full_page=True)
+        raise
 
 
 def _no_exception(page: Any) -> None:

@@ -19,12 +19,8 @@ import base64
 import datetime as dt
 import http.client
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +33,7 @@ from fieldtrust.sampling.draw import draw_sample
 from rel_store import DESIGN, QA_LEAD, WEEK_START, build_store, extraction_rows
 
 from fieldtrust import store
+from tests.served import free_port, server_env, serving, settle, wait_healthy
 
 CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,12 +53,6 @@ pytestmark = [
         reason=f"no Chromium at {CHROMIUM}: `apt-get install chromium` (CI's .ci/run does)",
     ),
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _hostile_store(path: Path) -> None:
@@ -89,52 +80,13 @@ def _hostile_store(path: Path) -> None:
         con.close()
 
 
-def _env() -> dict[str, str]:
-    """The environment of a server: this checkout importable, as the tests' own imports."""
-    paths = [p for p in (os.environ.get("PYTHONPATH"), str(ROOT)) if p]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-
-
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"fieldtrust serve exited early ({process.returncode})"
-        try:
-            with opener.open(f"{url}/_stcore/health", timeout=2) as reply:
-                if reply.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError(f"the dashboard at {url} did not become healthy in {timeout:.0f} s")
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path]]:
     """`fieldtrust serve --demo` on the hostile store; yields (port, the server's log)."""
     folder = tmp_path_factory.mktemp("served")
-    db = folder / "hostile.duckdb"
-    _hostile_store(db)
-    port = _free_port()
-    log_path = folder / "serve.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "fieldtrust.cli.main", "--db", str(db), "serve", "--demo",
-             "--port", str(port)],
-            stdout=log, stderr=subprocess.STDOUT, cwd=folder,
-            env=_env(),
-        )
-    try:
-        _wait_healthy(f"http://127.0.0.1:{port}", process)
-        yield port, log_path
-    finally:
-        print(log_path.read_text(errors="replace")[-4000:])  # shown when a test fails
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    _hostile_store(folder / "hostile.duckdb")
+    with serving(folder / "hostile.duckdb", folder, "--demo") as served:
+        yield served
 
 
 @pytest.fixture
@@ -170,26 +122,6 @@ def _status(port: int, host: str, path: str = "/", *, websocket: bool = False) -
         connection.close()
 
 
-def _settle(page: Any, timeout: float = 180.0) -> None:
-    """Wait until Streamlit has finished running the script (status widget gone for 1.5 s)."""
-    page.wait_for_selector("[data-testid='stApp']")
-    quiet_since = None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        running = page.evaluate(
-            "() => !!document.querySelector('[data-testid=\"stStatusWidget\"]')"
-            " || !!document.querySelector('[data-testid=\"stSkeleton\"]')"
-        )
-        if running:
-            quiet_since = None
-        elif quiet_since is None:
-            quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since > 1.5:
-            return
-        time.sleep(0.2)
-    raise AssertionError("the page kept running")
-
-
 # --- fault 5: a foreign Host header ------------------------------------------------------------
 
 
@@ -211,7 +143,7 @@ def test_a_page_on_another_site_gets_no_dashboard_through_dns_rebinding(
         assert _status(port, host, "/_stcore/health") == 200, host
     own = browser.new_page()
     own.goto(f"http://localhost:{port}/")
-    _settle(own)
+    settle(own)
     assert own.get_by_label("Act as (demo)").count() == 1
 
 
@@ -222,25 +154,25 @@ def test_the_demo_picker_shows_only_to_a_loopback_name_even_without_the_host_che
     # still keeps the demo picker to this machine's loopback names.
     _, log_path = served
     db = log_path.parent / "hostile.duckdb"
-    bare_port = _free_port()
+    bare_port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "dashboard" / "app.py"),
          "--server.headless", "true", "--server.port", str(bare_port),
          "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
          "--server.fileWatcherType", "none", "--", "--demo", "--db", str(db)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path,
-        env=_env(),
+        env=server_env(),
     )
     try:
-        _wait_healthy(f"http://127.0.0.1:{bare_port}", process)
+        wait_healthy(f"http://127.0.0.1:{bare_port}", process)
         rebound = browser.new_page()
         rebound.goto(f"http://evil.example:{bare_port}/")
-        _settle(rebound)
+        settle(rebound)
         assert rebound.get_by_label("Act as (demo)").count() == 0
         assert rebound.get_by_text("Sign-in is not configured").count() == 1
         local = browser.new_page()
         local.goto(f"http://127.0.0.1:{bare_port}/")
-        _settle(local)
+        settle(local)
         assert local.get_by_label("Act as (demo)").count() == 1
     finally:
         process.terminate()
@@ -269,7 +201,7 @@ def _act_as(page: Any, label: str) -> None:
         return
     picker.click()
     page.get_by_role("option", name=label).click()
-    _settle(page)
+    settle(page)
 
 
 def test_text_from_the_store_shows_as_written_and_links_nowhere(
@@ -284,7 +216,7 @@ def test_text_from_the_store_shows_as_written_and_links_nowhere(
     seen, foreign = "", {}
     for path, user in PAGES.items():
         page.goto(f"http://localhost:{port}/{path}")
-        _settle(page)
+        settle(page)
         _act_as(page, user)
         found = page.evaluate(_FOREIGN)
         if found != {"links": [], "images": []}:
