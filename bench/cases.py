@@ -27,6 +27,7 @@ from fieldtrust.ingest.extractions import ingest_files
 from fieldtrust.sampling.alerts import weekly_alerts
 from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.sampling.estimates import weekly_estimates
+from fieldtrust.store.bar import Bar, resolve_bar
 from fieldtrust.store.scope import Scope, last_weeks
 
 from bench import baselines
@@ -127,7 +128,8 @@ def time_side(side: Side, ctx: Context, runs: int, warmup: int = 1) -> dict[str,
 
 def _read(ctx: Context) -> dict[str, Any]:
     con = store.connect(ctx.store, read_only=True)
-    return {"con": con, "ctx": ctx}
+    # The bar every command is held to: the store's policy, then the settings' asks.
+    return {"con": con, "ctx": ctx, "bar": resolve_bar(con, ctx.settings.criteria)}
 
 
 def _close(state: dict[str, Any]) -> None:
@@ -194,22 +196,19 @@ INGEST = Case(
 
 def _calibrate_prepare(ctx: Context) -> dict[str, Any]:
     state = _read(ctx)
-    state["weeks"] = _window(state["con"], ctx.settings.weeks)
+    state["weeks"] = _window(state["con"], state["bar"].weeks)
     return state
 
 
 def _calibrate(state: dict[str, Any]) -> object:
-    s: Settings = state["ctx"].settings
-    return calibration_report(
-        state["con"], Scope(weeks=state["weeks"]), target=s.target, confidence=s.confidence,
-        n_min=s.n_min, stability_weeks=s.stability_weeks,
-    )
+    return calibration_report(state["con"], Scope(weeks=state["weeks"]), state["bar"])
 
 
 def _calibrate_pandas(state: dict[str, Any]) -> object:
-    s: Settings = state["ctx"].settings
+    bar: Bar = state["bar"]
     return baselines.pandas_calibration(
-        state["con"], state["weeks"], target=s.target, confidence=s.confidence, n_min=s.n_min
+        state["con"], state["weeks"], target=bar.target, confidence=bar.confidence,
+        n_min=bar.n_min,
     )
 
 
@@ -363,7 +362,7 @@ DRAW_HASH = Case(
 
 def _estimates(state: dict[str, Any]) -> object:
     return weekly_estimates(
-        state["con"], Scope(weeks=state["weeks"]), confidence=state["ctx"].settings.confidence
+        state["con"], Scope(weeks=state["weeks"]), confidence=state["bar"].confidence
     )
 
 
@@ -399,9 +398,9 @@ def _alerts_prepare(ctx: Context) -> dict[str, Any]:
 
 
 def _alerts(state: dict[str, Any]) -> object:
-    s: Settings = state["ctx"].settings
+    bar: Bar = state["bar"]
     return weekly_alerts(
-        state["con"], state["weeks"][-1], target=s.target, confidence=s.confidence
+        state["con"], state["weeks"][-1], target=bar.target, confidence=bar.confidence
     )
 
 

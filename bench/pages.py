@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fieldtrust.store.bar import Bar, resolve_bar
+
 from bench.generate import bench_design, signing_key
 from fieldtrust.settings import Settings
 
@@ -42,6 +44,7 @@ class PageInputs:
     field: str
     extraction_id: str | None
     reviewer: str
+    bar: Bar  # the store's policy with the settings' asks, as data.bar() resolves it
 
 
 def _scope(inputs: PageInputs) -> Any:
@@ -51,7 +54,7 @@ def _scope(inputs: PageInputs) -> Any:
 
 
 def _report_args(inputs: PageInputs, s: Settings) -> tuple[Any, ...]:
-    return (_scope(inputs), s.target, s.confidence, s.n_min, s.stability_weeks, 10, "quantile")
+    return (_scope(inputs), inputs.bar, 10, "quantile")
 
 
 def _entry(inputs: PageInputs, s: Settings) -> Calls:
@@ -68,8 +71,7 @@ def _calibration(inputs: PageInputs, s: Settings) -> Calls:
         ("calibration_report", _report_args(inputs, s)),
         ("recalibration_info", (inputs.doc_type, inputs.field)),
         ("confidence_histogram", (inputs.doc_type, inputs.field, scope, 40)),
-        ("threshold_curve",
-         (inputs.doc_type, inputs.field, scope, s.target, s.confidence, s.n_min)),
+        ("threshold_curve", (inputs.doc_type, inputs.field, scope, inputs.bar)),
     ]
 
 
@@ -84,8 +86,8 @@ def _audit(inputs: PageInputs, s: Settings) -> Calls:
                   ("sample_progress", (inputs.sample_id,))]
     return [
         *calls,
-        ("weekly_alerts", (inputs.week, s.target, s.confidence)),
-        ("weekly_estimates", (scope, s.confidence)),
+        ("weekly_alerts", (inputs.week, inputs.bar.target, inputs.bar.confidence)),
+        ("weekly_estimates", (scope, inputs.bar.confidence)),
         ("adjudication_queue", (scope,)),
         ("error_report", (scope,)),
     ]
@@ -106,7 +108,7 @@ def _automation(inputs: PageInputs, s: Settings) -> Calls:
     return [
         ("calibration_report", _report_args(inputs, s)),
         ("current_policy", ()),
-        ("revocations", (s.target, s.confidence)),
+        ("revocations", (inputs.bar.policy_or_stricter(),)),
         ("decision_history", ()),
         ("policy_export", ()),
     ]
@@ -130,7 +132,8 @@ def resolve_inputs(store_path: Path, settings: Settings) -> PageInputs:
 
     con = store.connect(store_path, read_only=True)
     try:
-        weeks = last_weeks(con.cursor(), settings.weeks)
+        bar = resolve_bar(con, settings.criteria)
+        weeks = last_weeks(con.cursor(), bar.weeks)
         week = weeks[-1]
         sample = con.execute(
             "SELECT sample_id FROM audit_samples WHERE week = ? ORDER BY version DESC LIMIT 1",
@@ -145,15 +148,12 @@ def resolve_inputs(store_path: Path, settings: Settings) -> PageInputs:
             " ORDER BY cell, prn LIMIT 1",
             [current],
         ).fetchall()
-        report = calibration_report(
-            con, Scope(weeks=weeks), target=settings.target, confidence=settings.confidence,
-            n_min=settings.n_min, stability_weeks=settings.stability_weeks,
-        )
+        report = calibration_report(con, Scope(weeks=weeks), bar)
         worst = report.strata[0]  # the page's default stratum: worst accuracy first
         return PageInputs(
             weeks=weeks, week=week, sample_id=sample[0][0] if sample else None,
             current_sample=current, doc_type=worst.doc_type, field=worst.field,
-            extraction_id=item[0][0] if item else None, reviewer="ana",
+            extraction_id=item[0][0] if item else None, reviewer="ana", bar=bar,
         )
     finally:
         con.close()

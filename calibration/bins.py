@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
-from fieldtrust.calibration.intervals import jeffreys_interval, wilson_interval
+from fieldtrust.calibration.survey import jeffreys_interval, wilson_interval
 
 from fieldtrust.errors import InputError
 

@@ -11,7 +11,13 @@ A stratum is a candidate when (STATS.md sections 6 and 7)
    target there (else ``unstable_week``);
 4. at least one form version certifies on its own labels above it (else
    ``new_form_version_without_evidence``). The candidacy covers only the
-   versions that do (``covered_versions``); every other version goes to a human.
+   versions that do (``covered_versions``); every other version goes to a human;
+5. the bar is approvable: it asks nothing looser than the store's policy
+   (else ``not_at_policy``: it passes at these settings, which an approval
+   would refuse; :attr:`fieldtrust.store.bar.Bar.loosened` says why).
+
+Every condition is checked at one :class:`~fieldtrust.store.bar.Bar`, passed
+whole, so "candidate" means the same thing wherever it is shown.
 
 When the window holds weeks without an audit whose extractions alone exceed
 the error allowance, nothing can certify until they are audited or leave the
@@ -32,6 +38,7 @@ from fieldtrust.calibration.design import unlabelled_mass
 from fieldtrust.calibration.population import StratumData, empty_stratum, load_strata, strata_names
 from fieldtrust.calibration.stability import VersionCheck, WeekCheck, version_checks, week_checks
 from fieldtrust.calibration.thresholds import ThresholdPoint, ThresholdResult, select_thresholds
+from fieldtrust.store.bar import Bar, resolve_bar
 from fieldtrust.store.provenance import code_version
 from fieldtrust.store.scope import Scope
 
@@ -54,6 +61,7 @@ REASONS: dict[str, str] = {
     "new_form_version_without_evidence": (
         "no form version above the threshold certifies on its own labels"
     ),
+    "not_at_policy": "at these settings, not approvable",
 }
 
 
@@ -102,6 +110,9 @@ class CandidateAssessment:
             # A week that does not pass has a reason, and only such a week has one.
             failing = [w.reason for w in self.weeks_checked if w.reason is not None]
             return REASONS[self.reason] + (f" ({'; '.join(failing)})" if failing else "")
+        if self.reason == "not_at_policy":
+            loosened = self.evidence.get("loosened_text") or ""
+            return REASONS[self.reason] + (f": {loosened}" if loosened else "")
         if self.reason == "unaudited_weeks":
             uncovered = self.evidence.get("uncovered_weeks") or []
             return REASONS[self.reason] + (f" ({', '.join(uncovered)})" if uncovered else "")
@@ -118,19 +129,9 @@ class CandidateAssessment:
 
 
 def assess(
-    data: StratumData,
-    thresholds: ThresholdResult,
-    *,
-    target: float,
-    confidence: float,
-    n_min: int,
-    stability_weeks: int,
-    scope: Scope = Scope(),
-    version_share: float = 0.05,
-    min_week_labels: int = 50,
-    prior_error: float | None = 0.03,
+    data: StratumData, thresholds: ThresholdResult, bar: Bar, *, scope: Scope = Scope()
 ) -> CandidateAssessment:
-    """Decide candidacy of one stratum from its certified threshold and its checks."""
+    """Decide candidacy of one stratum at ``bar`` from its certified threshold and its checks."""
     reasons: list[str] = []
     certified = thresholds.certified
     weeks: list[WeekCheck] = []
@@ -141,7 +142,7 @@ def assess(
     elif data.n_labeled == 0:
         reasons.append("no_labels")
     elif certified is None:
-        if _unaudited_share(data) >= 1.0 - target:
+        if _unaudited_share(data) >= 1.0 - bar.target:
             reasons.append("unaudited_weeks")
             labels_needed = None
         else:
@@ -149,23 +150,17 @@ def assess(
     elif certified.coverage <= 0:
         reasons.append("no_coverage")
     if certified is not None:
-        weeks = week_checks(
-            data, certified.threshold, target=target, confidence=confidence,
-            weeks=stability_weeks, min_week_labels=min_week_labels,
-            window=scope.weeks or None,
-        )
-        versions = version_checks(data, certified.threshold, target=target,
-                                  confidence=confidence, version_share=version_share)
+        weeks = week_checks(data, certified.threshold, bar, window=scope.weeks or None)
+        versions = version_checks(data, certified.threshold, bar)
         if not weeks or any(not w.enough_evidence for w in weeks):
             reasons.append("no_week_evidence")
         if any(w.below_target for w in weeks):
             reasons.append("unstable_week")
         if not any(v.covered for v in versions):
             reasons.append("new_form_version_without_evidence")
-    settings = {"target": target, "confidence": confidence, "n_min": n_min,
-                "stability_weeks": stability_weeks, "version_share": version_share,
-                "min_week_labels": min_week_labels, "prior_error": prior_error}
-    evidence = _evidence(data, thresholds, weeks, versions, settings, scope, not reasons)
+    if not bar.approvable:
+        reasons.append("not_at_policy")
+    evidence = _evidence(data, thresholds, weeks, versions, bar, scope, not reasons)
     return CandidateAssessment(
         doc_type=data.doc_type,
         field=data.field,
@@ -198,7 +193,7 @@ def _evidence(
     thresholds: ThresholdResult,
     weeks: list[WeekCheck],
     versions: list[VersionCheck],
-    settings: dict[str, Any],
+    bar: Bar,
     scope: Scope,
     candidate: bool,
 ) -> dict[str, Any]:
@@ -207,7 +202,9 @@ def _evidence(
     return {
         "doc_type": data.doc_type,
         "field": data.field,
-        **settings,
+        **bar.values(),
+        "approvable": bar.approvable,
+        "loosened_text": bar.loosened_text(),
         "method": METHOD,
         "threshold": certified.threshold if certified else None,
         "coverage": certified.coverage if certified else None,
@@ -240,16 +237,7 @@ def _evidence(
 
 
 def automation_candidates(
-    con: duckdb.DuckDBPyConnection,
-    scope: Scope = Scope(),
-    *,
-    target: float = 0.95,
-    confidence: float = 0.95,
-    n_min: int = 100,
-    stability_weeks: int = 4,
-    version_share: float = 0.05,
-    min_week_labels: int = 50,
-    prior_error: float | None = 0.03,
+    con: duckdb.DuckDBPyConnection, scope: Scope = Scope(), bar: Bar | None = None
 ) -> list[CandidateAssessment]:
     """Assess every stratum of the store; candidates first, then by (doc_type, field).
 
@@ -259,10 +247,9 @@ def automation_candidates(
         Store connection (read-only is enough).
     scope
         Weeks and filters; certification uses the labels of these weeks.
-    target, confidence, n_min
-        As :func:`fieldtrust.calibration.thresholds.select_thresholds`.
-    stability_weeks
-        How many of the most recent weeks with labels must each hold the target.
+    bar
+        Every setting the certificate and the checks use (STATS.md sections 6
+        and 7); None is the store's policy (:func:`fieldtrust.store.bar.resolve_bar`).
 
     Returns
     -------
@@ -271,21 +258,13 @@ def automation_candidates(
         including strata with no extractions in the scope's weeks
         (``no_coverage``). ``evidence`` is JSON-ready.
     """
+    bar = resolve_bar(con) if bar is None else bar
     assessments = []
     loaded = {(s.doc_type, s.field): s for s in load_strata(con, scope)}
     # Without a weeks filter every stratum the filters select has extractions.
     names = set(strata_names(con, scope)) | set(loaded) if scope.weeks else set(loaded)
     for name in sorted(names):
         data = loaded.get(name) or empty_stratum(*name)
-        thresholds = select_thresholds(
-            data.design, data.labels, target=target, confidence=confidence, n_min=n_min,
-            prior_error=prior_error,
-        )
-        assessments.append(
-            assess(
-                data, thresholds, target=target, confidence=confidence, n_min=n_min,
-                stability_weeks=stability_weeks, scope=scope, version_share=version_share,
-                min_week_labels=min_week_labels, prior_error=prior_error,
-            )
-        )
+        thresholds = select_thresholds(data.design, data.labels, bar)
+        assessments.append(assess(data, thresholds, bar, scope=scope))
     return sorted(assessments, key=lambda a: (not a.candidate, a.doc_type, a.field))

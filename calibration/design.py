@@ -1,8 +1,8 @@
 """Upper bounds on a stratum's error rate above a threshold, valid under the audit design.
 
 Pure numpy: the store-facing code (:mod:`fieldtrust.calibration.population`) and the
-simulations in the tests build the same two objects and call the same
-function.
+simulations in the tests build the same two objects (:class:`Blocks` and
+:class:`Labels`) and call the same function.
 
 The population of a stratum is split into *blocks* whose size above any
 threshold is known from the store (one audited week's confidence band, or
@@ -41,7 +41,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 from fieldtrust.calibration import survey
-from fieldtrust.calibration.intervals import error_lower_bound, error_upper_bound
 
 from fieldtrust.errors import InputError
 
@@ -64,8 +63,12 @@ def grid_index(confidence: npt.ArrayLike) -> IntArray:
 
 
 @dataclass(frozen=True)
-class Design:
-    """How the labels of one stratum were drawn from its population.
+class Blocks:
+    """The population of one stratum in blocks, and the audit cells inside them, as drawn.
+
+    What every bound of this module is computed over (with the
+    :class:`Labels`): not a sampling design to draw with, which is
+    :class:`fieldtrust.sampling.design.Design`.
 
     Attributes
     ----------
@@ -100,7 +103,7 @@ class Design:
         return self.block_hist.sum(axis=0)  # type: ignore[no-any-return]
 
     @classmethod
-    def simple_random_sample(cls, population_hist: npt.ArrayLike, n_labels: int) -> Design:
+    def simple_random_sample(cls, population_hist: npt.ArrayLike, n_labels: int) -> Blocks:
         """One block, one cell: labels drawn as a simple random sample of the stratum."""
         hist = np.asarray(population_hist, dtype=np.int64).reshape(1, N_GRID)
         total = int(hist.sum())
@@ -140,7 +143,7 @@ class Bound:
     exact: bool  # Clopper-Pearson on every usable label above t, no thinning, no remainder
 
 
-def kept_labels(design: Design, labels: Labels, k: int) -> npt.NDArray[np.bool_]:
+def kept_labels(design: Blocks, labels: Labels, k: int) -> npt.NDArray[np.bool_]:
     """Which labels the bound at grid index ``k`` uses: thinning to the lowest probability.
 
     Depends on the design, the label counts and each label's permanent
@@ -161,7 +164,7 @@ def kept_labels(design: Design, labels: Labels, k: int) -> npt.NDArray[np.bool_]
     return kept
 
 
-def unlabelled_mass(design: Design, k: int) -> float:
+def unlabelled_mass(design: Blocks, k: int) -> float:
     """Extractions above ``k`` that no design cell accounts for, at worst.
 
     A block's population beyond its cells' recorded sizes (rows that arrived
@@ -192,7 +195,7 @@ class Bounds:
 
 
 def kept_counts(
-    design: Design, labels: Labels, ks: npt.ArrayLike
+    design: Blocks, labels: Labels, ks: npt.ArrayLike
 ) -> tuple[IntArray, IntArray]:
     """Labels and errors among them that :func:`kept_labels` keeps, at every index in ``ks``.
 
@@ -278,7 +281,7 @@ def _korn_graubard_upper(
 
 
 def error_bounds(
-    design: Design,
+    design: Blocks,
     labels: Labels,
     ks: npt.ArrayLike,
     *,
@@ -294,7 +297,7 @@ def error_bounds(
     n_kept, errors = kept_counts(design, labels, ks)
     sums = _above_sums(labels, ks)
     if side == "upper":
-        covered = np.asarray(error_upper_bound(errors, n_kept, delta=delta), dtype=float)
+        covered = np.asarray(survey.error_upper_bound(errors, n_kept, delta=delta), dtype=float)
         # Thinning is valid over the draw, but one thinning of one sample can
         # keep a lucky subset (1 error in 108 kept labels while the 325 labels
         # above t held 46). So the bound is also never below the Korn-Graubard
@@ -304,7 +307,7 @@ def error_bounds(
             sums.weight, sums.weight_squared, sums.weighted_errors, delta))
         rest_value = 1.0
     else:
-        covered = np.asarray(error_lower_bound(errors, n_kept, delta=delta), dtype=float)
+        covered = np.asarray(survey.error_lower_bound(errors, n_kept, delta=delta), dtype=float)
         rest_value = 0.0
     caps = np.bincount(
         design.cell_block, weights=design.cell_cap, minlength=design.block_hist.shape[0]
@@ -324,7 +327,7 @@ def error_bounds(
 
 
 def error_bound(
-    design: Design,
+    design: Blocks,
     labels: Labels,
     k: int,
     *,

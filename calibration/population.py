@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
-from fieldtrust.calibration.design import GRID, N_GRID, Design, Labels, grid_index
+from fieldtrust.calibration.design import GRID, N_GRID, Blocks, Labels, grid_index
 from fieldtrust.store.labelled import PROVENANCES, labelled_items
 from fieldtrust.store.rollup import is_current, population_counts
 from fieldtrust.store.scope import Scope
@@ -99,7 +99,7 @@ class StratumData:
     labels_by_provenance: dict[str, int] = dataclass_field(default_factory=dict)
     other_confidence: FloatArray = dataclass_field(default_factory=lambda: np.zeros(0))
     other_correct: FloatArray = dataclass_field(default_factory=lambda: np.zeros(0))
-    design: Design = dataclass_field(init=False, repr=False)
+    design: Blocks = dataclass_field(init=False, repr=False)
     labels: Labels = dataclass_field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -271,8 +271,8 @@ class _Parts:
         self.cell_cap.append(cap)
         return len(self.cell_pi) - 1
 
-    def design(self) -> Design:
-        return Design(
+    def design(self) -> Blocks:
+        return Blocks(
             block_hist=np.vstack(self.hists or [np.zeros(N_GRID, dtype=np.int64)]),
             cell_block=np.asarray(self.cell_block, dtype=np.int64),
             cell_pi=np.asarray(self.cell_pi, dtype=float),
@@ -292,7 +292,7 @@ def _split_weeks(data: StratumData, weeks: tuple[str, ...]) -> tuple[list[str], 
     return audited, random
 
 
-def build_design(data: StratumData, weeks: tuple[str, ...]) -> tuple[Design, Labels]:
+def build_design(data: StratumData, weeks: tuple[str, ...]) -> tuple[Blocks, Labels]:
     """Blocks, cells and label-to-cell assignment of one stratum restricted to ``weeks``."""
     label_k = grid_index(data.confidence)
     label_cell = np.full(data.correct.size, -1, dtype=np.int64)

@@ -15,7 +15,6 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 from fieldtrust.calibration.candidates import CandidateAssessment, assess
-from fieldtrust.calibration.intervals import korn_graubard_interval
 from fieldtrust.calibration.population import (
     Coverage,
     StratumData,
@@ -23,8 +22,10 @@ from fieldtrust.calibration.population import (
     load_strata,
     strata_names,
 )
+from fieldtrust.calibration.survey import korn_graubard_interval
 from fieldtrust.calibration.table import StratumTable, stratum_bins, stratum_table
 from fieldtrust.calibration.thresholds import ThresholdResult, select_thresholds
+from fieldtrust.store.bar import Bar, resolve_bar
 from fieldtrust.store.scope import Scope
 
 from fieldtrust.errors import InputError
@@ -136,15 +137,20 @@ class OverallSummary:
 
 @dataclass(frozen=True)
 class CalibrationReport:
-    """Calibration of every stratum in a scope, worst accuracy first."""
+    """Calibration of every stratum in a scope at one bar, worst accuracy first."""
 
-    target: float
-    confidence: float
-    n_min: int
-    stability_weeks: int
+    bar: Bar
     scope: Scope
     overall: OverallSummary
     strata: tuple[StratumReport, ...]
+
+    @property
+    def target(self) -> float:
+        return self.bar.target
+
+    @property
+    def confidence(self) -> float:
+        return self.bar.confidence
 
     def stratum(self, doc_type: str, field: str) -> StratumReport:
         """The report of one stratum; ``InputError`` if it is not in the store."""
@@ -157,16 +163,21 @@ class CalibrationReport:
         )
 
     def to_dict(self, *, include_bins: bool = False) -> dict[str, Any]:
-        """``{"target", "confidence", "overall", "strata"}``: the ``--json`` shape."""
+        """``{"target", "confidence", "bar", "approvable", "not_approvable_because",
+        "overall", "strata"}``: the ``--json`` shape."""
         return {
             "target": self.target,
             "confidence": self.confidence,
+            "bar": self.bar.values(),
+            "approvable": self.bar.approvable,
+            "not_approvable_because": self.bar.loosened_text() or None,
             "overall": self.overall.to_dict(),
             "strata": [s.to_dict(include_bins=include_bins) for s in self.strata],
         }
 
 
-def _overall(strata: list[StratumReport], target: float, confidence: float) -> OverallSummary:
+def _overall(strata: list[StratumReport], bar: Bar) -> OverallSummary:
+    target, confidence = bar.target, bar.confidence
     tables = [s.table for s in strata]
     labelled = [t for t in tables if t.n_labeled > 0]
     n_pop = sum(t.n_population for t in tables)
@@ -194,6 +205,8 @@ def _overall(strata: list[StratumReport], target: float, confidence: float) -> O
             f"{accuracy:.1%} overall; {len(below)} of {len(labelled)} labelled strata below"
             f" {target:.0%}" + (f" (worst: {worst})" if below else "")
             + f"; {n_candidates} automation candidate{'s' if n_candidates != 1 else ''}"
+            + ("" if bar.approvable else f" (at these settings, not approvable:"
+               f" {bar.loosened_text()})")
         )
     else:
         summary = "no labels yet: label an audit sample to see accuracy"
@@ -218,32 +231,20 @@ def _worst_first(report: StratumReport) -> tuple[bool, float, str, str]:
 
 def stratum_report(
     data: StratumData,
+    bar: Bar,
     *,
-    target: float,
-    confidence: float,
     n_bins: int,
     strategy: str,
-    n_min: int,
-    stability_weeks: int,
     scope: Scope = Scope(),
-    version_share: float = 0.05,
-    min_week_labels: int = 50,
-    prior_error: float | None = 0.03,
 ) -> StratumReport:
-    """Table, bins, thresholds and candidacy of one stratum."""
-    thresholds = select_thresholds(
-        data.design, data.labels, target=target, confidence=confidence, n_min=n_min,
-        prior_error=prior_error,
-    )
+    """Table, bins, thresholds and candidacy of one stratum at ``bar``."""
+    thresholds = select_thresholds(data.design, data.labels, bar)
+    confidence = bar.confidence
     return StratumReport(
         table=stratum_table(data, confidence=confidence, n_bins=n_bins, strategy=strategy),
         bins=stratum_bins(data, n_bins=n_bins, strategy=strategy, confidence=confidence),
         thresholds=thresholds,
-        assessment=assess(
-            data, thresholds, target=target, confidence=confidence, n_min=n_min,
-            stability_weeks=stability_weeks, scope=scope, version_share=version_share,
-            min_week_labels=min_week_labels, prior_error=prior_error,
-        ),
+        assessment=assess(data, thresholds, bar, scope=scope),
         coverage=data.coverage,
         labels_by_provenance=dict(data.labels_by_provenance),
     )
@@ -252,16 +253,10 @@ def stratum_report(
 def calibration_report(
     con: duckdb.DuckDBPyConnection,
     scope: Scope = Scope(),
+    bar: Bar | None = None,
     *,
-    target: float = 0.95,
-    confidence: float = 0.95,
     n_bins: int = 10,
     strategy: str = "quantile",
-    n_min: int = 100,
-    stability_weeks: int = 4,
-    version_share: float = 0.05,
-    min_week_labels: int = 50,
-    prior_error: float | None = 0.03,
 ) -> CalibrationReport:
     """Calibration tables, thresholds and automation candidacy for every stratum.
 
@@ -271,18 +266,14 @@ def calibration_report(
         Store connection (read-only is enough).
     scope
         The weeks (and document types, form versions, fields) to look at.
-    target
-        Accuracy an automated stratum must reach above its threshold.
-    confidence
-        ``1 - delta`` of certified thresholds and level of every interval.
+    bar
+        Every setting the thresholds and candidacy use (its ``confidence`` is
+        also the level of every interval); None is the store's policy
+        (:func:`fieldtrust.store.bar.resolve_bar`). A bar that is not
+        approvable makes no candidate: a stratum that passes it is reported
+        ``not_at_policy``.
     n_bins, strategy
         Reliability bins and ECE (``"quantile"`` or ``"uniform"``).
-    n_min
-        Labels needed above a candidate threshold before it is tested.
-    stability_weeks
-        The last weeks of the window in which a candidate must hold the target.
-    version_share, min_week_labels, prior_error
-        As :class:`fieldtrust.store.policy_settings.PolicySettings`.
 
     Returns
     -------
@@ -295,31 +286,18 @@ def calibration_report(
     ----------
     STATS.md sections 1-7.
     """
-    if not 0.0 < target < 1.0 or not 0.0 < confidence < 1.0:
-        raise InputError(
-            f"target {target!r} and confidence {confidence!r} must be strictly between 0 and 1"
-        )
-    if stability_weeks < 1:
-        raise InputError(f"stability_weeks must be at least 1, got {stability_weeks}")
+    bar = resolve_bar(con) if bar is None else bar
     loaded = {(s.doc_type, s.field): s for s in load_strata(con, scope)}
     names = sorted(set(strata_names(con, scope)) | set(loaded)) if scope.weeks else sorted(loaded)
     reports = [
-        stratum_report(
-            loaded.get(name) or empty_stratum(*name),
-            target=target, confidence=confidence, n_bins=n_bins, strategy=strategy,
-            n_min=n_min, stability_weeks=stability_weeks, scope=scope,
-            version_share=version_share, min_week_labels=min_week_labels,
-            prior_error=prior_error,
-        )
+        stratum_report(loaded.get(name) or empty_stratum(*name), bar, n_bins=n_bins,
+                       strategy=strategy, scope=scope)
         for name in names
     ]
     reports.sort(key=_worst_first)
     return CalibrationReport(
-        target=target,
-        confidence=confidence,
-        n_min=n_min,
-        stability_weeks=stability_weeks,
+        bar=bar,
         scope=scope,
-        overall=_overall(reports, target, confidence),
+        overall=_overall(reports, bar),
         strata=tuple(reports),
     )

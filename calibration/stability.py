@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 from fieldtrust.calibration.design import N_GRID, error_bound, grid_index
 from fieldtrust.calibration.population import StratumData, build_design
+from fieldtrust.store.bar import Bar
 
 
 @dataclass(frozen=True)
@@ -85,15 +86,14 @@ def _weighted_mean(correct: npt.NDArray[np.float64], weight: npt.NDArray[np.floa
 def week_checks(
     data: StratumData,
     threshold: float,
+    bar: Bar,
     *,
-    target: float,
-    confidence: float,
-    weeks: int,
-    min_week_labels: int = 1,
     window: tuple[str, ...] | None = None,
 ) -> list[WeekCheck]:
-    """The stability test in each of the last ``weeks`` weeks of the window.
+    """The stability test in each of the bar's last ``stability_weeks`` weeks of the window.
 
+    Each needs the bar's ``min_week_labels`` above the threshold and must not
+    be significantly below its ``target`` at level ``1 - confidence``.
     ``window`` is the certification window (default: the weeks with
     extractions of the stratum). Weeks without extractions of the stratum
     have nothing to automate and are not among them.
@@ -104,12 +104,12 @@ def week_checks(
     """
     k = int(grid_index(threshold))
     present = sorted(w for w in (window or tuple(data.week_hist)) if w in data.week_hist)
-    recent = present[-weeks:] if weeks > 0 else []
+    recent = present[-bar.stability_weeks:]
     checks = []
     for week in recent:
         design, labels = build_design(data, (week,))
         above = (labels.k >= k) & (labels.cell >= 0)
-        bound = error_bound(design, labels, k, delta=1.0 - confidence, side="lower")
+        bound = error_bound(design, labels, k, delta=1.0 - bar.confidence, side="lower")
         lower = 0.0 if np.isnan(bound.value) else bound.value
         n_above = int(above.sum())
         checks.append(
@@ -118,8 +118,8 @@ def week_checks(
                 labels_above=n_above,
                 accuracy=_weighted_mean(labels.correct[above], labels.weight[above]),
                 error_lower_bound=float(lower),
-                below_target=bool(lower > 1.0 - target),
-                enough_evidence=n_above >= min_week_labels,
+                below_target=bool(lower > 1.0 - bar.target),
+                enough_evidence=n_above >= bar.min_week_labels,
             )
         )
     return checks
@@ -161,15 +161,11 @@ def version_data(data: StratumData, version: str) -> StratumData:
     )
 
 
-def version_checks(
-    data: StratumData,
-    threshold: float,
-    *,
-    target: float = 0.95,
-    confidence: float = 0.95,
-    version_share: float = 0.05,
-) -> list[VersionCheck]:
+def version_checks(data: StratumData, threshold: float, bar: Bar) -> list[VersionCheck]:
     """Each form version above the threshold, certified on its own labels there.
+
+    At the bar's ``target`` and ``confidence``; a version holding at least its
+    ``version_share`` of the stratum above the threshold is material.
 
     References
     ----------
@@ -185,7 +181,7 @@ def version_checks(
         own = version_data(data, version)
         design, labels = own.design, own.labels
         above = (labels.k >= k) & (labels.cell >= 0)
-        bound = error_bound(design, labels, k, delta=1.0 - confidence)
+        bound = error_bound(design, labels, k, delta=1.0 - bar.confidence)
         upper = 1.0 if np.isnan(bound.value) else bound.value
         accuracy = _weighted_mean(labels.correct[above], labels.weight[above])
         share = volume / total_above if total_above else 0.0
@@ -194,11 +190,12 @@ def version_checks(
                 form_version=version,
                 n_population_above=volume,
                 share_above=share,
-                material=share >= version_share,
+                material=share >= bar.version_share,
                 labels_above=int(above.sum()),
                 accuracy=accuracy,
                 accuracy_low=float(min(1.0 - upper, accuracy)) if above.any() else 0.0,
-                covered=bool(upper <= 1.0 - target and above.any() and accuracy >= target),
+                covered=bool(upper <= 1.0 - bar.target and above.any()
+                             and accuracy >= bar.target),
             )
         )
     return checks

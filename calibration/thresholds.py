@@ -24,17 +24,17 @@ import pyarrow as pa
 from fieldtrust.calibration.design import (
     GRID,
     N_GRID,
+    Blocks,
     Bound,
-    Design,
     Labels,
     error_bound,
     error_bounds,
     kept_counts,
     kept_labels,
 )
-from fieldtrust.calibration.intervals import labels_needed, labels_needed_at_rate
 from fieldtrust.calibration.population import load_strata
-from fieldtrust.calibration.survey import check_fraction
+from fieldtrust.calibration.survey import labels_needed, labels_needed_at_rate
+from fieldtrust.store.bar import Bar, resolve_bar
 from fieldtrust.store.scope import Scope
 from scipy.special import ndtri
 from scipy.stats import binom
@@ -87,20 +87,20 @@ class _Sums:
 START_POWER = 0.9
 
 
-def walk_start(
-    n_min: int, prior_error: float | None, *, target: float = 0.95, confidence: float = 0.95
-) -> int:
+def walk_start(bar: Bar) -> int:
     """Labels the bound must use before a candidate is tested (STATS.md section 6, step 2).
 
-    ``max(n_min, n)`` with ``n`` the fewest labels whose test certifies
-    ``target`` with probability :data:`START_POWER` when errors occur at
-    ``prior_error``: the walk's one failure is not spent where a certificate
-    is out of reach. Depends on settings only, never on a verdict, so the
-    procedure stays valid (Learn-then-Test allows any such rule).
+    ``max(n_min, n)`` with ``n`` the fewest labels whose test certifies the
+    bar's ``target`` with probability :data:`START_POWER` when errors occur at
+    its ``prior_error``: the walk's one failure is not spent where a
+    certificate is out of reach. Depends on settings only, never on a verdict,
+    so the procedure stays valid (Learn-then-Test allows any such rule). A
+    ``prior_error`` of 0 starts at ``n_min``.
     """
-    if prior_error is None or prior_error <= 0:
-        return n_min
-    return max(n_min, _powered_count(prior_error, 1.0 - target, 1.0 - confidence))
+    if bar.prior_error <= 0:
+        return bar.n_min
+    return max(bar.n_min,
+               _powered_count(bar.prior_error, 1.0 - bar.target, 1.0 - bar.confidence))
 
 
 @functools.lru_cache(maxsize=64)
@@ -126,7 +126,7 @@ def candidate_grid(population_hist: npt.ArrayLike) -> npt.NDArray[np.int64]:
     return np.flatnonzero(hist > 0)[::-1].astype(np.int64)
 
 
-def _sums(design: Design, labels: Labels) -> _Sums:
+def _sums(design: Blocks, labels: Labels) -> _Sums:
     def suffix(values: npt.NDArray[np.float64] | npt.NDArray[np.int64]) -> FloatArray:
         return np.cumsum(values[::-1])[::-1].astype(float)
 
@@ -162,59 +162,39 @@ def _point(sums: _Sums, k: int, bound: Bound) -> ThresholdPoint:
     )
 
 
-def _check(target: float, confidence: float, n_min: int) -> None:
-    check_fraction("target", target)
-    check_fraction("confidence", confidence)
-    if n_min < 1:
-        raise InputError(f"n_min must be at least 1, got {n_min}")
-
-
-def select_thresholds(
-    design: Design,
-    labels: Labels,
-    *,
-    target: float = 0.95,
-    confidence: float = 0.95,
-    n_min: int = 100,
-    prior_error: float | None = None,
-) -> ThresholdResult:
+def select_thresholds(design: Blocks, labels: Labels, bar: Bar) -> ThresholdResult:
     """Point and certified thresholds of one stratum.
 
     Parameters
     ----------
     design, labels
         The stratum's population and labels (:mod:`fieldtrust.calibration.design`).
-    target
-        Accuracy the extractions above the threshold must reach.
-    confidence
-        ``1 - delta``: probability that a certified threshold truly reaches
-        the target on average above it.
-    n_min
-        Candidates with fewer labels above them are skipped, not tested.
-    prior_error
-        Where the walk starts: candidates are skipped until the bound uses at
-        least :func:`walk_start` labels, the count that certifies the target
-        if errors occur at this assumed rate (at least ``n_min``). A rule on
-        label counts only, so validity is kept (Learn-then-Test); it spends
-        the walk's one failure where a certificate is possible. ``None`` (the
-        default of this pure function) starts at ``n_min``; the reports pass
-        the policy's ``prior_error`` (0.03).
+    bar
+        ``target``: accuracy the extractions above the threshold must reach.
+        ``confidence``: ``1 - delta``, the probability that a certified
+        threshold truly reaches the target on average above it. ``n_min``:
+        candidates with fewer labels above them are skipped, not tested.
+        ``prior_error``: where the walk starts: candidates are skipped until
+        the bound uses at least :func:`walk_start` labels, the count that
+        certifies the target if errors occur at this assumed rate (at least
+        ``n_min``). A rule on label counts only, so validity is kept
+        (Learn-then-Test); it spends the walk's one failure where a
+        certificate is possible. A ``prior_error`` of 0 starts at ``n_min``.
 
     References
     ----------
     Angelopoulos, Bates, Candes, Jordan & Lei, "Learn then Test" (2021,
     Annals of Applied Statistics 2025), fixed-sequence testing.
     """
-    _check(target, confidence, n_min)
-    delta = 1.0 - confidence
+    target, n_min = bar.target, bar.n_min
+    delta = 1.0 - bar.confidence
     max_error = 1.0 - target
     sums = _sums(design, labels)
     grid = candidate_grid(design.population_hist)
     # Counts only: no later than a third of the labels the bound keeps at the
     # lowest candidate, so a small stratum is still tested, and never before n_min.
     kept_at_bottom = int(kept_counts(design, labels, grid[-1:])[0][0]) if grid.size else 0
-    start = max(n_min, min(walk_start(n_min, prior_error, target=target, confidence=confidence),
-                           kept_at_bottom // 3))
+    start = max(n_min, min(walk_start(bar), kept_at_bottom // 3))
 
     # Too few labels above a candidate to test it yet (a count, not an outcome):
     # skipped, not failed; the same counting the labels the bound can use.
@@ -250,7 +230,7 @@ def select_thresholds(
 
 
 def _point_threshold(
-    design: Design,
+    design: Blocks,
     labels: Labels,
     sums: _Sums,
     grid: npt.NDArray[np.int64],
@@ -268,7 +248,7 @@ def _point_threshold(
 
 
 def _labels_needed(
-    design: Design,
+    design: Blocks,
     labels: Labels,
     sums: _Sums,
     grid: npt.NDArray[np.int64],
@@ -320,14 +300,7 @@ def _labels_needed(
     return (None, None) if best is None else (best[0], best[1] / GRID)
 
 
-def threshold_table(
-    design: Design,
-    labels: Labels,
-    *,
-    target: float = 0.95,
-    confidence: float = 0.95,
-    n_min: int = 100,
-) -> pa.Table:
+def threshold_table(design: Blocks, labels: Labels, bar: Bar) -> pa.Table:
     """Every candidate threshold with its coverage, accuracy and lower bound.
 
     One row per candidate (high to low): the fields of :class:`ThresholdPoint`
@@ -335,13 +308,14 @@ def threshold_table(
     computed even where the walk would skip or stop; ``accuracy`` is null
     without labels above), then ``tested`` (enough labels to be tested),
     ``certified`` (certified by the fixed-sequence walk), ``point`` (the point
-    threshold). Data for the dashboard's threshold chart.
+    threshold). Data for the dashboard's threshold chart, at the same bar as
+    the report's thresholds.
     """
-    _check(target, confidence, n_min)
-    delta = 1.0 - confidence
+    n_min = bar.n_min
+    delta = 1.0 - bar.confidence
     sums = _sums(design, labels)
     grid = candidate_grid(design.population_hist)
-    result = select_thresholds(design, labels, target=target, confidence=confidence, n_min=n_min)
+    result = select_thresholds(design, labels, bar)
     bounds = error_bounds(design, labels, grid, delta=delta)
     rows = [_point(sums, k, bounds.at(i)) for i, k in enumerate(grid.tolist())]
     columns = [*ThresholdPoint.__dataclass_fields__]
@@ -370,16 +344,15 @@ def threshold_curve(
     doc_type: str,
     field: str,
     scope: Scope = Scope(),
-    *,
-    target: float = 0.95,
-    confidence: float = 0.95,
-    n_min: int = 100,
+    bar: Bar | None = None,
 ) -> pa.Table:
     """:func:`threshold_table` for one stratum of the store (the dashboard's threshold chart).
 
-    Columns as :func:`threshold_table`. Raises ``InputError`` when
+    Columns as :func:`threshold_table`; ``bar`` None is the store's policy
+    (:func:`fieldtrust.store.bar.resolve_bar`). Raises ``InputError`` when
     the stratum has no extractions in ``scope``.
     """
+    bar = resolve_bar(con) if bar is None else bar
     narrowed = Scope(
         weeks=scope.weeks,
         doc_types=(doc_type,),
@@ -394,6 +367,4 @@ def threshold_curve(
             " check the names with `fieldtrust calibrate`"
         )
     stratum = match[0]
-    return threshold_table(
-        stratum.design, stratum.labels, target=target, confidence=confidence, n_min=n_min
-    )
+    return threshold_table(stratum.design, stratum.labels, bar)

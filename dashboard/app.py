@@ -3,7 +3,8 @@
 This script owns what every page shares: the page list (``st.navigation``),
 who is looking (``dashboard.auth``) and the sidebar filters. Pages live in
 ``dashboard/app_pages/`` and only read widgets, call the library and draw.
-Errors fieldtrust raises on purpose become a message here, at the edge.
+Errors fieldtrust raises on purpose become a message on the page
+(``dashboard.boundary``), wherever in the run they are raised.
 """
 
 from __future__ import annotations
@@ -14,10 +15,8 @@ import streamlit as st
 
 # `streamlit run` runs this file as a script; the package it belongs to is
 # imported by its installed name, so the same code serves a wheel and a checkout.
-from fieldtrust.dashboard import auth, data, layout, sidebar, state
+from fieldtrust.dashboard import auth, boundary, data, layout, sidebar, state
 from fieldtrust.dashboard.navigation import pages_for
-
-from fieldtrust.errors import FieldtrustError, StoreLockedError
 
 st.set_page_config(page_title="fieldtrust", page_icon=layout.page_icon(), layout="wide")
 
@@ -38,35 +37,27 @@ def _acting_roles() -> frozenset[str]:
 
 
 def main() -> None:
-    path = data.db_path()
-    with data.run_reads(path):
-        page = st.navigation(pages_for(_acting_roles()))
-        _draw(page, path)
+    # Everything, the settings the store path comes from included, inside the boundary.
+    with boundary.messages_on_the_page():
+        path = data.db_path()
+        with data.run_reads(path):
+            page = st.navigation(pages_for(_acting_roles()))
+            _draw(page, path)
 
 
 def _draw(page: Any, path: str) -> None:
     auth.remember_pick()
-    try:
-        version = data.data_version(path)
-        st.session_state[state.DATA_VERSION] = version
-        if version is None or version.empty:
-            auth.draw_identity(path, has_store=version is not None)
-            st.title(page.title)
-            layout.empty_state(path)
-            return
-        auth.draw_identity(path, has_store=True)
-        sidebar.draw_filters(data.cached("filter_options"))
-        layout.sidebar_footer(path, version)
-        page.run()
-    except StoreLockedError as exc:
-        # A write that landed just before the store got busy still says so: a reviewer
-        # must not take a saved verdict for a lost one.
-        for key in state.FLASHES:
-            layout.flash(key)
-        st.warning(layout.plain(data.busy_message(exc)), icon=":material/hourglass_top:")
-    except FieldtrustError as exc:
-        # Library messages quote values from files (a doc_type, a path): as written.
-        st.error(layout.plain(exc), icon=":material/error:")
+    version = data.data_version(path)
+    st.session_state[state.DATA_VERSION] = version
+    if version is None or version.empty:
+        auth.draw_identity(path, has_store=version is not None)
+        st.title(page.title)
+        layout.empty_state(path)
+        return
+    auth.draw_identity(path, has_store=True)
+    sidebar.draw_filters(data.cached("filter_options"))
+    layout.sidebar_footer(path, version)
+    page.run()
 
 
 main()

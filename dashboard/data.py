@@ -35,11 +35,12 @@ import duckdb
 import streamlit as st
 from fieldtrust.dashboard import state
 from fieldtrust.store import signing
+from fieldtrust.store.bar import Bar, resolve_bar
 from fieldtrust.store.scope import Scope
 
 from fieldtrust import store
 from fieldtrust.errors import StoreError, StoreLockedError
-from fieldtrust.settings import load_settings
+from fieldtrust.settings import Settings, served_settings
 
 #: Seconds a page waits for another process to release the store.
 LOCK_WAIT = 4.0
@@ -50,15 +51,33 @@ CACHE_ENTRIES = 128
 _CONNECTION_LOCK = threading.Lock()
 
 
+def settings() -> Settings:
+    """The dashboard's settings, the one way every page reads them.
+
+    What ``fieldtrust serve`` resolved from its ``--config`` file, flags and
+    environment and handed to this server (:func:`fieldtrust.settings.served_settings`);
+    a server started otherwise resolves them as the CLI would.
+    """
+    return served_settings()
+
+
+def bar() -> Bar:
+    """The bar every page is held to: the store's policy, read now (an admin may just have
+    changed it), with the settings' asks laid over it (:func:`fieldtrust.store.bar.resolve_bar`,
+    the resolver the CLI and governance use)."""
+    with reading(db_path()) as con:
+        return resolve_bar(con, settings().criteria)
+
+
 def db_path() -> str:
-    """The store the dashboard shows: ``-- --db PATH``, else ``FIELDTRUST_DB``, else settings."""
+    """The store the dashboard shows: ``-- --db PATH``, else the ``db`` setting."""
     argv = sys.argv[1:]
     for index, arg in enumerate(argv):
         if arg == "--db" and index + 1 < len(argv):
             return argv[index + 1]
         if arg.startswith("--db="):
             return arg.split("=", 1)[1]
-    return load_settings().db
+    return settings().db
 
 
 @dataclass(frozen=True)
@@ -253,11 +272,11 @@ def signing_keys() -> Iterator[None]:
     """Sign and check with the keys of the settings (``signing_key_file``,
     ``trusted_key_files``) inside the block, as the CLI does; with neither set, the keys a
     caller installed (none in the dashboard, the benchmark's in ``bench``)."""
-    settings = load_settings()
-    if not (settings.signing_key_file or settings.trusted_key_files):
+    resolved = settings()
+    if not (resolved.signing_key_file or resolved.trusted_key_files):
         yield
         return
-    with signing.using(settings.signing_key_file, settings.trusted_key_files):
+    with signing.using(resolved.signing_key_file, resolved.trusted_key_files):
         yield
 
 
@@ -383,11 +402,11 @@ def current_policy(con: duckdb.DuckDBPyConnection) -> Any:
 
 
 @query("revocations")
-def revocations(con: duckdb.DuckDBPyConnection, target: float, confidence: float) -> Any:
+def revocations(con: duckdb.DuckDBPyConnection, bar: Bar) -> Any:
     """Approved strata that later audits show failing (governance.revocation)."""
     from fieldtrust.governance.revocation import revocation_recommendations
 
-    return revocation_recommendations(con, target=target, confidence=confidence)
+    return revocation_recommendations(con, bar)
 
 
 @query("policy_export")
@@ -451,42 +470,32 @@ def priority_queue(con: duckdb.DuckDBPyConnection, scope: Scope, limit: int) -> 
 
 
 @query("candidates")
-def candidates(
-    con: duckdb.DuckDBPyConnection, scope: Scope, target: float, confidence: float,
-    n_min: int, stability_weeks: int,
-) -> Any:
+def candidates(con: duckdb.DuckDBPyConnection, scope: Scope, bar: Bar) -> Any:
     """Every stratum's automation assessment, candidates first (calibration.candidates)."""
     from fieldtrust.calibration.candidates import automation_candidates
 
-    return automation_candidates(
-        con, scope, target=target, confidence=confidence, n_min=n_min,
-        stability_weeks=stability_weeks,
-    )
+    return automation_candidates(con, scope, bar)
 
 
 @query("calibration_report")
 def calibration_report(
-    con: duckdb.DuckDBPyConnection, scope: Scope, target: float, confidence: float,
-    n_min: int, stability_weeks: int, n_bins: int = 10, strategy: str = "quantile",
+    con: duckdb.DuckDBPyConnection, scope: Scope, bar: Bar, n_bins: int = 10,
+    strategy: str = "quantile",
 ) -> Any:
     """Tables, bins, thresholds and candidacy of every stratum (calibration.report)."""
     from fieldtrust.calibration.report import calibration_report as report
 
-    return report(
-        con, scope, target=target, confidence=confidence, n_bins=n_bins, strategy=strategy,
-        n_min=n_min, stability_weeks=stability_weeks,
-    )
+    return report(con, scope, bar, n_bins=n_bins, strategy=strategy)
 
 
 @query("threshold_curve")
 def threshold_curve(
-    con: duckdb.DuckDBPyConnection, doc_type: str, field: str, scope: Scope, target: float,
-    confidence: float, n_min: int,
+    con: duckdb.DuckDBPyConnection, doc_type: str, field: str, scope: Scope, bar: Bar
 ) -> Any:
     """Accuracy, lower bound and coverage at every candidate threshold (calibration.thresholds)."""
     from fieldtrust.calibration.thresholds import threshold_curve as curve
 
-    return curve(con, doc_type, field, scope, target=target, confidence=confidence, n_min=n_min)
+    return curve(con, doc_type, field, scope, bar)
 
 
 @query("confidence_histogram")

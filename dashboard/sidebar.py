@@ -8,11 +8,9 @@ invoices" means the same rows on every page.
 from __future__ import annotations
 
 import streamlit as st
-from fieldtrust.dashboard import state
+from fieldtrust.dashboard import data, state
 from fieldtrust.store.scope import Scope
 from fieldtrust.store.summary import FilterOptions
-
-from fieldtrust.settings import load_settings
 
 
 def draw_filters(options: FilterOptions) -> Scope:
@@ -46,7 +44,7 @@ def _week_window(weeks: tuple[str, ...]) -> tuple[str, ...]:
     # A stale or malformed value (the store changed under us) falls back to the default.
     if not (isinstance(chosen, list | tuple) and len(chosen) == 2
             and all(w in weeks for w in chosen)):
-        default = min(load_settings().weeks, len(weeks))
+        default = min(data.bar().weeks, len(weeks))  # the certification window
         st.session_state[state.FILTER_WEEKS] = (weeks[-default], weeks[-1])
     window = st.sidebar.select_slider(
         "Weeks", options=list(weeks), key=state.FILTER_WEEKS,

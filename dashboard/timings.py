@@ -17,26 +17,25 @@ from typing import Any
 
 from fieldtrust.dashboard import data
 from fieldtrust.sampling.design import Design
+from fieldtrust.store.bar import resolve_bar
 from fieldtrust.store.scope import Scope
 
 from fieldtrust import store
-from fieldtrust.settings import load_settings
 
 Call = tuple[str, tuple[Any, ...]]
 
 
 def page_calls(path: str) -> dict[str, list[Call]]:
     """The reads each page makes on a first visit, with the arguments it would pass."""
-    config = load_settings()
     with data.reading(path) as con:
+        bar = resolve_bar(con, data.settings().criteria)  # as data.bar(), on this path
         options = data.filter_options(con)
         sample_id = data.current_sample(con)
         extraction = con.execute("SELECT min(extraction_id) FROM extractions").fetchall()[0][0]
-    weeks = options.weeks[-min(config.weeks, len(options.weeks)):]
+    weeks = options.weeks[-min(bar.weeks, len(options.weeks)):]
     scope = Scope(weeks=weeks)
     week = options.weeks[-1]
-    report = (scope, config.target, config.confidence, config.n_min, config.stability_weeks,
-              10, "quantile")
+    report = (scope, bar, 10, "quantile")
     with data.reading(path) as con:
         worst = data.calibration_report(con, *report).strata[0]
     stratum = (worst.doc_type, worst.field)
@@ -46,15 +45,14 @@ def page_calls(path: str) -> dict[str, list[Call]]:
         "calibration": [
             *shared, ("calibration_report", report), ("recalibration_info", stratum),
             ("confidence_histogram", (*stratum, scope, 40)),
-            ("threshold_curve", (*stratum, scope, config.target, config.confidence,
-                                 config.n_min)),
+            ("threshold_curve", (*stratum, scope, bar)),
         ],
         "audit": [
             *shared, ("preview_design", (week, Design().canonical_json())),
             ("week_sample", (week,)), ("sample_progress", (sample_id,)),
-            ("cell_progress", (sample_id,)), ("weekly_alerts", (week, config.target,
-                                                                config.confidence)),
-            ("weekly_estimates", (scope, config.confidence)),
+            ("cell_progress", (sample_id,)), ("weekly_alerts", (week, bar.target,
+                                                                bar.confidence)),
+            ("weekly_estimates", (scope, bar.confidence)),
             ("adjudication_queue", (scope,)), ("error_report", (scope,)),
         ],
         "review": [
@@ -64,7 +62,7 @@ def page_calls(path: str) -> dict[str, list[Call]]:
         ],
         "automation": [
             *shared, ("calibration_report", report), ("current_policy", ()),
-            ("revocations", (config.target, config.confidence)), ("policy_export", ()),
+            ("revocations", (bar.policy_or_stricter(),)), ("policy_export", ()),
             ("decision_history", ()),
         ],
     }

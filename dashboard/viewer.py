@@ -17,8 +17,6 @@ import streamlit as st
 from fieldtrust.dashboard import data, layout, render
 from fieldtrust.store.locations import allowed_hosts, documents_root
 
-from fieldtrust.settings import load_settings
-
 log = logging.getLogger("fieldtrust.dashboard")
 
 #: Pixels a whole page is shown at (an A4 page is then about 800 pixels tall).
@@ -40,7 +38,7 @@ def _page(extraction_id: str, zoom_key: str) -> render.Notice | None:
     location = data.cached("document_location", extraction_id)
     if location is None:
         return render.Notice("No such extraction in the store.", None)
-    settings = load_settings()
+    settings = data.settings()
     path = data.db_path()
     with data.reading(path) as con:
         source = render.open_document(

@@ -15,13 +15,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 from fieldtrust.dashboard import layout
-
-from fieldtrust.settings import Settings, load_settings
-
-
-def settings() -> Settings:
-    """fieldtrust settings (target, confidence, weeks...) as the CLI resolves them."""
-    return load_settings()
+from fieldtrust.store.bar import Bar
 
 
 def frame_of(rows: Iterable[Any] | pa.Table | pd.DataFrame | None) -> pd.DataFrame:
@@ -229,11 +223,18 @@ def decision_strata(assessments: Sequence[Any], policy: Sequence[Any]) -> list[S
     return strata
 
 
-def report_args(scope: Any, config: Settings, *, n_bins: int = 10,
+def report_args(scope: Any, bar: Bar, *, n_bins: int = 10,
                 strategy: str = "quantile") -> tuple[Any, ...]:
     """Arguments of the cached ``calibration_report`` read; equal on every page, so shared."""
-    return (scope, config.target, config.confidence, config.n_min, config.stability_weeks,
-            n_bins, strategy)
+    return (scope, bar, n_bins, strategy)
+
+
+def not_approvable_text(bar: Bar) -> str | None:
+    """Why nothing on a page is approvable at these settings, or None when it may be."""
+    if bar.approvable:
+        return None
+    return (f"At these settings, not approvable: {layout.plain(bar.loosened_text())}."
+            " Candidates are judged at the store's policy (`fieldtrust policy settings`).")
 
 
 def strata_frame(report: Any) -> pd.DataFrame:

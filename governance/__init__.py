@@ -6,11 +6,12 @@ name, whose role is checked in :mod:`fieldtrust.store.access`):
 * ``acts``: the three acts, ``approve``, ``reject`` and ``revoke``, used by the
   CLI and the dashboard alike;
 * ``certification``: ``certify``, the one computation approving rests on,
-  and its ``Criteria``;
+  at the bar ``fieldtrust.store.bar.resolve_bar`` resolves;
 * ``evidence``: the typed, frozen evidence and its canonical JSON;
 * ``decisions``: the decision history and the current policy;
 * ``revocation``: approved strata that later audits show failing;
-* ``policy``: the policy file production pipelines read.
+* ``policy``: the policy file production pipelines read;
+* ``bar_admin``: the admin's one act on the bar, ``set_policy_settings``.
 
 See docs/governance.md.
 """

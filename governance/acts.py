@@ -3,7 +3,7 @@
 One library call per act, the same for the CLI, the dashboard and any script.
 Each act computes its evidence from the store itself, never from what a
 caller cached: approving and rejecting certify the whole stratum afresh at
-the store's policy settings (:func:`fieldtrust.governance.certification.certify`;
+the store's policy bar (:func:`fieldtrust.governance.certification.certify`;
 a caller's settings may only make it stricter), revoking attaches the
 revocation recommendation later audits give, if any
 (:func:`fieldtrust.governance.revocation.revocation_recommendations`). A
@@ -23,7 +23,7 @@ import uuid
 from typing import Any
 
 import duckdb
-from fieldtrust.governance.certification import Criteria, certify, reason_text
+from fieldtrust.governance.certification import certify, reason_text
 from fieldtrust.governance.decisions import (
     DECISION_ACTIONS,
     DECISION_COLUMNS,
@@ -38,9 +38,9 @@ from fieldtrust.governance.evidence import (
 )
 from fieldtrust.governance.revocation import RevocationRecommendation, revocation_recommendations
 from fieldtrust.store.access import require, user_name
+from fieldtrust.store.bar import Criteria, resolve_bar
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
-from fieldtrust.store.policy_settings import current_policy_settings
 from fieldtrust.store.provenance import provenance
 from fieldtrust.store.retry import first_row, write_with_retry
 from fieldtrust.store.rollup import extraction_columns_sql
@@ -61,9 +61,9 @@ def approve(
 ) -> Decision:
     """Approve automation of (doc_type, field) at or above the threshold certified from the store.
 
-    The whole stratum is certified afresh at the store's policy settings
-    (:func:`fieldtrust.store.policy_settings.current_policy_settings`, which
-    only an admin changes), over the policy's window.
+    The whole stratum is certified afresh at the store's policy bar
+    (:func:`fieldtrust.store.bar.resolve_bar`; only an admin changes the
+    policy), over the policy's window.
 
     Parameters
     ----------
@@ -148,10 +148,10 @@ def revoke(
     """Revoke the approval of (doc_type, field); later audits' recommendation is the evidence.
 
     The evidence holds the stratum's revocation recommendation (at the store's
-    policy target and confidence, or the stricter ones ``criteria`` asks for;
-    a looser request is not refused, since revoking loosens nothing, but not
-    used either) when its audits since the approval flag it, and none
-    otherwise: a manager may revoke on other grounds, said in the comment.
+    policy bar, or the stricter one ``criteria`` asks for; a looser ask is not
+    refused, since revoking loosens nothing, but not used either) when its
+    audits since the approval flag it, and none otherwise: a manager may
+    revoke on other grounds, said in the comment.
     ``threshold``, if given, must be the active one; the active threshold is
     recorded.
 
@@ -164,12 +164,9 @@ def revoke(
     """
     actor = _before_certifying(con, actor, "revoke", doc_type, field, comment)
     _check_range(threshold)
-    policy = current_policy_settings(con)
-    asked = criteria.asked() if criteria is not None else {}
-    target = max(policy.target, float(asked.get("target", policy.target)))
-    confidence = max(policy.confidence, float(asked.get("confidence", policy.confidence)))
+    bar = resolve_bar(con, criteria).policy_or_stricter()
     flagged = next(
-        (r for r in revocation_recommendations(con, target=target, confidence=confidence)
+        (r for r in revocation_recommendations(con, bar)
          if (r.doc_type, r.field) == (doc_type, field)),
         None,
     )

@@ -72,8 +72,8 @@ class Certification:
     form_versions: tuple[VersionCheck, ...]
     # The form versions the candidacy covers; production sends any other to a human.
     covered_versions: tuple[str, ...] = ()
-    # The store's policy settings when certified, with who set them and when
-    # (store.policy_settings.PolicySettings.as_dict()).
+    # The store's policy bar when certified, with who set it and when
+    # (store.bar.PolicyBar.as_dict()).
     policy: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     stricter: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # what the caller raised
     held_to: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # the settings used

@@ -30,6 +30,7 @@ import duckdb
 import numpy as np
 from fieldtrust.calibration import survey
 from fieldtrust.governance.decisions import PolicyEntry, current_policy
+from fieldtrust.store.bar import Bar, resolve_bar
 from fieldtrust.store.labelled import design_based_items
 from fieldtrust.store.scope import Scope
 from fieldtrust.store.weeks import iso_week
@@ -89,31 +90,28 @@ class PolicyReview:
         return {**self.entry.to_dict(), "revocation": reason}
 
 
-def policy_review(
-    con: duckdb.DuckDBPyConnection, *, target: float = 0.95, confidence: float = 0.95
-) -> list[PolicyReview]:
+def policy_review(con: duckdb.DuckDBPyConnection, bar: Bar | None = None) -> list[PolicyReview]:
     """Every decided stratum (as :func:`current_policy`) with its revocation recommendation.
 
-    ``target`` and ``confidence`` as :func:`revocation_recommendations`.
+    ``bar`` as :func:`revocation_recommendations`.
     """
-    flagged = {(r.doc_type, r.field): r for r in revocation_recommendations(
-        con, target=target, confidence=confidence)}
+    flagged = {(r.doc_type, r.field): r for r in revocation_recommendations(con, bar)}
     return [PolicyReview(e, flagged.get((e.doc_type, e.field))) for e in current_policy(con)]
 
 
 def revocation_recommendations(
-    con: duckdb.DuckDBPyConnection, *, target: float = 0.95, confidence: float = 0.95
+    con: duckdb.DuckDBPyConnection, bar: Bar | None = None
 ) -> list[RevocationRecommendation]:
-    """Approved strata whose audits after the approval show accuracy below ``target``.
+    """Approved strata whose audits after the approval show accuracy below the bar's target.
 
     Parameters
     ----------
     con
         Store connection.
-    target
-        Accuracy an automated stratum must keep.
-    confidence
-        ``1 - delta`` of the one-sided test (the upper bound's level).
+    bar
+        Its ``target`` is the accuracy an automated stratum must keep, its
+        ``confidence`` ``1 - delta`` of the one-sided test (the upper bound's
+        level). None: the store's policy (:func:`fieldtrust.store.bar.resolve_bar`).
 
     Returns
     -------
@@ -121,9 +119,8 @@ def revocation_recommendations(
         One per flagged stratum, with every week checked and a reason naming
         the failing weeks.
     """
-    for name, value in (("target", target), ("confidence", confidence)):
-        if not 0.0 < value < 1.0:
-            raise Refused(f"{name} must be in (0, 1), got {value}")
+    bar = resolve_bar(con) if bar is None else bar
+    target, confidence = bar.target, bar.confidence
     flagged = []
     for entry in current_policy(con):
         if entry.status != "active" or entry.threshold is None:

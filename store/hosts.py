@@ -91,7 +91,7 @@ def setting_hosts(setting: str) -> tuple[AllowedHost, ...]:
         parsed = parse_host(entry)
         if parsed is None or "*" in entry or "://" in entry:
             raise ValueError(
-                f"{entry[:60]!r} is not a host name with an optional port (like"
+                f"{entry[:60]!r}, which is not a host name with an optional port (like"
                 " fieldtrust.example.com or fieldtrust.example.com:443)"
             )
         hosts.append(AllowedHost(*parsed))

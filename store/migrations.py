@@ -620,6 +620,18 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
     ),
     Migration(
+        "0023_policy_horizon_weeks",
+        """
+        -- The bar gains the anytime-valid horizon: the weeks over which a
+        -- certificate's error guarantee holds whatever the weekly looks. NULL
+        -- in a row written before it existed, which held the default (52);
+        -- fieldtrust.store.bar reads it so. DuckDB cannot add a column with a
+        -- CHECK: the one writer checks the range (1 to 520) through the Bar,
+        -- and the history chain finds a row written around it.
+        ALTER TABLE policy_settings ADD COLUMN horizon_weeks INTEGER;
+        """,
+    ),
+    Migration(
         "0035_store_history_signatures",
         """
         -- Signatures of chain entries, by a key kept outside the store file

@@ -67,8 +67,10 @@ def server_env() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def serving(db: Path, folder: Path, *serve_args: str) -> Iterator[tuple[int, Path]]:
-    """``fieldtrust --db DB serve --port P SERVE_ARGS`` until the block ends: (P, its log).
+def serving(db: Path, folder: Path, *serve_args: str,
+            options: tuple[str, ...] = ()) -> Iterator[tuple[int, Path]]:
+    """``fieldtrust --db DB OPTIONS serve --port P SERVE_ARGS``, run in ``folder``, until the
+    block ends: (P, its log).
 
     The log's tail is printed when the block ends (pytest shows it for a failed test).
     """
@@ -76,7 +78,7 @@ def serving(db: Path, folder: Path, *serve_args: str) -> Iterator[tuple[int, Pat
     log_path = folder / "serve.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "fieldtrust.cli.main", "--db", str(db), "serve",
+            [sys.executable, "-m", "fieldtrust.cli.main", "--db", str(db), *options, "serve",
              "--port", str(port), *serve_args],
             stdout=log, stderr=subprocess.STDOUT, cwd=folder, env=server_env(),
         )

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fieldtrust.store.bar import SETTINGS as BAR_SETTINGS
+from fieldtrust.store.bar import setting_default, setting_help
 
 from fieldtrust.cli.reference import command_paths, render
 from fieldtrust.settings import Settings
@@ -32,6 +34,13 @@ def test_every_setting_is_documented(name: str) -> None:
     settings_doc = (DOCS / "settings.md").read_text()
     default = getattr(Settings(), name)
     assert f"| `{name}` | `{default}` |" in settings_doc
+
+
+@pytest.mark.parametrize("name", BAR_SETTINGS)
+def test_every_setting_of_the_bar_is_documented_with_its_default_and_help(name: str) -> None:
+    settings_doc = (DOCS / "settings.md").read_text()
+    row = f"| `{name}` | `{setting_default(name)}` | {setting_help(name)} |"
+    assert row in settings_doc, f"docs/settings.md lacks the row {row}"
 
 
 @pytest.mark.parametrize("command", [c for c in command_paths() if c != "fieldtrust"])

@@ -16,6 +16,7 @@ from fieldtrust.sampling.alerts import weekly_alerts
 from fieldtrust.sampling.planner import attribute_sample_size, sample_size
 from fieldtrust.sampling.queue import priority_queue
 from fieldtrust.sampling.stratified import clopper_pearson
+from fieldtrust.store.bar import Bar, Criteria
 from fieldtrust.store.scope import last_weeks
 from fieldtrust.store.sql import quote_ident, quote_literal
 from fieldtrust.store.weeks import parse_week
@@ -40,7 +41,8 @@ CASES: list[tuple[str, Callable[[duckdb.DuckDBPyConnection], object], str]] = [
     ("schema field", lambda con: INVOICE.field("colour"), "has no field 'colour'"),
     ("generate_demo", lambda con: generate_demo(7, 10**12), "rows must be between 1 and"),
     ("generate_demo", lambda con: generate_demo(-1, 10), "seed must be 0 or more"),
-    ("Settings", lambda con: Settings(weeks=0), "setting weeks: 0 must be between 1 and 520"),
+    ("Settings", lambda con: Settings(port=0), "setting port: 0 is not a TCP port"),
+    ("Bar", lambda con: Bar(weeks=0), "bar setting weeks = 0 must be between 1 and 520"),
     ("Settings.with_flags", lambda con: Settings().with_flags(target=1.5),
      "--target: 1.5 must be strictly between 0 and 1"),
 ]
@@ -57,6 +59,9 @@ def test_bad_arguments_raise_a_fieldtrust_value_error(
 
 
 def test_flags_not_given_leave_the_settings_as_they_are() -> None:
-    base = Settings(weeks=6)
-    assert base.with_flags(weeks=None, target=None) is base
-    assert base.with_flags(weeks=3, target=0.9) == Settings(weeks=3, target=0.9)
+    base = Settings(port=9000, criteria=Criteria.of("FIELDTRUST_WEEKS", weeks=6))
+    assert base.with_flags(weeks=None, target=None, port=None) is base
+    flagged = base.with_flags(weeks=3, target=0.9)
+    assert flagged.port == 9000
+    assert [(a.name, a.value, a.source) for a in flagged.criteria.asks] == [
+        ("weeks", 3, "--weeks"), ("target", 0.9, "--target")]

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 from fieldtrust.calibration.candidates import automation_candidates
 from fieldtrust.governance.acts import approve
-from fieldtrust.governance.policy_settings import set_policy_settings
+from fieldtrust.governance.bar_admin import set_policy_settings
 from fieldtrust.ingest.extractions import ingest_table
 from fieldtrust.ingest.sources import SourceConfig, open_source, refresh_source
 from fieldtrust.labels.verdicts import record_verdict
@@ -61,14 +61,13 @@ def audit(con: duckdb.DuckDBPyConnection, draw: Any, queue: Any) -> dict[str, An
                 corrected_value=None if right else "0.00",
                 error_type=None if right else "misread_characters",
             )
-    assessed = automation_candidates(con, n_min=N_MIN, target=TARGET, min_week_labels=WEEK_LABELS,
-                                     prior_error=None)
+    # The small lake's bar, set by the admin: candidates and approvals are held to it.
+    set_policy_settings(con, "root", n_min=N_MIN, target=TARGET, min_week_labels=WEEK_LABELS,
+                        prior_error=0.0)
+    assessed = automation_candidates(con)
     figures = {(a.doc_type, a.field): (a.candidate, a.reason, a.threshold, a.evidence)
                for a in assessed}
     chosen = next(a for a in assessed if a.candidate)
-    # The small lake's bar, set by the admin: approvals are held to the store's policy.
-    set_policy_settings(con, "root", n_min=N_MIN, target=TARGET, min_week_labels=WEEK_LABELS,
-                        prior_error=0.0)
     decision = approve(con, "mona", chosen.doc_type, chosen.field, "lake audit")
     return {"sampled": sampled, "figures": figures, "approved": (
         decision.doc_type, decision.field, decision.action, decision.threshold),

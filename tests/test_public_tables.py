@@ -32,6 +32,7 @@ from fieldtrust.sampling.estimates import (
 from fieldtrust.sampling.planner import DesignPreview, attribute_sampling_table, preview_design
 from fieldtrust.sampling.report import audit_report
 from fieldtrust.store.access import list_users, role_history
+from fieldtrust.store.bar import Bar
 
 from tests.conftest import CELLS, SAMPLE, WEEK
 from tests.decided import approve_as_stated
@@ -65,10 +66,10 @@ def test_calibration_tables_are_arrow(labelled: duckdb.DuckDBPyConnection) -> No
     table = _arrow(calibration_table(labelled), rows=2)
     assert sorted(table.column("field").to_pylist()) == ["tax", "total"]
     assert sorted(table.column("n_labeled").to_pylist()) == [4, 8]
-    curve = _arrow(threshold_table(stratum.design, stratum.labels, n_min=1))
+    curve = _arrow(threshold_table(stratum.design, stratum.labels, Bar(n_min=1)))
     assert curve.schema.field("certified").type == pa.bool_()
-    _arrow(threshold_curve(labelled, "invoice", "total", n_min=1), rows=curve.num_rows)
-    report = calibration_report(labelled, n_min=1)
+    _arrow(threshold_curve(labelled, "invoice", "total", bar=Bar(n_min=1)), rows=curve.num_rows)
+    report = calibration_report(labelled, bar=Bar(n_min=1))
     for s in report.strata:
         _arrow(s.bins, rows=10)
     shown = report.stratum("invoice", "total").to_dict(include_bins=True)["bins"]

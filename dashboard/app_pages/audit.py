@@ -26,6 +26,7 @@ from fieldtrust.labels.taxonomy import ERROR_TYPES
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import SampleResult, draw_sample
 from fieldtrust.store.access import allowed, require
+from fieldtrust.store.bar import Bar
 
 from fieldtrust.errors import FieldtrustError
 
@@ -91,7 +92,7 @@ def _design_section(identity: auth.Identity | None, week: str) -> None:
         st.caption(f"Current sample of {week}: `{current}`. Drawing again with the same design"
                    " returns it; another design makes a new version (labels are kept).")
     if identity is not None and allowed(identity.roles, "draw_sample"):
-        seed = views.settings().seed
+        seed = data.settings().seed
         label = f"Draw the sample of {week}" if current is None else f"Draw {week} with this design"
         st.button(label, key=state.AUDIT_DRAW, type="primary",
                   on_click=_on_draw, args=(identity, week, seed))
@@ -118,8 +119,8 @@ def _progress_section(week: str) -> None:
         downloads.show_table("cell_progress", cells)
 
 
-def _trend_section(scope: object, settings: object) -> None:
-    trend = views.frame_of(data.cached("weekly_estimates", scope, settings.confidence))  # type: ignore[attr-defined]
+def _trend_section(scope: object, bar: Bar) -> None:
+    trend = views.frame_of(data.cached("weekly_estimates", scope, bar.confidence))
     if trend.empty:
         st.info("No audit labels in these weeks yet.")
         return
@@ -128,15 +129,15 @@ def _trend_section(scope: object, settings: object) -> None:
     default = views.worst_series(series, count=4)
     chosen = st.multiselect("Strata", options, default=default, key=state.AUDIT_TREND_STRATUM)
     shown = series[series["series"].isin(chosen)] if chosen else series
-    st.plotly_chart(charts.weekly_trend(shown, target=settings.target),  # type: ignore[attr-defined]
+    st.plotly_chart(charts.weekly_trend(shown, target=bar.target),
                     key="audit.trend_chart")
     with st.expander("Weekly estimates"):
         downloads.show_table("weekly_estimates", trend)
 
 
-def _alerts_section(week: str, settings: object) -> None:
-    alerts = data.cached("weekly_alerts", week, settings.target, settings.confidence)  # type: ignore[attr-defined]
-    level = 1 - settings.confidence  # type: ignore[attr-defined]
+def _alerts_section(week: str, bar: Bar) -> None:
+    alerts = data.cached("weekly_alerts", week, bar.target, bar.confidence)
+    level = 1 - bar.confidence
     st.caption(
         f"Alerts hold the false discovery rate at {level:.0%} across every stratum and kind of"
         f" the week (Benjamini-Hochberg): when nothing changed, a false alert shows in at most"
@@ -200,15 +201,15 @@ def _errors_section(scope: object) -> None:
     downloads.show_table("error_report", report)
 
 
-def _trend_and_alerts_section(week: str, scope: object, settings: object) -> None:
+def _trend_and_alerts_section(week: str, scope: object, bar: Bar) -> None:
     st.subheader(f"Alerts for {week}")
-    _alerts_section(week, settings)
+    _alerts_section(week, bar)
     st.subheader("Weekly trend")
-    _trend_section(scope, settings)
+    _trend_section(scope, bar)
 
 
 st.title("Weekly audit")
-settings = views.settings()
+bar = data.bar()
 scope = sidebar.current_scope()
 identity = auth.current_identity()
 weeks = data.cached("filter_options").weeks
@@ -219,7 +220,7 @@ layout.lazy_tabs(
     {
         "Design and draw": lambda: _design_section(identity, week),
         "Labelling progress": lambda: _progress_section(week),
-        "Trend and alerts": lambda: _trend_and_alerts_section(week, scope, settings),
+        "Trend and alerts": lambda: _trend_and_alerts_section(week, scope, bar),
         "Adjudication": lambda: _adjudication_section(identity, scope),
         "Error types": lambda: _errors_section(scope),
     },

@@ -15,7 +15,6 @@ from __future__ import annotations
 import streamlit as st
 from fieldtrust.dashboard import auth, data, downloads, layout, sidebar, state, views
 from fieldtrust.governance import acts
-from fieldtrust.governance.certification import Criteria
 from fieldtrust.governance.policy import policy_json
 from fieldtrust.store.access import allowed
 
@@ -29,7 +28,7 @@ def _decide(identity: auth.Identity, action: str, stratum: views.Stratum) -> Non
     try:
         decision = data.write(
             act, identity.user, stratum.doc_type, stratum.field, comment,
-            criteria=Criteria.of(views.settings()),
+            criteria=data.settings().criteria,
             # The threshold shown: approving refuses it unless the store certifies it now.
             # A revocation names the active threshold itself.
             threshold=None if action == "revoke" else stratum.threshold,
@@ -138,14 +137,19 @@ def _policy_export() -> None:
 
 
 st.title("Automation")
-settings = views.settings()
+bar = data.bar()
 scope = sidebar.current_scope()
 identity = auth.current_identity()
-report = data.cached("calibration_report", *views.report_args(scope, settings))
+report = data.cached("calibration_report", *views.report_args(scope, bar))
 assessments = views.assessments(report)
 policy = data.cached("current_policy")
-warnings = data.cached("revocations", settings.target, settings.confidence)
+# A looser ask never hides a recommendation (as `fieldtrust policy show`).
+warnings = data.cached("revocations", bar.policy_or_stricter())
 strata = views.decision_strata(assessments, policy)
+
+loosened = views.not_approvable_text(bar)
+if loosened:
+    st.warning(loosened, icon=":material/rule:")
 
 for warning in warnings:
     st.warning(views.revocation_text(warning), icon=":material/warning:")

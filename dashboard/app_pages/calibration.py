@@ -13,7 +13,7 @@ from fieldtrust.dashboard import charts, data, downloads, layout, sidebar, state
 HISTOGRAM_BINS = 40
 
 st.title("Calibration")
-settings = views.settings()
+bar = data.bar()
 scope = sidebar.current_scope()
 
 controls = st.columns([3, 1, 1])
@@ -22,7 +22,7 @@ strategy = controls[1].selectbox("Bins", ["quantile", "uniform"], key=state.CAL_
 n_bins = controls[2].number_input("Number of bins", 3, 30, 10, key=state.CAL_BINS)
 report = data.cached(
     "calibration_report",
-    *views.report_args(scope, settings, n_bins=int(n_bins), strategy=strategy),
+    *views.report_args(scope, bar, n_bins=int(n_bins), strategy=strategy),
 )
 names = {f"{s.doc_type} · {s.field}": s for s in report.strata}
 chosen = controls[0].selectbox("Stratum (worst accuracy first)", list(names),
@@ -77,13 +77,12 @@ with left:
         st.caption("No recalibration map for this stratum yet: `fieldtrust recalibrate` fits one.")
 with right:
     curve = views.frame_of(data.cached(
-        "threshold_curve", stratum.doc_type, stratum.field, scope, settings.target,
-        settings.confidence, settings.n_min,
+        "threshold_curve", stratum.doc_type, stratum.field, scope, bar,
     ))
     th = stratum.thresholds
     st.plotly_chart(
         charts.threshold_curve(
-            curve, target=settings.target,
+            curve, target=bar.target,
             point_threshold=th.point.threshold if th.point else None,
             certified_threshold=th.certified.threshold if th.certified else None,
         ),

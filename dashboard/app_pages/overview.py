@@ -10,8 +10,7 @@ import streamlit as st
 from fieldtrust.dashboard import charts, data, downloads, layout, sidebar, views
 
 st.title("Overview")
-settings = views.settings()
-report = data.cached("calibration_report", *views.report_args(sidebar.current_scope(), settings))
+report = data.cached("calibration_report", *views.report_args(sidebar.current_scope(), data.bar()))
 strata = views.strata_frame(report)
 
 if report.overall.n_labeled == 0:

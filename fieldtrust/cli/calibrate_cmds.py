@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 import duckdb
 
-from fieldtrust.cli.common import echo_json, echo_table, open_db, settings
+from fieldtrust.cli.common import echo_json, echo_table, held_bar, open_db, settings
 from fieldtrust.cli.terminal import echo
 from fieldtrust.store.scope import Scope, last_weeks
 
 if TYPE_CHECKING:
     from fieldtrust.calibration.candidates import CandidateAssessment
     from fieldtrust.calibration.report import CalibrationReport
-    from fieldtrust.settings import Settings
+    from fieldtrust.store.bar import Bar
 
 _Command = TypeVar("_Command", bound=Callable[..., Any])
 
@@ -75,14 +75,15 @@ def _report_rows(report: CalibrationReport) -> list[dict[str, Any]]:
 
 
 def _bar_options(confidence_help: str) -> Callable[[_Command], _Command]:
-    """--target, --confidence, --weeks (the command's ``**bar``) and --json."""
+    """--target, --confidence, --weeks (the command's ``**asks`` of the bar) and --json."""
+    policy = " [default: the store's policy, or setting {}]"
     options = (
         click.option("--target", type=float, default=None,
-                     help="Accuracy to reach [setting target]."),
+                     help="Accuracy to reach" + policy.format("target") + "."),
         click.option("--confidence", type=float, default=None,
-                     help=f"{confidence_help} [setting confidence]."),
+                     help=confidence_help + policy.format("confidence") + "."),
         click.option("--weeks", type=int, default=None,
-                     help="Look at the last N weeks [setting weeks]."),
+                     help="Look at the last N weeks" + policy.format("weeks") + "."),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
     )
 
@@ -100,23 +101,30 @@ def _weeks_text(scope: Scope) -> str:
     return f"weeks {scope.weeks[0]}..{scope.weeks[-1]}"
 
 
+def _echo_not_approvable(bar: Bar) -> None:
+    """One line when the settings asked depart from the store's policy."""
+    if not bar.approvable:
+        echo(f"at these settings, not approvable: {bar.loosened_text()}")
+
+
 @click.command(
     epilog="Example: fieldtrust calibrate --weeks 8 --target 0.95\n\n"
     "Example: fieldtrust calibrate --json | jq '.strata[] | select(.candidate)'\n\n"
     "Strata are listed worst accuracy first; 'point t' is an estimate without a"
     " guarantee, 'certified t' holds the target with the stated confidence"
-    " (see docs/calibration.md).",
+    " (see docs/calibration.md). A candidate is approvable at the store's policy;"
+    " at settings looser than it, nothing is.",
 )
 @_bar_options("Confidence of certified thresholds and intervals")
 @click.pass_context
-def calibrate(ctx: click.Context, /, as_json: bool, **bar: float | int | None) -> None:
+def calibrate(ctx: click.Context, /, as_json: bool, **asks: float | int | None) -> None:
     """Per (document type, field): accuracy, calibration and thresholds."""
     from fieldtrust.calibration.report import calibration_report
 
-    conf = settings(ctx, **bar)
     con = open_db(ctx, read_only=True)
-    scope = _scope(con, conf.weeks)
-    report = calibration_report(con, scope, **_criteria(con, conf))
+    bar = held_bar(ctx, con, **asks)
+    scope = _scope(con, bar.weeks)
+    report = calibration_report(con, scope, bar)
     if as_json:
         echo_json(report.to_dict())
         return
@@ -130,18 +138,9 @@ def calibrate(ctx: click.Context, /, as_json: bool, **bar: float | int | None) -
         f" {_weeks_text(scope)}; {shown}"
         f" (target {report.target:.0%}, confidence {report.confidence:.0%})"
     )
+    _echo_not_approvable(bar)
     echo("")
     echo_table(_report_rows(report))
-
-
-def _criteria(con: Any, conf: Settings) -> dict[str, Any]:
-    """What a stratum is held to: the settings, and the store's policy settings without a flag."""
-    from fieldtrust.store.policy_settings import current_policy_settings
-
-    policy = current_policy_settings(con)
-    return {"target": conf.target, "confidence": conf.confidence, "n_min": conf.n_min,
-            "stability_weeks": conf.stability_weeks, "version_share": policy.version_share,
-            "min_week_labels": policy.min_week_labels, "prior_error": policy.prior_error}
 
 
 def _candidate_row(a: CandidateAssessment) -> dict[str, Any]:
@@ -163,30 +162,35 @@ def _candidate_row(a: CandidateAssessment) -> dict[str, Any]:
 @click.command(
     epilog="Example: fieldtrust candidates --weeks 8 --json > candidates.json\n\n"
     "A candidate has a certified threshold, holds the target in each recent week"
-    " of the window, and covers only the form versions whose own labels certify it.",
+    " of the window, covers only the form versions whose own labels certify it,"
+    " and is approvable: at settings looser than the store's policy nothing is.",
 )
 @_bar_options("Confidence of the guarantee")
 @click.pass_context
-def candidates(ctx: click.Context, /, as_json: bool, **bar: float | int | None) -> None:
+def candidates(ctx: click.Context, /, as_json: bool, **asks: float | int | None) -> None:
     """Strata that may be automated above a threshold, with evidence; why others may not."""
     from fieldtrust.calibration.candidates import automation_candidates
 
-    conf = settings(ctx, **bar)
     con = open_db(ctx, read_only=True)
-    assessments = automation_candidates(con, _scope(con, conf.weeks), **_criteria(con, conf))
+    bar = held_bar(ctx, con, **asks)
+    assessments = automation_candidates(con, _scope(con, bar.weeks), bar)
     chosen = [a for a in assessments if a.candidate]
     others = [a for a in assessments if not a.candidate]
     if as_json:
         echo_json(
             {
-                "target": conf.target,
-                "confidence": conf.confidence,
+                "target": bar.target,
+                "confidence": bar.confidence,
+                "bar": bar.values(),
+                "approvable": bar.approvable,
+                "not_approvable_because": bar.loosened_text() or None,
                 "candidates": [a.to_dict() for a in chosen],
                 "not_candidates": [a.to_dict() for a in others],
             }
         )
         return
-    echo(f"{len(chosen)} automation candidate(s) at target {conf.target:.0%}:")
+    echo(f"{len(chosen)} automation candidate(s) at target {bar.target:.0%}:")
+    _echo_not_approvable(bar)
     if chosen:
         echo_table([_candidate_row(a) for a in chosen])
     echo("")
@@ -205,7 +209,9 @@ def candidates(ctx: click.Context, /, as_json: bool, **bar: float | int | None) 
     "Stores one map per stratum; the view calibrated_confidence applies it to every"
     " extraction (the review queue sorts by it).",
 )
-@click.option("--weeks", type=int, default=None, help="Fit on the last N weeks [setting weeks].")
+@click.option("--weeks", type=int, default=None,
+              help="Fit on the last N weeks [default: the store's policy window, or setting"
+              " weeks].")
 @click.option("--non-random", "non_random", is_flag=True,
               help="Let non-random labels (review queue, ad hoc) join the fit, assuming their"
               " items were chosen by stated confidence alone; scores stay on audit labels.")
@@ -215,10 +221,9 @@ def recalibrate(ctx: click.Context, weeks: int | None, non_random: bool, as_json
     """Fit and store a confidence recalibration map per (document type, field)."""
     from fieldtrust.calibration.recalibrate import fit_recalibration
 
-    conf = settings(ctx, weeks=weeks)
     con = open_db(ctx)
-    results = fit_recalibration(con, _scope(con, conf.weeks), seed=conf.seed,
-                                non_random=non_random)
+    results = fit_recalibration(con, _scope(con, held_bar(ctx, con, weeks=weeks).weeks),
+                                seed=settings(ctx).seed, non_random=non_random)
     rows = [r.to_dict() for r in results]
     if as_json:
         echo_json(rows)
@@ -255,7 +260,9 @@ def maps(ctx: click.Context, as_json: bool) -> None:
 @click.option("--field", "field_name", required=True, help="Field of the stratum.")
 @click.option("--bins", type=click.IntRange(min=1, max=1000), default=10, show_default=True,
               help="Number of equal-width bins on [0, 1].")
-@click.option("--weeks", type=int, default=None, help="Look at the last N weeks [setting weeks].")
+@click.option("--weeks", type=int, default=None,
+              help="Look at the last N weeks [default: the store's policy window, or setting"
+              " weeks].")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
 @click.pass_context
 def histogram(
@@ -265,9 +272,8 @@ def histogram(
     """How many extractions of a stratum state each level of confidence (all, not only labelled)."""
     from fieldtrust.calibration.histogram import confidence_histogram
 
-    conf = settings(ctx, weeks=weeks)
     con = open_db(ctx, read_only=True)
-    scope = _scope(con, conf.weeks)
+    scope = _scope(con, held_bar(ctx, con, weeks=weeks).weeks)
     rows = confidence_histogram(con, doc_type, field_name, scope, bins=bins).to_pylist()
     if as_json:
         echo_json(rows)

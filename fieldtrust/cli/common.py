@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import duckdb
@@ -13,6 +13,9 @@ from fieldtrust import store
 from fieldtrust.cli.terminal import echo, printable
 from fieldtrust.ingest.rules import TimeWindow
 from fieldtrust.settings import Settings
+
+if TYPE_CHECKING:
+    from fieldtrust.store.bar import Bar
 
 
 def settings(ctx: click.Context, **flags: object) -> Settings:
@@ -25,6 +28,14 @@ def settings(ctx: click.Context, **flags: object) -> Settings:
     """
     resolved: Settings = ctx.find_root().obj["settings"]
     return resolved.with_flags(**flags)
+
+
+def held_bar(ctx: click.Context, con: duckdb.DuckDBPyConnection, **flags: object) -> Bar:
+    """The bar this command is held to: the store's policy, then the settings' asks and
+    this command's flags (:func:`fieldtrust.store.bar.resolve_bar`, as everywhere)."""
+    from fieldtrust.store.bar import resolve_bar
+
+    return resolve_bar(con, settings(ctx, **flags).criteria)
 
 
 def acting_user(ctx: click.Context, given: str | None, *, what: str = "this") -> str:

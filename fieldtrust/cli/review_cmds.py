@@ -13,13 +13,22 @@ imported inside their commands, so `fieldtrust --help` starts fast.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import Any, TypeVar
 
 import click
 import duckdb
 
-from fieldtrust.cli.common import AS_HELP, acting_user, echo_json, echo_table, open_db, settings
+from fieldtrust.cli.common import (
+    AS_HELP,
+    acting_user,
+    echo_json,
+    echo_table,
+    held_bar,
+    open_db,
+    settings,
+)
 from fieldtrust.cli.terminal import echo
 from fieldtrust.governance.decisions import DECISION_ACTIONS
 from fieldtrust.labels.taxonomy import CORRECTED_STATUSES, ERROR_TYPES
@@ -33,10 +42,11 @@ from fieldtrust.store.access import (
     role_history,
     roles_text,
 )
+from fieldtrust.store.bar import SETTINGS as BAR_SETTINGS
+from fieldtrust.store.bar import setting_help, setting_type
 from fieldtrust.store.scope import Scope, last_weeks
 
-if TYPE_CHECKING:
-    pass
+_Command = TypeVar("_Command", bound=Callable[..., Any])
 
 _AS = click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -145,14 +155,13 @@ def decide_cmd(
     manager or admin.
     """
     from fieldtrust.governance import acts
-    from fieldtrust.governance.certification import Criteria
-    actor = acting_user(ctx, actor, what="deciding")
     from fieldtrust.governance.evidence import load_evidence
 
+    actor = acting_user(ctx, actor, what="deciding")
     con = open_db(ctx)
     act = {"approve": acts.approve, "reject": acts.reject, "revoke": acts.revoke}[action]
     decision = act(con, actor, doc_type, field_name, comment,
-                   criteria=Criteria.of(settings(ctx)), threshold=threshold)
+                   criteria=settings(ctx).criteria, threshold=threshold)
     shown = "" if decision.threshold is None else f" at {decision.threshold}"
     echo(
         f"{decision.action} {decision.doc_type}/{decision.field}{shown} by"
@@ -194,16 +203,12 @@ def policy_export(ctx: click.Context, out: str | None) -> None:
     echo(f"wrote {out}")
 
 
-_POLICY_HELP = {
-    "target": "Accuracy an automated stratum must hold above its threshold.",
-    "confidence": "Confidence (1 - delta) of every certificate and test.",
-    "n_min": "Labels above a threshold before it is tested.",
-    "stability_weeks": "Recent weeks of the window each tested on its own.",
-    "version_share": "Share above the threshold that makes a form version material.",
-    "min_week_labels": "Design-based labels above the threshold each stable week needs.",
-    "prior_error": "Error rate that chooses where the walk starts (label counts only).",
-    "weeks": "The certification window: the store's last N weeks.",
-}
+def _policy_options(command: _Command) -> _Command:
+    """One option per setting of the bar (``--n-min``...), typed and helped as the bar says."""
+    for name in reversed(BAR_SETTINGS):
+        command = click.option("--" + name.replace("_", "-"), name, type=setting_type(name),
+                               default=None, help=setting_help(name) + " [unchanged]")(command)
+    return command
 
 
 @policy_group.command(
@@ -211,14 +216,7 @@ _POLICY_HELP = {
     epilog="Examples: fieldtrust policy settings --json\n\n"
     "fieldtrust policy settings --n-min 600 --target 0.97 --as root",
 )
-@click.option("--target", type=float, default=None, help=_POLICY_HELP["target"])
-@click.option("--confidence", type=float, default=None, help=_POLICY_HELP["confidence"])
-@click.option("--n-min", type=int, default=None, help=_POLICY_HELP["n_min"])
-@click.option("--stability-weeks", type=int, default=None, help=_POLICY_HELP["stability_weeks"])
-@click.option("--version-share", type=float, default=None, help=_POLICY_HELP["version_share"])
-@click.option("--min-week-labels", type=int, default=None, help=_POLICY_HELP["min_week_labels"])
-@click.option("--prior-error", type=float, default=None, help=_POLICY_HELP["prior_error"])
-@click.option("--weeks", type=int, default=None, help=_POLICY_HELP["weeks"])
+@_policy_options
 @click.option("--as", "actor", default=None, metavar="NAME",
               help="Who changes them (an admin); needed to change anything.")
 @_JSON
@@ -231,12 +229,10 @@ def policy_settings_cmd(ctx: click.Context, /, actor: str | None, as_json: bool,
     flags and FIELDTRUST_* variables may only make an approval stricter.
     Settings not given keep their value.
     """
-    from fieldtrust.governance.policy_settings import set_policy_settings
-    from fieldtrust.store.policy_settings import PolicyChanges, current_policy_settings
+    from fieldtrust.governance.bar_admin import set_policy_settings
+    from fieldtrust.store.bar import policy_bar
 
-    # Each option's click type is its setting's (--n-min an int, --target a float).
-    given = cast(PolicyChanges, {name: value for name, value in changes.items()
-                                 if value is not None})
+    given = {name: value for name, value in changes.items() if value is not None}
     if given and actor is None:
         raise click.UsageError("changing the policy settings needs --as NAME (an admin)")
     if actor is not None and not given:
@@ -246,7 +242,7 @@ def policy_settings_cmd(ctx: click.Context, /, actor: str | None, as_json: bool,
     if given:
         current = set_policy_settings(open_db(ctx), str(actor), **given)
     else:
-        current = current_policy_settings(open_db(ctx, read_only=True))
+        current = policy_bar(open_db(ctx, read_only=True))
     shown = current.as_dict()
     if as_json:
         echo_json(shown)
@@ -257,8 +253,8 @@ def policy_settings_cmd(ctx: click.Context, /, actor: str | None, as_json: bool,
     who = (f"set by {current.set_by} at {shown['set_at']}" if current.set_by
            else "the defaults: no admin has set them")
     echo(f"policy settings every approval is held to ({who}):")
-    echo_table([{"setting": name, "value": value, "meaning": _POLICY_HELP[name]}
-                for name, value in current.values().items()])
+    echo_table([{"setting": name, "value": value, "meaning": setting_help(name)}
+                for name, value in current.bar.values().items()])
 
 
 @policy_group.command("show", epilog="Example: fieldtrust policy show")
@@ -268,9 +264,9 @@ def policy_show(ctx: click.Context, as_json: bool) -> None:
     """Every decided stratum with its latest decision, and revocation recommendations."""
     from fieldtrust.governance.revocation import policy_review
 
-    conf = settings(ctx)
-    rows = [r.to_dict() for r in policy_review(
-        open_db(ctx, read_only=True), target=conf.target, confidence=conf.confidence)]
+    con = open_db(ctx, read_only=True)
+    # A looser ask never hides a recommendation: the policy's bar, or a stricter one.
+    rows = [r.to_dict() for r in policy_review(con, held_bar(ctx, con).policy_or_stricter())]
     if as_json:
         echo_json(rows)
         return

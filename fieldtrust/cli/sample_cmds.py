@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fieldtrust.cli.common import acting_user, echo_json, echo_table, open_db, settings
+from fieldtrust.cli.common import acting_user, echo_json, echo_table, held_bar, open_db, settings
 from fieldtrust.cli.terminal import echo
 from fieldtrust.sampling.design import Design, load_design
 
@@ -230,20 +230,17 @@ def _print_preview(preview: DesignPreview, as_json: bool) -> None:
 
 
 @click.command(epilog="Example: fieldtrust report --weeks 8 --json")
-@click.option("--weeks", type=int, default=None, help="Weeks to show [default: setting weeks].")
+@click.option("--weeks", type=int, default=None,
+              help="Weeks to show [default: the store's policy window, or setting weeks].")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
 def report(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
     """Weekly design-weighted accuracy per (doc_type, field), and this week's alerts."""
     from fieldtrust.sampling.report import audit_report
 
-    resolved = settings(ctx, weeks=weeks)
-    result = audit_report(
-        open_db(ctx, read_only=True),
-        weeks=resolved.weeks,
-        target=resolved.target,
-        confidence=resolved.confidence,
-    )
+    con = open_db(ctx, read_only=True)
+    bar = held_bar(ctx, con, weeks=weeks)
+    result = audit_report(con, weeks=bar.weeks, target=bar.target, confidence=bar.confidence)
     if as_json:
         echo_json(result.to_dict())
         return

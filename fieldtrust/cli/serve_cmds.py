@@ -11,9 +11,8 @@ import click
 
 from fieldtrust.cli.common import settings
 from fieldtrust.cli.terminal import echo
-from fieldtrust.settings import Settings
+from fieldtrust.settings import Settings, serve_environment
 from fieldtrust.store.hosts import LOOPBACK_ADDRESSES, allowed_hosts, setting_hosts
-from fieldtrust.store.signing import KEY_ENV
 
 
 def app_path() -> Path:
@@ -190,16 +189,18 @@ def register(group: click.Group) -> None:
                 " everyone in as the --as user (docs/dashboard.md).",
                 err=True,
             )
-        environment = {**os.environ, "FIELDTRUST_DB": db}
+        handed = resolved.with_flags(db=db)
         if picker and not resolved.signing_key_file:
             from fieldtrust.demo.users import demo_signing_key
 
             demo_key = demo_signing_key(db)
             if demo_key is not None:
-                environment[KEY_ENV] = str(demo_key)
+                handed = handed.with_flags(signing_key_file=str(demo_key))
                 echo(f"demo: decisions are signed with the demo store's own key {demo_key}"
-                           " (a real store uses the team's: docs/governance.md)", err=True)
+                     " (a real store uses the team's: docs/governance.md)", err=True)
         sys.stdout.flush()
         sys.stderr.flush()
-        # Become the server (no child left behind when this process is stopped).
-        os.execve(sys.executable, command, environment)
+        # Become the server (no child left behind when this process is stopped). It runs on
+        # the settings resolved here (--config, flags, environment), not on a second reading.
+        served = serve_environment(handed)
+        os.execve(sys.executable, command, {**os.environ, "FIELDTRUST_DB": db, **served})

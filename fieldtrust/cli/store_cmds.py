@@ -18,6 +18,8 @@ from fieldtrust.cli.common import AS_HELP, acting_user, echo_json, open_db, sett
 from fieldtrust.cli.terminal import echo
 from fieldtrust.errors import StoreError
 from fieldtrust.settings import Settings
+from fieldtrust.store.bar import SETTINGS as BAR_SETTINGS
+from fieldtrust.store.bar import setting_help
 from fieldtrust.store.chain import ChainHead
 from fieldtrust.store.summary import filter_options, store_summary
 from fieldtrust.store.verify import verify_history
@@ -100,6 +102,12 @@ def show_settings(ctx: click.Context) -> None:
     resolved = settings(ctx)
     for name, help_line in Settings.help_lines().items():
         echo(f"{name:>16} = {getattr(resolved, name)!s:<22} {help_line}")
+    asked = {ask.name: ask for ask in resolved.criteria.asks}
+    echo("bar settings: the store's policy (`fieldtrust policy settings`) unless asked:")
+    for name in BAR_SETTINGS:
+        ask = asked.get(name)
+        shown = f"{ask.value} (from {ask.source})" if ask else "policy"
+        echo(f"{name:>16} = {shown:<22} {setting_help(name)}")
 
 
 @click.command(epilog="Example: fieldtrust --db audit.duckdb ingest week48.parquet week49.csv")

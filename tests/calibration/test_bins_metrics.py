@@ -57,7 +57,7 @@ def test_bins_keep_empty_and_small_bins_and_flag_them() -> None:
 
 
 def test_bin_interval_is_wilson_or_jeffreys_of_the_bin_counts() -> None:
-    from fieldtrust.calibration.intervals import jeffreys_interval, wilson_interval
+    from fieldtrust.calibration.survey import jeffreys_interval, wilson_interval
 
     c, y = random_labels(7, n=300)
     for name, method in (("wilson", wilson_interval), ("jeffreys", jeffreys_interval)):

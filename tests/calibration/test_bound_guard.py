@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from fieldtrust.calibration.design import (
     N_GRID,
-    Design,
+    Blocks,
     Labels,
     error_bound,
     weighted_error_upper_bound,
@@ -32,7 +32,7 @@ def test_a_lucky_thinning_cannot_certify_what_all_labels_refute() -> None:
     # permanent numbers, only the correct cell-1 labels: 0 errors kept.
     hist = np.zeros((1, N_GRID), dtype=np.int64)
     hist[0, 190] = 10_000 + 100
-    design = Design(
+    design = Blocks(
         block_hist=hist,
         cell_block=np.zeros(2, dtype=np.int64),
         cell_pi=np.array([0.01, 1.0]),

@@ -9,6 +9,7 @@ from calib_store import add_stratum as _add_stratum
 from calib_store import weeks_from
 from fieldtrust.calibration.candidates import REASONS, automation_candidates
 from fieldtrust.calibration.report import calibration_report
+from fieldtrust.store.bar import Bar
 from fieldtrust.store.scope import Scope
 
 from fieldtrust import store
@@ -114,7 +115,7 @@ def test_too_few_labels_says_how_many_more(reasons_store) -> None:
 def test_stability_looks_at_the_last_k_weeks_only(reasons_store) -> None:
     # Stability over the last 2 weeks still sees the bad week; a scope ending
     # before it makes invoice/date a candidate.
-    early = automation_candidates(reasons_store, Scope(weeks=WEEKS[:3]), stability_weeks=2)
+    early = automation_candidates(reasons_store, Scope(weeks=WEEKS[:3]), Bar(stability_weeks=2))
     assert {(a.doc_type, a.field): a.reason for a in early}[("invoice", "date")] is None
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from calib_store import band_label
 from fieldtrust.calibration.candidates import assess
-from fieldtrust.calibration.design import N_GRID, Design, Labels, grid_index
+from fieldtrust.calibration.design import N_GRID, Blocks, Labels, grid_index
 from fieldtrust.calibration.population import AuditCell, StratumData
 from fieldtrust.calibration.survey import domain_estimates
 from fieldtrust.calibration.thresholds import select_thresholds
@@ -29,14 +29,15 @@ from fieldtrust.sampling.alerts import (
     benjamini_hochberg,
     lower_rate_p_values,
 )
+from fieldtrust.store.bar import Bar
 
 RUNS = 200
 TARGET = 0.95
 ALLOWED = 0.05 + 3 * np.sqrt(0.05 * 0.95 / RUNS)  # 5% plus three Monte Carlo errors
 BANDS = np.array([0.0, 0.5, 0.8, 0.9, 0.95, 1.0])
 WEEK = "2026-W48"
-POLICY = {"target": TARGET, "confidence": 0.95, "n_min": 100, "stability_weeks": 1,
-          "version_share": 0.05, "min_week_labels": 50, "prior_error": 0.03}
+POLICY = Bar(target=TARGET, confidence=0.95, n_min=100, stability_weeks=1,
+             version_share=0.05, min_week_labels=50, prior_error=0.03)
 
 
 def audited_stratum(
@@ -103,9 +104,8 @@ def audited_stratum(
 
 
 def certify(data: StratumData):  # type: ignore[no-untyped-def]
-    thresholds = select_thresholds(data.design, data.labels, target=TARGET, confidence=0.95,
-                                   n_min=100, prior_error=0.03)
-    return thresholds, assess(data, thresholds, **POLICY)
+    thresholds = select_thresholds(data.design, data.labels, POLICY)
+    return thresholds, assess(data, thresholds, POLICY)
 
 
 def wrong(assessment, c: np.ndarray, version: np.ndarray, truth: np.ndarray) -> bool:  # type: ignore[no-untyped-def]
@@ -296,10 +296,10 @@ def test_e_power_without_losing_validity(n_labels: int) -> None:
         truth = rng.random(size) < np.clip(np.where(c > 0.8, 0.97, 0.97 - 1.5 * (0.8 - c)), 0, 1)
         k = grid_index(c)
         chosen = rng.choice(size, n_labels, replace=False)
-        design = Design.simple_random_sample(np.bincount(k, minlength=N_GRID), n_labels)
+        design = Blocks.simple_random_sample(np.bincount(k, minlength=N_GRID), n_labels)
         labels = Labels(k[chosen], truth[chosen].astype(float), np.full(n_labels, size / n_labels),
                         np.zeros(n_labels, dtype=np.int64), rng.random(n_labels))
-        result = select_thresholds(design, labels, prior_error=0.03)
+        result = select_thresholds(design, labels, Bar(prior_error=0.03))
         if result.certified:
             certified += 1
             wrongs += truth[k >= round(result.certified.threshold * 200)].mean() < TARGET

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fieldtrust.calibration.intervals import (
+from fieldtrust.calibration.survey import (
     clopper_pearson_interval,
     error_lower_bound,
     error_upper_bound,

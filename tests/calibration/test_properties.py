@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from fieldtrust.calibration.bins import reliability_bins
-from fieldtrust.calibration.design import N_GRID, Design, Labels, grid_index
+from fieldtrust.calibration.design import N_GRID, Blocks, Labels, grid_index
 from fieldtrust.calibration.metrics import brier_score, calibration_metrics
 from fieldtrust.calibration.recalibrate import fit_map
 from fieldtrust.calibration.table import weighted_accuracy
 from fieldtrust.calibration.thresholds import select_thresholds
+from fieldtrust.store.bar import Bar
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -82,13 +83,13 @@ def test_equal_weights_reproduce_unweighted_results(data, constant) -> None:
 def test_equal_weights_leave_thresholds_unchanged(data, constant, n_min) -> None:
     c, y, _ = data
     k = grid_index(c)
-    design = Design.simple_random_sample(np.bincount(k, minlength=N_GRID), c.size)
+    design = Blocks.simple_random_sample(np.bincount(k, minlength=N_GRID), c.size)
     u = np.linspace(0, 0.99, c.size)
 
     def result(weight: float):
         labels = Labels(k, y.astype(float), np.full(c.size, weight),
                         np.zeros(c.size, dtype=np.int64), u)
-        return select_thresholds(design, labels, n_min=n_min)
+        return select_thresholds(design, labels, Bar(n_min=n_min, prior_error=0.0))
 
     one, other = result(1.0), result(constant)
     for name in ("point", "certified", "first_failure"):

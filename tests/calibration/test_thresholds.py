@@ -7,7 +7,7 @@ import pytest
 from fieldtrust.calibration.design import (
     GRID,
     N_GRID,
-    Design,
+    Blocks,
     Labels,
     error_bound,
     error_bounds,
@@ -16,15 +16,16 @@ from fieldtrust.calibration.design import (
     unlabelled_mass,
 )
 from fieldtrust.calibration.thresholds import candidate_grid, select_thresholds, threshold_table
+from fieldtrust.store.bar import Bar
 from scipy.stats import beta
 
 from fieldtrust.errors import InputError
 
 
 def srs(confidence: np.ndarray, labelled: np.ndarray, correct: np.ndarray, seed: int = 0):
-    """Design and labels of a simple random sample (one block, one cell)."""
+    """Blocks and labels of a simple random sample (one block, one cell)."""
     hist = np.bincount(grid_index(confidence), minlength=N_GRID)
-    design = Design.simple_random_sample(hist, labelled.size)
+    design = Blocks.simple_random_sample(hist, labelled.size)
     labels = Labels(
         k=grid_index(confidence[labelled]),
         correct=correct.astype(float),
@@ -61,7 +62,8 @@ def test_certified_threshold_equals_a_brute_force_walk_for_a_simple_random_sampl
     y = rng.random(c.size) < 1 - 1.6 * (1 - c)
     labelled = rng.choice(c.size, 2000, replace=False)
     design, labels = srs(c, labelled, y[labelled])
-    result = select_thresholds(design, labels, target=0.95, confidence=0.95, n_min=100)
+    result = select_thresholds(design, labels,
+                               Bar(target=0.95, confidence=0.95, n_min=100, prior_error=0.0))
     expected = brute_force_walk(c, c[labelled], y[labelled].astype(float),
                                 target=0.95, delta=0.05, n_min=100)
     got = result.certified.threshold if result.certified else None
@@ -75,7 +77,7 @@ def test_walk_stops_at_the_first_failure_even_if_lower_candidates_would_pass() -
     y = np.ones(c.size)
     y[(c == 0.97)] = 0  # a bad band in the middle
     design, labels = srs(c, np.arange(c.size), y)
-    result = select_thresholds(design, labels, n_min=100)
+    result = select_thresholds(design, labels, Bar(n_min=100, prior_error=0.0))
     assert result.certified.threshold == 0.99
     assert result.first_failure.threshold == 0.97
     assert result.tested == 2
@@ -86,7 +88,7 @@ def test_candidates_with_too_few_labels_are_skipped_not_failed() -> None:
     c = np.r_[np.full(50, 0.995), np.full(400, 0.90)]
     y = np.ones(c.size)
     design, labels = srs(c, np.arange(c.size), y)
-    result = select_thresholds(design, labels, n_min=100)
+    result = select_thresholds(design, labels, Bar(n_min=100, prior_error=0.0))
     assert result.tested == 1
     assert result.certified.threshold == 0.90
     assert result.certified.coverage == 1.0
@@ -96,7 +98,7 @@ def test_point_threshold_is_the_lowest_candidate_whose_weighted_accuracy_reaches
     c = np.repeat([0.99, 0.95, 0.90, 0.80], 100)
     y = np.r_[np.ones(100), np.ones(95), np.zeros(5), np.ones(90), np.zeros(10), np.zeros(100)]
     design, labels = srs(c, np.arange(c.size), y)
-    result = select_thresholds(design, labels, target=0.95, n_min=1000)
+    result = select_thresholds(design, labels, Bar(target=0.95, n_min=1000, prior_error=0.0))
     # Above 0.90: (100 + 95 + 90) / 300 = 0.95 exactly; above 0.80 it drops.
     assert result.point.threshold == 0.90
     assert result.point.accuracy == pytest.approx(0.95)
@@ -108,7 +110,7 @@ def test_labels_needed_when_nothing_is_tested() -> None:
     # 80 perfect labels, n_min = 100: 20 more above the lowest candidate would do.
     c = np.linspace(0.9, 0.99, 80)
     design, labels = srs(c, np.arange(c.size), np.ones(c.size))
-    result = select_thresholds(design, labels, n_min=100)
+    result = select_thresholds(design, labels, Bar(n_min=100, prior_error=0.0))
     assert result.certified is None
     assert result.labels_needed == 20
     assert result.labels_needed_threshold == 0.9
@@ -118,7 +120,7 @@ def test_labels_needed_follows_the_table_at_zero_errors() -> None:
     # 40 perfect labels, n_min below 59: 19 more reach the 59 of STATS.md's table.
     c = np.full(40, 0.97)
     design, labels = srs(c, np.arange(c.size), np.ones(c.size))
-    result = select_thresholds(design, labels, n_min=10)
+    result = select_thresholds(design, labels, Bar(n_min=10, prior_error=0.0))
     assert result.certified is None and result.first_failure.threshold == 0.97
     assert result.labels_needed == 19
 
@@ -127,15 +129,15 @@ def test_nothing_to_gain_from_labels_when_every_candidate_is_below_target() -> N
     c = np.full(300, 0.97)
     y = np.r_[np.ones(240), np.zeros(60)]
     design, labels = srs(c, np.arange(c.size), y)
-    result = select_thresholds(design, labels)
+    result = select_thresholds(design, labels, Bar(prior_error=0.0))
     assert result.point is None and result.certified is None
     assert result.labels_needed is None
 
 
-def two_cell_design(pi_a: float, pi_b: float, cap_b: float = 1000.0) -> Design:
+def two_cell_design(pi_a: float, pi_b: float, cap_b: float = 1000.0) -> Blocks:
     hist = np.zeros((1, N_GRID), dtype=np.int64)
     hist[0, 190] = 2000
-    return Design(
+    return Blocks(
         block_hist=hist,
         cell_block=np.array([0, 0]),
         cell_pi=np.array([pi_a, pi_b]),
@@ -185,8 +187,8 @@ def test_threshold_table_marks_certified_and_point_rows() -> None:
     y = rng.random(c.size) < 1 - 1.6 * (1 - c)
     labelled = rng.choice(c.size, 1500, replace=False)
     design, labels = srs(c, labelled, y[labelled])
-    table = threshold_table(design, labels).to_pandas()
-    result = select_thresholds(design, labels)
+    table = threshold_table(design, labels, Bar(prior_error=0.0)).to_pandas()
+    result = select_thresholds(design, labels, Bar(prior_error=0.0))
     assert table["threshold"].tolist() == [k / GRID for k in candidate_grid(design.population_hist)]
     assert table["coverage"].is_monotonic_increasing
     assert table["labels_above"].is_monotonic_increasing
@@ -200,17 +202,18 @@ def test_threshold_table_marks_certified_and_point_rows() -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"target": 1.0}, "target 1.0"), ({"confidence": 0.0}, "confidence 0.0"),
-     ({"n_min": 0}, "n_min must be at least 1")],
+    [({"target": 1.0}, "target = 1.0 must be strictly between 0 and 1"),
+     ({"confidence": 0.0}, "confidence = 0.0 must be strictly between 0 and 1"),
+     ({"n_min": 0}, "n_min = 0 must be at least 1"),
+     ({"stability_weeks": 521}, "stability_weeks = 521 must be between 1 and 520 weeks")],
 )
-def test_bad_settings_are_refused(kwargs, message) -> None:
-    c = np.full(10, 0.9)
-    design, labels = srs(c, np.arange(10), np.ones(10))
+def test_a_bar_with_settings_out_of_range_cannot_be_made(kwargs, message) -> None:
+    # The thresholds take the bar whole, so a bad setting is refused before any of them runs.
     with pytest.raises(InputError, match=message):
-        select_thresholds(design, labels, **kwargs)
+        Bar(**kwargs)
 
 
-def _plain_bound(design: Design, labels: Labels, k: int, delta: float, side: str) -> float:
+def _plain_bound(design: Blocks, labels: Labels, k: int, delta: float, side: str) -> float:
     """STATS.md section 6 at one index, written out with scipy: thin, bound, add the remainder."""
     total = design.suffix[:, k].sum()
     if total == 0:
@@ -242,7 +245,7 @@ def test_the_vectorised_scan_equals_a_plain_bound_at_every_index(side: str, seed
     rng = np.random.default_rng(seed)
     hist = np.stack([np.bincount(grid_index(rng.beta(6, 1, size)), minlength=N_GRID)
                      for size in (3000, 2000, 4000)])
-    design = Design(hist, cell_block=np.array([0, 0, 1, 1]),
+    design = Blocks(hist, cell_block=np.array([0, 0, 1, 1]),
                     cell_pi=np.array([0.05, 0.2, 0.1, 0.1]),
                     cell_cap=np.array([2000.0, 900.0, 1000.0, 900.0]))
     n = 700

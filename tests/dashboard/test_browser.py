@@ -151,3 +151,19 @@ def test_every_page_then_label_by_keyboard_and_approve(
             _settle(page)
             _no_exception(page)
             _shot(page, f"{name}-{tab.lower().replace(' ', '-')}")
+
+
+def test_the_served_dashboard_runs_on_the_settings_serve_resolved(
+    demo_db: Path, tmp_path: Path, page: Any
+) -> None:
+    # `fieldtrust --config team.toml serve`: before, the CLI said 99% and the server,
+    # reading the settings again without the file, 95%.
+    team = tmp_path / "team.toml"
+    team.write_text("[fieldtrust]\ntarget = 0.99\n")
+    with serving(demo_db, tmp_path, "--demo", options=("--config", str(team))) as (port, _):
+        team.write_text("[fieldtrust]\ntarget = 0.5\n")  # the server does not read it again
+        page.goto(f"http://127.0.0.1:{port}")
+        _settle(page)
+        _no_exception(page)
+        shown = page.inner_text("[data-testid='stMain']")
+        assert re.search(r"\d+ strata below 99%", shown), shown[:2000]

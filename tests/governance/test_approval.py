@@ -12,10 +12,10 @@ import duckdb
 import numpy as np
 import pytest
 from fieldtrust.governance.acts import approve, reject, revoke
+from fieldtrust.governance.bar_admin import set_policy_settings
 from fieldtrust.governance.certification import certify
 from fieldtrust.governance.decisions import current_policy
 from fieldtrust.governance.evidence import evidence_payload
-from fieldtrust.governance.policy_settings import set_policy_settings
 from fieldtrust.store.weeks import week_bounds
 
 from fieldtrust.errors import PermissionDenied, Refused
@@ -57,8 +57,8 @@ def test_a_candidate_is_approved_at_its_certified_threshold_with_its_evidence(
 ) -> None:
     from fieldtrust.calibration.candidates import automation_candidates
 
-    (candidate,) = [a for a in automation_candidates(certified_store, n_min=50)
-                    if a.field == "total"]
+    # No bar given: the store's policy (n_min 50), the bar the approval is held to.
+    (candidate,) = [a for a in automation_candidates(certified_store) if a.field == "total"]
     assert candidate.candidate and candidate.threshold is not None
     decision = approve(certified_store, "mona", "invoice", "total", "four stable weeks")
     assert (decision.action, decision.threshold) == ("approve", candidate.threshold)
@@ -103,7 +103,7 @@ def test_approval_certifies_the_whole_stratum_whatever_a_caller_looked_at(
     from fieldtrust.calibration.candidates import automation_candidates
     from fieldtrust.store.scope import Scope
 
-    filtered = automation_candidates(certified_store, Scope(form_versions=("v1",)), n_min=50)
+    filtered = automation_candidates(certified_store, Scope(form_versions=("v1",)))
     assert [a.field for a in filtered if a.candidate] == ["total"]  # what a v1 page shows
     whole = certify(certified_store, "invoice", "total")
     checked = {v.form_version: v for v in whole.form_versions}

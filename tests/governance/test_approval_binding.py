@@ -21,10 +21,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from fieldtrust.governance.acts import approve
-from fieldtrust.governance.certification import Criteria, certify
+from fieldtrust.governance.bar_admin import set_policy_settings
+from fieldtrust.governance.certification import certify
 from fieldtrust.governance.evidence import evidence_payload
 from fieldtrust.governance.policy import export_policy
-from fieldtrust.governance.policy_settings import set_policy_settings
+from fieldtrust.store.bar import Criteria
 from fieldtrust.store.chain import chain_rows
 
 from fieldtrust import store
@@ -72,12 +73,16 @@ def _run(path: Path, args: list[str], **env: str) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize(("variable", "value", "message"), [
-    ("FIELDTRUST_TARGET", "0.5", "target 0.5 (from your settings) is looser than the store's"
-     " policy (0.95)"),
-    ("FIELDTRUST_N_MIN", "1", "n_min 1 (from your settings) is looser than the store's"
+    ("FIELDTRUST_TARGET", "0.5", "target 0.5 (from FIELDTRUST_TARGET) is looser than the"
+     " store's policy (0.95)"),
+    ("FIELDTRUST_N_MIN", "1", "n_min 1 (from FIELDTRUST_N_MIN) is looser than the store's"
      " policy (50)"),
-    ("FIELDTRUST_STABILITY_WEEKS", "1", "stability_weeks 1 (from your settings) is looser than"
-     " the store's policy (4)"),
+    ("FIELDTRUST_STABILITY_WEEKS", "1", "stability_weeks 1 (from FIELDTRUST_STABILITY_WEEKS) is"
+     " looser than the store's policy (4)"),
+    ("FIELDTRUST_MIN_WEEK_LABELS", "5", "min_week_labels 5 (from FIELDTRUST_MIN_WEEK_LABELS) is"
+     " looser than the store's policy (50)"),
+    ("FIELDTRUST_HORIZON_WEEKS", "4", "horizon_weeks 4 (from FIELDTRUST_HORIZON_WEEKS) is"
+     " looser than the store's policy (52)"),
 ])
 def test_lowered_settings_in_the_environment_cannot_loosen_an_approval(
     approvable: Path, variable: str, value: str, message: str
@@ -108,6 +113,7 @@ def test_a_stricter_setting_is_honoured_and_the_approval_names_its_form_versions
     assert frozen["stricter"] == {"n_min": 60, "target": 0.96}
     assert frozen["policy"]["n_min"] == 50 and frozen["policy"]["set_by"] == "root"
     assert frozen["held_to"]["n_min"] == 60 and frozen["held_to"]["weeks"] == 8
+    assert frozen["held_to"]["horizon_weeks"] == frozen["policy"]["horizon_weeks"] == 52
     assert frozen["covered_versions"] == ["v1"]
     assert [(t["field"], t["form_versions"]) for t in exported] == [("total", ["v1"])]
     code, out = _run(approvable, ["policy", "export"])
@@ -118,9 +124,12 @@ def test_an_admin_raising_the_bar_makes_an_approvable_stratum_refused(approvable
     code, out = _run(approvable, ["policy", "settings", "--n-min", "5000", "--as", "root"])
     assert code == 0, out
     assert "policy settings changed by root: n_min = 5000" in out
+    code, out = _run(approvable, ["policy", "settings", "--horizon-weeks", "104", "--as", "root"])
+    assert code == 0 and "policy settings changed by root: horizon_weeks = 104" in out
     code, out = _run(approvable, ["policy", "settings", "--json"])
     shown = json.loads(out)
     assert (shown["n_min"], shown["target"], shown["set_by"]) == (5000, 0.95, "root")
+    assert shown["horizon_weeks"] == 104
     before = file_fingerprint(approvable)
     code, out = _run(approvable, APPROVE)
     assert code == 2, out
@@ -170,9 +179,12 @@ def test_library_criteria_looser_than_the_policy_are_refused(approvable: Path) -
     con = store.connect(approvable)
     try:
         before = table_fingerprint(con)
-        for looser, pattern in ((Criteria(version_share=0.5), r"version_share 0\.5 .* \(0\.05\)"),
-                                (Criteria(weeks=1), r"weeks 1 .* policy window \(8\)"),
-                                (Criteria(confidence=0.5), r"confidence 0\.5 .* \(0\.95\)")):
+        for looser, pattern in (
+            (Criteria.of(version_share=0.5), r"version_share 0\.5 .* \(0\.05\)"),
+            (Criteria.of(weeks=1),
+             r"weeks 1 \(from your settings\) is not the store's policy \(8\)"),
+            (Criteria.of(confidence=0.5), r"confidence 0\.5 .* \(0\.95\)"),
+        ):
             with pytest.raises(Refused, match=pattern):
                 approve(con, "mona", "invoice", "total", "looser", criteria=looser)
         assert table_fingerprint(con) == before
@@ -207,28 +219,9 @@ def test_the_dashboard_and_cli_share_one_certification_path() -> None:
         importlib.import_module("fieldtrust.calibration.certify")
 
 
-def test_settings_defaults_are_the_default_policy() -> None:
-    # Criteria.of treats a setting at its default as asking nothing: the two must agree.
-    from fieldtrust.store.policy_settings import DEFAULT_POLICY
-
+def test_settings_not_given_ask_nothing_of_the_bar() -> None:
+    # The bar's defaults are declared once (store.bar); settings left alone ask nothing.
     from fieldtrust.settings import Settings
 
-    for name in ("target", "confidence", "n_min", "stability_weeks", "weeks"):
-        assert getattr(Settings(), name) == getattr(DEFAULT_POLICY, name), name
-    assert Criteria.of(Settings()).asked() == {}
-
-
-def test_policy_changes_name_every_setting_with_its_type() -> None:
-    # set_policy_settings and Criteria.asked are typed by PolicyChanges: it must follow the
-    # settings, and Criteria's fields must be settings of the same type (or None).
-    from typing import get_type_hints
-
-    from fieldtrust.store.policy_settings import POLICY_FIELDS, PolicyChanges, PolicySettings
-
-    changes = get_type_hints(PolicyChanges)
-    settings = get_type_hints(PolicySettings)
-    assert tuple(changes) == POLICY_FIELDS
-    assert PolicyChanges.__optional_keys__ == frozenset(POLICY_FIELDS)
-    assert {name: settings[name] for name in POLICY_FIELDS} == changes
-    asked = {name: kind for name, kind in get_type_hints(Criteria).items() if name != "source"}
-    assert asked == {name: changes[name] | None for name in asked}
+    assert Settings().criteria.asked() == {}
+    assert not {"target", "confidence", "n_min", "weeks"} & set(Settings.help_lines())

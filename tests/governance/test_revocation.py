@@ -12,11 +12,12 @@ from decided import approve_as_stated
 from fieldtrust.governance.acts import revoke
 from fieldtrust.governance.evidence import load_evidence
 from fieldtrust.governance.revocation import revocation_recommendations, weighted_upper_bound
+from fieldtrust.store.bar import Bar
 from fieldtrust.store.weeks import iso_week, shift_week, week_bounds
 from scipy.stats import beta
 
 from fieldtrust import store
-from fieldtrust.errors import Refused
+from fieldtrust.errors import InputError, Refused
 
 EVIDENCE = {"threshold": 0.9, "labels": 300, "accuracy": 0.99, "lower_bound": 0.96}
 
@@ -105,5 +106,5 @@ def test_bound_covers_the_truth_in_simulation() -> None:
 
 
 def test_bad_arguments(review_store: duckdb.DuckDBPyConnection) -> None:
-    with pytest.raises(Refused, match="target must be in"):
-        revocation_recommendations(review_store, target=1.0)
+    with pytest.raises(InputError, match=r"bar setting target = 1\.0 must be strictly between"):
+        revocation_recommendations(review_store, Bar(target=1.0))

@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from fieldtrust.governance.acts import approve, reject
-from fieldtrust.governance.policy_settings import set_policy_settings
+from fieldtrust.governance.bar_admin import set_policy_settings
 from fieldtrust.labels.agreement import adjudicate
 from fieldtrust.labels.label_import import import_labels
 from fieldtrust.labels.verdicts import record_verdict, supersede

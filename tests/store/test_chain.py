@@ -20,8 +20,8 @@ import pytest
 from click.testing import CliRunner
 from decided import approve_as_stated
 from fieldtrust.governance.acts import reject
+from fieldtrust.governance.bar_admin import set_policy_settings
 from fieldtrust.governance.policy import export_policy
-from fieldtrust.governance.policy_settings import set_policy_settings
 from fieldtrust.labels.assignment import next_items, skip
 from fieldtrust.labels.label_import import import_labels
 from fieldtrust.labels.verdicts import record_verdict

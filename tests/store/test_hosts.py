@@ -71,7 +71,8 @@ def test_every_interface_answers_loopback_and_this_machines_names() -> None:
 @pytest.mark.parametrize("bad", ["https://fieldtrust.example.com", "*.example.com",
                                  "host/path", "host:port"])
 def test_a_setting_that_is_not_a_host_name_is_refused(bad: str) -> None:
-    with pytest.raises(InputError, match=r"setting allowed_hosts: .* is not a host name"):
+    with pytest.raises(InputError, match=r"setting allowed_hosts \(from FIELDTRUST_ALLOWED_HOSTS\)"
+                       r": .* which is not a host name"):
         load_settings(environ={"FIELDTRUST_ALLOWED_HOSTS": bad}, config_file="/nonexistent")
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from fieldtrust.calibration.report import calibration_report
+from fieldtrust.store.bar import Bar
 from fieldtrust.store.scope import Scope
 
 from fieldtrust import store
@@ -90,8 +91,8 @@ def test_the_library_prints_nothing(reader, capsys) -> None:
 
 
 def test_report_refuses_bad_settings(reader) -> None:
-    with pytest.raises(InputError, match=r"target 1\.5"):
-        calibration_report(reader, target=1.5)
+    with pytest.raises(InputError, match=r"target = 1\.5 must be strictly between 0 and 1"):
+        calibration_report(reader, Scope(), Bar(target=1.5))
     with pytest.raises(InputError, match="no stratum doc_type='x'"):
         calibration_report(reader).stratum("x", "y")
 
@@ -100,8 +101,14 @@ def test_calibrate_json_has_the_documented_shape(db) -> None:
     code, out, _ = run(db, "calibrate", "--json", "--weeks", "3")
     assert code == 0
     payload = json.loads(out)
-    assert set(payload) == {"target", "confidence", "overall", "strata"}
+    assert set(payload) == {"target", "confidence", "bar", "approvable", "not_approvable_because",
+                            "overall", "strata"}
     assert payload["target"] == 0.95 and payload["confidence"] == 0.95
+    # Every setting the report was held to; 3 weeks is not the policy's 8.
+    assert payload["bar"] == {**Bar().values(), "weeks": 3}
+    assert payload["approvable"] is False
+    assert payload["not_approvable_because"] == (
+        "weeks 3 (from --weeks) is not the store's policy (8)")
     assert {"accuracy", "accuracy_low", "accuracy_high", "n_population", "n_labeled",
             "strata_below_target"} <= set(payload["overall"])
     assert len(payload["strata"]) == 4
@@ -183,3 +190,38 @@ def test_every_command_help_has_an_example(command) -> None:
     result = CliRunner().invoke(cli, [command, "--help"])
     assert result.exit_code == 0
     assert "Example: fieldtrust " + command in result.stdout
+
+
+@pytest.fixture(scope="module")
+def one_audited_week(tmp_path_factory):
+    """invoice/total over six weeks, only the last one audited (400 labels, about 1% errors)."""
+    path = tmp_path_factory.mktemp("one-week") / "store.duckdb"
+    con = store.connect(path)
+    weeks = weeks_from("2026-W20", 6)
+    spec = StratumSpec("invoice", "total", per_week=4000, beta_a=25,
+                       p_correct=lambda c: np.clip(1 - 0.4 * (1 - c), 0, 1))
+    build_store(con, [spec], weeks=weeks[:5], seed=3)  # five weeks nobody audited
+    build_store(con, [spec], weeks=weeks[5:], design=DesignSpec(rate=0.1, minimum=10), seed=4)
+    con.close()
+    return path
+
+
+def test_one_audited_week_of_six_is_not_called_a_candidate(one_audited_week) -> None:
+    # At the store's policy (the last 8 weeks) the five unaudited weeks stop it.
+    _, out, _ = run(one_audited_week, "candidates", "--json")
+    (at_policy,) = json.loads(out)["not_candidates"]
+    assert at_policy["reason"] == "unaudited_weeks"
+    # --weeks 1 sees only the audited week, where it passes: before, the word was
+    # "candidate"; now the view says what it is.
+    code, out, _ = run(one_audited_week, "candidates", "--weeks", "1", "--json")
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["candidates"] == [] and payload["approvable"] is False
+    (narrowed,) = payload["not_candidates"]
+    assert narrowed["reasons"] == ["not_at_policy"]
+    assert narrowed["reason_text"] == ("at these settings, not approvable: weeks 1 (from"
+                                       " --weeks) is not the store's policy (8)")
+    _, table, _ = run(one_audited_week, "calibrate", "--weeks", "1")
+    assert "at these settings, not approvable: weeks 1 (from --weeks)" in table
+    row = next(line for line in table.splitlines() if line.startswith("invoice"))
+    assert row.split()[-1] == "not_at_policy"  # the candidate column, never "yes"
