@@ -224,7 +224,7 @@ def build_store(path: Path, parquet: Path, chunks: Path, seed: int) -> dict[str,
     ensure_demo_ready(building)
     con = store.connect(building)
     try:
-        _approve_one(con)
+        _approve_one(con, signing_key(path))
         con.execute("CHECKPOINT")
         counts = _counts(con)
     finally:
@@ -249,17 +249,29 @@ def _with_design(simulate: Any, con: Any, seed: int) -> None:
         setattr(reviewers, "Design", original)  # noqa: B010
 
 
-def _approve_one(con: Any) -> None:
+def signing_key(store_path: Path) -> Path:
+    """The key the benchmark store's decisions are signed with, beside it (made on first use)."""
+    from fieldtrust.store.signing import create_key
+
+    key = store_path.with_name("signing.key")
+    if not key.exists():
+        create_key(key)
+    return key
+
+
+def _approve_one(con: Any, key: Path) -> None:
     """Approve the first automation candidate, so the policy pages show a decision."""
     from fieldtrust.calibration.candidates import automation_candidates
     from fieldtrust.governance.acts import approve
     from fieldtrust.store.scope import Scope, last_weeks
+    from fieldtrust.store.signing import using
 
     scope = Scope(weeks=last_weeks(con.cursor(), 8))
     found = [a for a in automation_candidates(con, scope) if a.candidate]
     if found:
-        approve(con, "maya", found[0].doc_type, found[0].field,
-                "benchmark: approve one candidate")
+        with using(str(key)):
+            approve(con, "maya", found[0].doc_type, found[0].field,
+                    "benchmark: approve one candidate")
 
 
 def _counts(con: Any) -> dict[str, Any]:

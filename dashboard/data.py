@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import streamlit as st
 from fieldtrust.dashboard import state
+from fieldtrust.store import signing
 from fieldtrust.store.bar import Bar, resolve_bar
 from fieldtrust.store.scope import Scope
 
@@ -263,8 +264,12 @@ def uncached(name: str, *args: Any, **kwargs: Any) -> Any:
 
 
 def write(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call the library writer ``fn(con, ...)`` on a short read-write connection."""
-    with writing(db_path()) as con:
+    """Call the library writer ``fn(con, ...)`` on a short read-write connection.
+
+    Decisions and policy settings are signed with the settings' key
+    (:func:`signing_keys`).
+    """
+    with writing(db_path()) as con, signing_keys():
         return fn(con, *args, **kwargs)
 
 
@@ -285,6 +290,19 @@ def configured_source() -> Iterator[Source | None]:
     finally:
         if source is not None:
             source.close()
+
+
+@contextlib.contextmanager
+def signing_keys() -> Iterator[None]:
+    """Sign and check with the keys of the settings (``signing_key_file``,
+    ``trusted_key_files``) inside the block, as the CLI does; with neither set, the keys a
+    caller installed (none in the dashboard, the benchmark's in ``bench``)."""
+    resolved = settings()
+    if not (resolved.signing_key_file or resolved.trusted_key_files):
+        yield
+        return
+    with signing.using(resolved.signing_key_file, resolved.trusted_key_files):
+        yield
 
 
 def current_version() -> DataVersion:
@@ -421,7 +439,8 @@ def policy_export(con: duckdb.DuckDBPyConnection) -> Any:
     """The policy file production reads (governance.policy.export_policy)."""
     from fieldtrust.governance.policy import export_policy
 
-    return export_policy(con)
+    with signing_keys():  # the file is signed, and only a verified store is exported
+        return export_policy(con)
 
 
 @query("preview_design")

@@ -20,16 +20,26 @@ EMPTY_HINT = (
 #: Characters Streamlit markdown gives a meaning: CommonMark's, its :color[...] and
 #: :emoji: directives (the colon) and $math$.
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+#: Where GitHub-flavoured markdown starts a link of its own in plain text, escapes or not:
+#: ``www.``, ``scheme://`` and an e-mail address's ``@``.
+_AUTOLINK = re.compile(r"(?i)(?<=www)(?=\.)|(?<=:)(?=//)|(?<=@)")
+#: U+2060 WORD JOINER: invisible, and not a character a link can be made of.
+_JOINER = "\u2060"
 
 
 def plain(text: object) -> str:
-    """``text`` escaped so markdown shows it as written, for values from documents and files.
+    """``text`` escaped so markdown shows it as written: the one escape of every text from
+    documents, files, the store or a sign-in that a page draws as markdown.
 
     A doc_type like ``[click](http://...)`` or ``:red[ALERT]`` must read as those
-    characters, not become a link or a red word on a reviewer's screen. (HTML is
-    never rendered: no page passes ``unsafe_allow_html``.)
+    characters, not become a link or a red word on a reviewer's screen: each
+    character markdown gives a meaning is backslash-escaped. GitHub-flavoured
+    markdown also turns ``https://...``, ``www.example`` and ``ana@example.com``
+    into links after escapes are undone, so an invisible word joiner goes where
+    such a link would begin; the text reads the same (copied, it holds U+2060
+    there). HTML is never rendered: no page passes ``unsafe_allow_html``.
     """
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", _AUTOLINK.sub(_JOINER, str(text)))
 
 
 def code_span(text: object) -> str:
@@ -38,6 +48,18 @@ def code_span(text: object) -> str:
     longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
     fence = "`" * (longest + 1)
     return f"{fence} {value} {fence}" if longest else f"`{value}`"
+
+
+def page_icon() -> Any:
+    """The browser tab's icon, drawn here: a material icon as page icon is an image the
+    browser fetches from Google's font host, on every page, for every reviewer."""
+    from PIL import Image, ImageDraw
+
+    icon = Image.new("RGBA", (32, 32), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(icon)
+    draw.rounded_rectangle((1, 1, 30, 30), radius=7, fill=(38, 110, 80, 255))
+    draw.line((8, 17, 14, 23, 24, 10), fill=(255, 255, 255, 255), width=4)
+    return icon
 
 
 def empty_state(path: str) -> None:

@@ -34,6 +34,7 @@ from fieldtrust.errors import InputError
 from fieldtrust.store.bar import SETTINGS as BAR_SETTINGS
 from fieldtrust.store.bar import Ask, Criteria, setting_problem, setting_type
 from fieldtrust.store.files import read_capped
+from fieldtrust.store.hosts import setting_hosts
 
 ENV_PREFIX = "FIELDTRUST_"
 CONFIG_ENV = "FIELDTRUST_CONFIG"
@@ -82,6 +83,19 @@ class Settings:
     )
     user: str = _setting(
         "", "Who you are: the acting user of commands run without --as (empty: none)."
+    )
+    signing_key_file: str = _setting(
+        "", "Private key file decisions, policy settings and policy exports are signed with"
+        " (`fieldtrust keys create PATH`); outside the store's folder, readable only by"
+        " those who decide."
+    )
+    trusted_key_files: str = _setting(
+        "", "Public key files (comma-separated) signatures are checked with (empty: the"
+        " signing key's own public half)."
+    )
+    allowed_hosts: str = _setting(
+        "", "Host names the dashboard answers besides its address's own (comma-separated,"
+        " name or name:port): the name colleagues or a reverse proxy reach it by."
     )
     #: The bar settings asked for (TOML, environment, flags), each with where from.
     criteria: Criteria = field(default=Criteria(), metadata={"bar": True})
@@ -157,6 +171,11 @@ def _problem(name: str, value: Any) -> str | None:
             return "is not an ISO date (like 2000-01-01)"
     if name == "future_days" and not 0 <= value <= 3650:
         return "must be between 0 and 3650"
+    if name == "allowed_hosts":
+        try:
+            setting_hosts(value)
+        except ValueError as exc:
+            return f"names {exc}"
     return None
 
 

@@ -44,6 +44,7 @@ from fieldtrust.store.connection import utc_now
 from fieldtrust.store.provenance import provenance
 from fieldtrust.store.retry import first_row, write_with_retry
 from fieldtrust.store.rollup import extraction_columns_sql
+from fieldtrust.store.signing import current_signer
 
 from fieldtrust.errors import Refused
 
@@ -203,6 +204,9 @@ def _record(
     schema versions.
     """
     actor = user_name(actor, what="acting user")
+    # The decision's chain entry is signed as it is written (store.signing): without the
+    # key the act is refused here, before its transaction.
+    current_signer()
     if action not in DECISION_ACTIONS:
         raise Refused(f"action {action!r} is not one of {', '.join(DECISION_ACTIONS)}")
     _check_comment(action, doc_type, field, comment)

@@ -359,7 +359,11 @@ def _typed(con: duckdb.DuckDBPyConnection, raw: Staged, reviewer_default: str) -
         " count(DISTINCT (l_verdict, l_corrected_value, l_corrected_status, l_error_type,"
         "   l_error_detail, l_sample_id))"
         f"   OVER (PARTITION BY {key}) AS l_variants,"
-        f" min(l_row) OVER (PARTITION BY {key}) AS l_first"
+        f" min(l_row) OVER (PARTITION BY {key}) AS l_first,"
+        # Who gave each item's primary review in this file: its blind second review
+        # must be by someone else.
+        " list(CASE WHEN l_review_round = 'primary' THEN l_reviewer END)"
+        "   OVER (PARTITION BY l_extraction_id) AS l_primary_reviewers"
         f" FROM (SELECT *, {raw.row_sql} AS l_row, {selects} FROM {raw.relation})",
         {"now": utc_now(), "reviewer": reviewer_default},
     )
@@ -417,6 +421,15 @@ def _rules(dtypes: dict[str, str], window: TimeWindow | None) -> list[Rule]:
             "           AND l.labeled_at = l_labeled_at))",
             "l_extraction_id",
             "l_review_round",
+        ),
+        Rule(
+            "reviewer",
+            "'{value}' gave the primary review of extraction '{extra}' too; its second"
+            " review is blind, by another reviewer: delete one of the two annotations",
+            "l_verdict IS NOT NULL AND l_review_round = 'second'"
+            " AND list_contains(l_primary_reviewers, l_reviewer)",
+            "l_reviewer",
+            "l_extraction_id",
         ),
         Rule(
             "extraction_id",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -43,6 +44,7 @@ ACTIONS: MappingProxyType[str, str] = MappingProxyType(
         "decide": "approve, reject or revoke automation",
         "grant_roles": "grant roles",
         "set_policy": "change the policy settings approvals are held to",
+        "vouch_history": "vouch for history written before the store signed decisions",
     }
 )
 
@@ -60,6 +62,7 @@ PERMISSIONS: MappingProxyType[str, frozenset[str]] = MappingProxyType(
         "decide": frozenset({"manager", "admin"}),
         "grant_roles": frozenset({"admin"}),
         "set_policy": frozenset({"admin"}),
+        "vouch_history": frozenset({"admin"}),
     }
 )
 
@@ -103,6 +106,41 @@ def user_name(name: object, *, what: str = "user name") -> UserName:
             " one line, no tabs or control characters"
         )
     return UserName(cleaned)
+
+
+def signed_in_user(claims: Mapping[str, object]) -> str:
+    """The user an OpenID Connect sign-in names: its e-mail, when the provider verified it.
+
+    Role grants name people by e-mail, so the e-mail is the only claim that may
+    pick a user, and only with ``email_verified`` true (a boolean, or the text
+    ``"true"`` some providers send). Never the display name (``name``) or the
+    subject (``sub``): a provider account may call itself ``root``, and an
+    unverified e-mail is whatever its owner typed.
+
+    Raises
+    ------
+    PermissionDenied
+        No e-mail claim, or one the provider does not say it verified, or one
+        that is not a usable user name.
+    """
+    email, verified = claims.get("email"), claims.get("email_verified")
+    if isinstance(verified, str):
+        verified = verified.strip().lower() == "true"
+    problem = None
+    if not isinstance(email, str) or not email.strip():
+        problem = "gave no e-mail address"
+    elif verified is not True:
+        problem = f"did not say that {email.strip()[:60]!r} is verified"
+    else:
+        try:
+            return user_name(email, what="signed-in e-mail")
+        except InputError as exc:
+            problem = f"gave an e-mail that is not a usable user name ({exc})"
+    raise PermissionDenied(
+        f"the identity provider {problem}: fieldtrust signs in only a verified e-mail"
+        " address, never a display name; ask your provider's admin to release the email"
+        " and email_verified claims (docs/dashboard.md)"
+    )
 
 
 def current_roles(con: duckdb.DuckDBPyConnection, user: str) -> frozenset[str]:

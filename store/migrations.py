@@ -639,6 +639,35 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE source_refreshes ADD COLUMN source_version BIGINT;
         """,
     ),
+    Migration(
+        "0035_store_history_signatures",
+        """
+        -- Signatures of chain entries, by a key kept outside the store file
+        -- (store.signing): every entry of decisions and policy_settings is
+        -- signed by its writer ('entry'); an admin's 'vouch' covers every
+        -- entry up to its seq (history written before signing). Not chained:
+        -- a signature is checked by itself, and a deleted one leaves its entry
+        -- unsigned, which verify names.
+        CREATE TABLE history_signatures (
+            seq       BIGINT    NOT NULL,
+            kind      VARCHAR   NOT NULL CHECK (kind IN ('entry', 'vouch')),
+            key_id    VARCHAR   NOT NULL,
+            signature VARCHAR   NOT NULL,
+            signed_by VARCHAR,   -- vouch: the admin who vouched
+            comment   VARCHAR,   -- vouch: what they checked
+            signed_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (seq, kind)
+        );
+        -- The chain's head when signing began: entries up to it were written
+        -- before fieldtrust signed anything, and wait for an admin's vouch.
+        CREATE TABLE signing_started (
+            seq        BIGINT    NOT NULL,
+            started_at TIMESTAMP NOT NULL
+        );
+        INSERT INTO signing_started
+        SELECT coalesce(max(seq), 0), now()::TIMESTAMP FROM history_chain;
+        """,
+    ),
 )
 
 

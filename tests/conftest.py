@@ -36,6 +36,24 @@ settings.register_profile("fieldtrust", deadline=None)
 settings.load_profile("fieldtrust")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def signing_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The key decisions are signed with in this test run, kept outside every store.
+
+    Installed for library calls (``store.signing.using``) and set in the
+    environment as the ``signing_key_file`` setting (``FIELDTRUST_SIGNING_KEY_FILE``), so
+    the CLI, the dashboard and the servers the tests start sign and verify
+    with it too.
+    """
+    from fieldtrust.store.signing import KEY_ENV, create_key, using
+
+    path = tmp_path_factory.mktemp("signing") / "signing.key"
+    create_key(path)
+    with pytest.MonkeyPatch.context() as patch, using(str(path)):
+        patch.setenv(KEY_ENV, str(path))
+        yield path
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     """Path of a fresh, migrated store file."""
@@ -249,6 +267,8 @@ class Builder:
         self.con.register("new_labels", table)
         self.con.execute("INSERT INTO labels BY NAME SELECT * FROM new_labels")
         self.con.unregister("new_labels")
+        self._chain("labels", "label_id IN (SELECT unnest(?::VARCHAR[]))",
+                    [table.column("label_id").to_pylist()])
 
     def sample(
         self,
@@ -293,6 +313,20 @@ class Builder:
                                  [name, base])
             self.con.execute("INSERT INTO user_roles VALUES (?, ?, 'root', ?)",
                              [name, role, base + dt.timedelta(minutes=i + 1)])
+        self._chain("user_roles", "user_name IN (SELECT unnest(?::VARCHAR[]))"
+                    " AND granted_at BETWEEN ? AND ?",
+                    [list(users), base, base + dt.timedelta(minutes=len(users))])
+
+    def _chain(self, table: str, where: str, params: list[object]) -> None:
+        """Chain the rows just written, as a writer of the library would (a store whose
+        history verifies: ``policy export`` refuses any other)."""
+        from fieldtrust.store.chain import CHAINED, append_entries
+
+        order = ", ".join(CHAINED[table].order)
+        cursor = self.con.execute(f"SELECT * FROM {table} WHERE {where} ORDER BY {order}", params)
+        names = [d[0] for d in cursor.description or ()]
+        append_entries(self.con, [(table, dict(zip(names, row, strict=True)))
+                                  for row in cursor.fetchall()])
 
 
 @pytest.fixture

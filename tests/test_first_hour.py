@@ -1,7 +1,8 @@
 """A team's first hour on its own data, from the CLI only: one person, one name.
 
 The walk docs/quickstart.md shows: make the store with its first admin, say
-who you are once (FIELDTRUST_USER), ingest the extraction log, take the
+who you are once (FIELDTRUST_USER), make the key decisions are signed with,
+ingest the extraction log, take the
 qa_lead role too, draw each week's audit sample to a file, fill its verdict
 column as a reviewer would, import it, calibrate, and approve the candidate.
 """
@@ -55,18 +56,23 @@ def _fill(path: Path, verdict: str) -> int:
 def test_the_first_hour_ends_in_an_approval(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    for name in ("FIELDTRUST_DB", "FIELDTRUST_CONFIG", "FIELDTRUST_USER"):
+    for name in ("FIELDTRUST_DB", "FIELDTRUST_CONFIG", "FIELDTRUST_USER",
+                 "FIELDTRUST_SIGNING_KEY_FILE"):
         monkeypatch.delenv(name, raising=False)
     runner = CliRunner()
+    env = {"FIELDTRUST_USER": "ann"}
 
     def run(*args: str) -> str:
-        result = runner.invoke(cli, list(args), env={"FIELDTRUST_USER": "ann"})
+        result = runner.invoke(cli, list(args), env=env)
         assert result.exit_code == 0, f"fieldtrust {' '.join(args)}: {result.output}"
         assert not re.search(r"\bnan\b", result.output, re.IGNORECASE), result.output
         return result.output
 
     out = run("init", "--admin", "ann")
     assert "ann is now the admin of this store" in out
+    key = tmp_path / "keys" / "signing.key"  # outside the store's folder, in a real team
+    assert "created signing key" in run("keys", "create", str(key))
+    env["FIELDTRUST_SIGNING_KEY_FILE"] = str(key)
     assert "fieldtrust ingest" in out and "users grant ann qa_lead" in out
     assert "fieldtrust sample --week" in out
     log = _extraction_log(tmp_path / "extractions.csv")
@@ -99,6 +105,9 @@ def test_the_first_hour_ends_in_an_approval(tmp_path: Path,
     policy = json.loads(run("policy", "show", "--json"))
     assert [(p["doc_type"], p["field"], p["status"], p["threshold"], p["decided_by"])
             for p in policy] == [("invoice", "total", "active", threshold, "ann")]
+    exported = json.loads(run("policy", "export"))
+    assert exported["signature"]["algorithm"] == "ed25519"
+    assert "history intact" in run("verify")
     users = json.loads(run("users", "list", "--json"))
     assert users == [{"user_name": "ann", "roles": ["qa_lead", "admin"]}]
     assert labelled > 59

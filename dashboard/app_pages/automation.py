@@ -123,7 +123,12 @@ def _decision_form(identity: auth.Identity | None, strata: list[views.Stratum]) 
 
 
 def _policy_export() -> None:
-    payload = data.cached("policy_export")
+    try:
+        payload = data.cached("policy_export")
+    except FieldtrustError as exc:  # a history that does not verify, or no signing key
+        st.warning(f"No policy file to download: {layout.plain(exc)}",
+                   icon=":material/gpp_bad:")
+        return
     st.download_button(
         "Download policy (JSON)", data=policy_json(payload),
         file_name="fieldtrust-policy.json", mime="application/json",

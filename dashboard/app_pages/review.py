@@ -127,7 +127,7 @@ def _audit_tab(identity: auth.Identity | None) -> None:
                                  cells[["cell", "n_sample", "n_labelled", "n_usable"]])
     if identity is None or not allowed(identity.roles, "label"):
         who = "nobody" if identity is None else f"{identity.user} ({identity.role or 'no role'})"
-        st.info(f"Labelling needs the reviewer or qa_lead role; you are {who}.")
+        st.info(f"Labelling needs the reviewer or qa_lead role; you are {layout.plain(who)}.")
         return
     layout.flash(state.REVIEW_FLASH)
     items = data.write(next_items, identity.user, sample_id, count=1)

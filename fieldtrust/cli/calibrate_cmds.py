@@ -13,6 +13,7 @@ import click
 import duckdb
 
 from fieldtrust.cli.common import echo_json, echo_table, held_bar, open_db, settings
+from fieldtrust.cli.terminal import echo
 from fieldtrust.store.scope import Scope, last_weeks
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ def _weeks_text(scope: Scope) -> str:
 def _echo_not_approvable(bar: Bar) -> None:
     """One line when the settings asked depart from the store's policy."""
     if not bar.approvable:
-        click.echo(f"at these settings, not approvable: {bar.loosened_text()}")
+        echo(f"at these settings, not approvable: {bar.loosened_text()}")
 
 
 @click.command(
@@ -128,17 +129,17 @@ def calibrate(ctx: click.Context, /, as_json: bool, **asks: float | int | None) 
         echo_json(report.to_dict())
         return
     overall = report.overall
-    click.echo(f"overall: {overall.summary}")
+    echo(f"overall: {overall.summary}")
     accuracy = _pct(overall.accuracy)
     shown = (f"accuracy {accuracy} {_interval(overall.accuracy_low, overall.accuracy_high) or ''}"
              .rstrip() if accuracy else "no accuracy yet")
-    click.echo(
+    echo(
         f"         {overall.n_population:,} extractions, {overall.n_labeled:,} labels,"
         f" {_weeks_text(scope)}; {shown}"
         f" (target {report.target:.0%}, confidence {report.confidence:.0%})"
     )
     _echo_not_approvable(bar)
-    click.echo("")
+    echo("")
     echo_table(_report_rows(report))
 
 
@@ -188,12 +189,12 @@ def candidates(ctx: click.Context, /, as_json: bool, **asks: float | int | None)
             }
         )
         return
-    click.echo(f"{len(chosen)} automation candidate(s) at target {bar.target:.0%}:")
+    echo(f"{len(chosen)} automation candidate(s) at target {bar.target:.0%}:")
     _echo_not_approvable(bar)
     if chosen:
         echo_table([_candidate_row(a) for a in chosen])
-    click.echo("")
-    click.echo(f"{len(others)} not candidates:")
+    echo("")
+    echo(f"{len(others)} not candidates:")
     echo_table(
         [
             {"doc_type": a.doc_type, "field": a.field, "reason": a.reason_text,
@@ -246,7 +247,7 @@ def maps(ctx: click.Context, as_json: bool) -> None:
         echo_json(rows)
         return
     if not rows:
-        click.echo("no recalibration maps yet: run `fieldtrust recalibrate`")
+        echo("no recalibration maps yet: run `fieldtrust recalibrate`")
         return
     echo_table(rows, ["doc_type", "field", "method", "n_labels", "ece_before", "ece_after",
                       "cv_score", "n_knots", "fitted_at"])
@@ -278,7 +279,7 @@ def histogram(
         echo_json(rows)
         return
     total = sum(r["count"] for r in rows)
-    click.echo(f"{doc_type} / {field_name}: {total:,} extractions, {_weeks_text(scope)}")
+    echo(f"{doc_type} / {field_name}: {total:,} extractions, {_weeks_text(scope)}")
     echo_table([
         {"confidence": f"[{r['lower']:.3f}, {r['upper']:.3f}{']' if r['upper'] >= 1 else ')'}",
          "count": r["count"], "share": _pct(r["count"] / total if total else None)}

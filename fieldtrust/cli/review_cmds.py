@@ -29,6 +29,7 @@ from fieldtrust.cli.common import (
     open_db,
     settings,
 )
+from fieldtrust.cli.terminal import echo
 from fieldtrust.governance.decisions import DECISION_ACTIONS
 from fieldtrust.labels.taxonomy import CORRECTED_STATUSES, ERROR_TYPES
 from fieldtrust.labels.verdicts import VERDICTS
@@ -88,7 +89,7 @@ def users_grant(ctx: click.Context, name: str, role: str, actor: str | None) -> 
     con = open_db(ctx)
     grant = grant_role(con, acting_user(ctx, actor, what="granting"), name, role)
     held = roles_text(current_roles(con, grant.user_name)) or "no role"
-    click.echo(f"{grant.user_name} now holds: {held} (granted {role} by {grant.granted_by})")
+    echo(f"{grant.user_name} now holds: {held} (granted {role} by {grant.granted_by})")
 
 
 @users_group.command("revoke", epilog="Example: fieldtrust users revoke alice qa_lead --as root")
@@ -103,7 +104,7 @@ def users_revoke(ctx: click.Context, name: str, role: str, actor: str | None) ->
     con = open_db(ctx)
     revoked = revoke_role(con, acting_user(ctx, actor, what="revoking"), name, role)
     held = roles_text(current_roles(con, revoked.user_name)) or "no role"
-    click.echo(f"{revoked.user_name} now holds: {held} (revoked {role} by {revoked.revoked_by})")
+    echo(f"{revoked.user_name} now holds: {held} (revoked {role} by {revoked.revoked_by})")
 
 
 @users_group.command("list", epilog="Example: fieldtrust users list --history")
@@ -162,7 +163,7 @@ def decide_cmd(
     decision = act(con, actor, doc_type, field_name, comment,
                    criteria=settings(ctx).criteria, threshold=threshold)
     shown = "" if decision.threshold is None else f" at {decision.threshold}"
-    click.echo(
+    echo(
         f"{decision.action} {decision.doc_type}/{decision.field}{shown} by"
         f" {decision.decided_by} ({decision.role}); decision {decision.decision_id},"
         f" evidence {decision.evidence_id}"
@@ -170,7 +171,7 @@ def decide_cmd(
     if decision.action == "approve" and decision.evidence_id is not None:
         certification = load_evidence(con, decision.evidence_id).certification
         covered = certification.covered_versions if certification else ()
-        click.echo(
+        echo(
             f"covers form versions {', '.join(covered) or '(none)'}; production sends any"
             " other version to a human"
         )
@@ -192,10 +193,10 @@ def policy_export(ctx: click.Context, out: str | None, force: bool) -> None:
 
     con = open_db(ctx, read_only=True)
     if out is None:
-        click.echo(policy_json(export_policy(con)), nl=False)
+        echo(policy_json(export_policy(con)), nl=False)
         return
     write_policy(con, out, force=force)
-    click.echo(f"wrote {out}")
+    echo(f"wrote {out}")
 
 
 def _policy_options(command: _Command) -> _Command:
@@ -243,11 +244,11 @@ def policy_settings_cmd(ctx: click.Context, /, actor: str | None, as_json: bool,
         echo_json(shown)
         return
     if given:
-        click.echo(f"policy settings changed by {current.set_by}: "
+        echo(f"policy settings changed by {current.set_by}: "
                    + ", ".join(f"{k} = {v}" for k, v in given.items()))
     who = (f"set by {current.set_by} at {shown['set_at']}" if current.set_by
            else "the defaults: no admin has set them")
-    click.echo(f"policy settings every approval is held to ({who}):")
+    echo(f"policy settings every approval is held to ({who}):")
     echo_table([{"setting": name, "value": value, "meaning": setting_help(name)}
                 for name, value in current.bar.values().items()])
 
@@ -287,10 +288,10 @@ def agreement_cmd(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
         echo_json(shown)
         return
     per_field, per_pair = shown["per_field"], shown["per_pair"]
-    click.echo(f"{report.n_items} double-reviewed items, {report.to_adjudicate} to adjudicate")
-    click.echo("\nper field")
+    echo(f"{report.n_items} double-reviewed items, {report.to_adjudicate} to adjudicate")
+    echo("\nper field")
     echo_table(per_field)
-    click.echo("\nper reviewer pair")
+    echo("\nper reviewer pair")
     echo_table(per_pair)
 
 
@@ -338,7 +339,7 @@ def adjudicate_cmd(
     if as_json:
         echo_json(label.to_dict())
         return
-    click.echo(f"{extraction_id}: {label.verdict} (adjudicated by {label.reviewer},"
+    echo(f"{extraction_id}: {label.verdict} (adjudicated by {label.reviewer},"
                f" label {label.label_id})")
 
 
@@ -369,7 +370,7 @@ def labels_export(ctx: click.Context, out: str, force: bool) -> None:
     from fieldtrust.labels.export import export_labels
 
     rows = export_labels(open_db(ctx, read_only=True), out, force=force)
-    click.echo(f"wrote {rows:,} labels to {out}")
+    echo(f"wrote {rows:,} labels to {out}")
 
 
 def register(group: click.Group) -> None:

@@ -20,6 +20,7 @@ from fieldtrust.cli.common import (
     open_db,
     settings,
 )
+from fieldtrust.cli.terminal import echo
 from fieldtrust.sampling.design import Design, load_design
 from fieldtrust.store.files import OutputKind, store_files
 from fieldtrust.store.weeks import Week
@@ -164,24 +165,24 @@ def sample(
         echo_json({**result.to_dict(), "out": out, "rows_written": written})
         return
     state = "drew" if result.created else "already drawn:"
-    click.echo(
+    echo(
         f"{state} {result.sample_id} (seed {result.seed}, design {result.design_sha256[:12]})"
     )
     echo_table(result.cells.to_pylist(), _CELL_COLUMNS)
-    click.echo(f"total: {result.n_sample} of {result.n_population} extractions")
+    echo(f"total: {result.n_sample} of {result.n_population} extractions")
     if result.rows_skipped:
-        click.echo(f"skipped {result.rows_skipped:,} rows of {result.week} an ingest rule"
+        echo(f"skipped {result.rows_skipped:,} rows of {result.week} an ingest rule"
                    " rejects (left out of the sample and its population)")
     if result.replaced:
-        click.echo(
+        echo(
             f"note: {result.sample_id} replaces {result.replaced} as the week's current sample;"
             f" estimates now use its items (labels are kept)"
         )
     if out:
-        what = "Label Studio tasks" if out_format == "label-studio" else "items"
-        click.echo(f"wrote {written} {what} to {out}")
+        kind = "Label Studio tasks" if out_format == "label-studio" else "items"
+        echo(f"wrote {written} {kind} to {out}")
     if label_config_file:
-        click.echo(f"wrote the Label Studio labelling config to {label_config_file}")
+        echo(f"wrote the Label Studio labelling config to {label_config_file}")
 
 
 def _outputs(
@@ -245,7 +246,7 @@ def _print_preview(preview: DesignPreview, as_json: bool) -> None:
         if budget is None
         else f" (budget {budget}{', minimums exceed it' if preview.over_budget else ''})"
     )
-    click.echo(f"total: {preview.n_sample} of {preview.n_population} extractions{tail}")
+    echo(f"total: {preview.n_sample} of {preview.n_population} extractions{tail}")
 
 
 @click.command(epilog="Example: fieldtrust report --weeks 8 --json")
@@ -264,17 +265,17 @@ def report(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
         echo_json(result.to_dict())
         return
     if result.trend.num_rows == 0:
-        click.echo("no audit labels yet: draw a sample (fieldtrust sample) and label it")
+        echo("no audit labels yet: draw a sample (fieldtrust sample) and label it")
         return
-    click.echo("accuracy by week (design-weighted; Korn-Graubard 95% interval of the last week):")
+    echo("accuracy by week (design-weighted; Korn-Graubard 95% interval of the last week):")
     echo_table(_records(_trend_grid(result.trend.to_pandas(), result.overall.to_pandas())))
-    click.echo("")
+    echo("")
     if not result.alerts:
-        click.echo(f"no alerts for {result.weeks[-1]}")
+        echo(f"no alerts for {result.weeks[-1]}")
     for alert in result.alerts:
-        click.echo(f"ALERT [{alert.kind}] {alert.message}")
+        echo(f"ALERT [{alert.kind}] {alert.message}")
     if result.alert_note:
-        click.echo(result.alert_note)
+        echo(result.alert_note)
 
 
 def _trend_grid(trend: pd.DataFrame, overall: pd.DataFrame) -> pd.DataFrame:
@@ -347,7 +348,7 @@ def progress(ctx: click.Context, sample_id: str | None, as_json: bool) -> None:
     usable = sum(r["n_usable"] for r in rows)
     echo_table(rows, ["cell", "n_population", "n_sample", "n_labelled", "n_usable",
                       "inclusion_prob"])
-    click.echo(f"{shown}: {labelled} of {drawn} items labelled, {usable} usable (each cell's"
+    echo(f"{shown}: {labelled} of {drawn} items labelled, {usable} usable (each cell's"
                f" labelled prefix in PRN order; labels past a gap wait until it is filled);"
                f" {len(missing)} of {len(rows)} cells without a label yet")
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from fieldtrust.cli.common import echo_json, open_db, settings, time_window
+from fieldtrust.cli.terminal import echo
 from fieldtrust.settings import Settings
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ def source(ctx: click.Context, test: bool, as_json: bool) -> None:
     for name, value in payload.items():
         shown = ", ".join(f"{k}={v}" for k, v in value.items()) if isinstance(value, dict) \
             else value
-        click.echo(f"{name.replace('_', ' '):>14}: {shown if shown not in (None, '') else '-'}")
+        echo(f"{name.replace('_', ' '):>14}: {shown if shown not in (None, '') else '-'}")
 
 
 def _test(ctx: click.Context) -> dict[str, Any]:
@@ -131,9 +132,9 @@ def refresh(ctx: click.Context, skip_invalid: bool, quiet: bool, as_json: bool) 
         echo_json(dataclasses.asdict(result))
         return
     if result.refresh_id is None:
-        click.echo(f"{result.source}: nothing new to count")
+        echo(f"{result.source}: nothing new to count")
     else:
-        click.echo(
+        echo(
             f"{result.source}: counted {result.rows_counted:,} rows from {result.files_read}"
             f" new files ({result.refresh_id})"
             + (f"; skipped {result.rows_skipped:,} invalid rows" if result.rows_skipped else "")
@@ -143,9 +144,9 @@ def refresh(ctx: click.Context, skip_invalid: bool, quiet: bool, as_json: bool) 
                " before" if result.files_rewritten else "")
         )
     for path in result.changed_files:
-        click.echo(f"warning: {path} changed after it was counted; it was not counted again")
+        echo(f"warning: {path} changed after it was counted; it was not counted again")
     for path in result.missing_files:
-        click.echo(f"warning: {path} was counted but is gone from the source")
+        echo(f"warning: {path} was counted but is gone from the source")
 
 
 def register(group: click.Group) -> None:

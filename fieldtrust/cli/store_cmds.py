@@ -7,20 +7,20 @@ commands, so `fieldtrust --help` and `fieldtrust info` start fast.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
+from typing import Any
 
 import click
 import duckdb
 
 from fieldtrust.cli.common import AS_HELP, acting_user, echo_json, open_db, settings, time_window
+from fieldtrust.cli.terminal import echo
 from fieldtrust.errors import StoreError
 from fieldtrust.settings import Settings
 from fieldtrust.store.bar import SETTINGS as BAR_SETTINGS
 from fieldtrust.store.bar import setting_help
 from fieldtrust.store.chain import ChainHead
-from fieldtrust.store.files import read_capped
 from fieldtrust.store.summary import filter_options, store_summary
 from fieldtrust.store.verify import verify_history
 
@@ -43,7 +43,7 @@ def info(ctx: click.Context, list_values: bool, as_json: bool) -> None:
         echo_json(summary.to_dict())
         return
     for name, value in summary.to_dict().items():
-        click.echo(f"{name.replace('_', ' '):>14}: {value if value is not None else '-'}")
+        echo(f"{name.replace('_', ' '):>14}: {value if value is not None else '-'}")
 
 
 def _print_values(con: duckdb.DuckDBPyConnection, as_json: bool) -> None:
@@ -51,10 +51,10 @@ def _print_values(con: duckdb.DuckDBPyConnection, as_json: bool) -> None:
     if as_json:
         echo_json(options.to_dict())
         return
-    click.echo(f"weeks: {', '.join(options.weeks) or '-'}")
+    echo(f"weeks: {', '.join(options.weeks) or '-'}")
     for doc_type in options.doc_types:
         versions = [v for d, v in options.form_versions if d == doc_type]
-        click.echo(f"{doc_type}: form versions {', '.join(versions)}")
+        echo(f"{doc_type}: form versions {', '.join(versions)}")
 
 
 @click.command(
@@ -90,7 +90,7 @@ def init(ctx: click.Context, adopt: bool, admin: str | None) -> None:
         ) from exc
     applied = con.execute("SELECT count(*) FROM schema_migrations").fetchall()[0][0]
     verb = "upgraded" if existed else "created"
-    click.echo(f"{verb} store {path} ({applied} of {len(MIGRATIONS)} migrations applied)")
+    echo(f"{verb} store {path} ({applied} of {len(MIGRATIONS)} migrations applied)")
     if admin is not None:
         _init_with_admin(ctx, con, admin)
 
@@ -101,13 +101,13 @@ def show_settings(ctx: click.Context) -> None:
     """Print every setting, its resolved value and what it means."""
     resolved = settings(ctx)
     for name, help_line in Settings.help_lines().items():
-        click.echo(f"{name:>16} = {getattr(resolved, name)!s:<22} {help_line}")
+        echo(f"{name:>16} = {getattr(resolved, name)!s:<22} {help_line}")
     asked = {ask.name: ask for ask in resolved.criteria.asks}
-    click.echo("bar settings: the store's policy (`fieldtrust policy settings`) unless asked:")
+    echo("bar settings: the store's policy (`fieldtrust policy settings`) unless asked:")
     for name in BAR_SETTINGS:
         ask = asked.get(name)
         shown = f"{ask.value} (from {ask.source})" if ask else "policy"
-        click.echo(f"{name:>16} = {shown:<22} {setting_help(name)}")
+        echo(f"{name:>16} = {shown:<22} {setting_help(name)}")
 
 
 @click.command(epilog="Example: fieldtrust --db audit.duckdb ingest week48.parquet week49.csv")
@@ -133,7 +133,7 @@ def ingest(ctx: click.Context, files: tuple[str, ...], quiet: bool, as_json: boo
         echo_json([r.to_dict() for r in results])
         return
     for r in results:
-        click.echo(
+        echo(
             f"{r.source}: {r.rows_in_file:,} rows read, {r.rows_added:,} added,"
             f" {r.rows_already_stored:,} already stored"
         )
@@ -204,15 +204,15 @@ def labels_import(
     if as_json:
         echo_json(result.to_dict())
         return
-    click.echo(
+    echo(
         f"{result.source}: {result.rows_in_file:,} rows read, {result.rows_added:,} labels added,"
         f" {result.rows_already_stored:,} already stored,"
         f" {result.rows_without_verdict:,} without a verdict"
     )
     if result.rows_cancelled:
-        click.echo(f"{result.rows_cancelled:,} cancelled Label Studio annotations skipped")
+        echo(f"{result.rows_cancelled:,} cancelled Label Studio annotations skipped")
     if result.rows_without_details:
-        click.echo(
+        echo(
             f"note: {result.rows_without_details:,} 'incorrect' rows lack an error type or a"
             " corrected value: stored with the error type not_recorded / an unknown correction"
         )
@@ -225,45 +225,66 @@ def labels_import(
               help="A head kept outside the store (printed by an earlier verify): the chain"
                    " must still hold it.")
 @click.option("--policy", "policy_file", type=click.Path(exists=True, dir_okay=False),
-              default=None, help="Take that head from a policy file exported earlier.")
+              default=None, help="A policy file exported earlier: its signature, its head and"
+                                 " every threshold in it are checked against the store.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
 def verify(ctx: click.Context, head: str | None, policy_file: str | None, as_json: bool) -> None:
     """Check that no history row was changed, deleted or inserted outside fieldtrust.
 
     Recomputes the hash chain over labels, decisions, evidence snapshots, role
-    grants, skips and label imports. Intact: prints the head (SEQ:HASH) and
-    the row counts, exit code 0. Otherwise names the first row that does not
-    match (table, id, chain entry, what changed) and exits with code 2. Keep
-    the head (or a policy export, which carries it) outside the store to also
-    catch a chain rewritten to match an edit. See docs/reliability.md.
+    grants, skips and label imports, and checks that every decision and policy
+    setting is signed by a trusted key (docs/governance.md). Intact: prints
+    the head (SEQ:HASH) and the row counts, exit code 0. Otherwise names the
+    first row that does not match (table, id, chain entry, what changed) and
+    exits with code 2. Keep the head (or a policy export, which carries it)
+    outside the store to also catch a chain rewritten to match an edit; with
+    --policy the file's signature and whole content are checked too. See
+    docs/reliability.md.
     """
-    expected = _expected_head(head, policy_file)
-    check = verify_history(open_db(ctx, read_only=True), expected_head=expected)
+    from fieldtrust.governance.policy import load_policy_file, policy_file_problems
+
+    if head is not None and policy_file is not None:
+        raise click.UsageError("give --head or --policy, not both")
+    payload = load_policy_file(policy_file) if policy_file is not None else None
+    expected = _policy_head(policy_file, payload) if payload is not None else _parsed_head(head)
+    con = open_db(ctx, read_only=True)
+    check = verify_history(con, expected_head=expected)
+    in_file = policy_file_problems(con, payload) if payload is not None else []
     if as_json:
-        echo_json(check.to_dict())
-        if not check.intact:
+        shown = check.to_dict()
+        if payload is not None:
+            shown["policy_file"] = {"path": policy_file, "intact": not in_file,
+                                    "problems": in_file}
+        echo_json(shown)
+        if not check.intact or in_file:
             ctx.exit(2)
         return
     if not check.intact:
         raise StoreError(check.summary())
-    click.echo(check.summary())
+    if in_file:
+        more = f"; {len(in_file) - 1} more" if len(in_file) > 1 else ""
+        raise StoreError(f"policy file {policy_file} does not match the store it names:"
+                         f" {in_file[0]}{more}. Do not automate on it; export the policy again")
+    echo(check.summary())
+    if payload is not None:
+        echo(f"policy file {policy_file}: signed by a trusted key, and every threshold"
+                   f" in it is the store's at chain entry {expected.seq if expected else 0}")
 
 
-def _expected_head(head: str | None, policy_file: str | None) -> ChainHead | None:
-    if head is not None and policy_file is not None:
-        raise click.UsageError("give --head or --policy, not both")
-    if policy_file is not None:
-        # Bounded: verify --policy /dev/zero read until the kernel killed it.
-        data = read_capped(policy_file, what="policy file")
-        try:
-            kept = json.loads(data.decode("utf-8"))["history_head"]
-            return ChainHead(int(kept["seq"]), str(kept["hash"]))
-        except (ValueError, KeyError, TypeError, RecursionError) as exc:
-            raise StoreError(
-                f"{policy_file} holds no history_head: export the policy again with this"
-                " fieldtrust (`fieldtrust policy export --out FILE`)"
-            ) from exc
+def _policy_head(policy_file: str | None, payload: dict[str, Any]) -> ChainHead:
+    from fieldtrust.governance.policy import policy_head
+
+    kept = policy_head(payload)
+    if kept is None:
+        raise StoreError(
+            f"{policy_file} holds no history_head: export the policy again with this"
+            " fieldtrust (`fieldtrust policy export --out FILE`)"
+        )
+    return kept
+
+
+def _parsed_head(head: str | None) -> ChainHead | None:
     if head is None:
         return None
     match = re.fullmatch(r"(\d+):([0-9a-f]{64})", head.strip())
@@ -280,15 +301,15 @@ def _init_with_admin(ctx: click.Context, con: duckdb.DuckDBPyConnection, admin: 
     db = settings(ctx).db
     made = first_admin(con, admin)
     name = admin.strip()
-    click.echo(f"{db}: {name} is {'now' if made else 'already'} the admin of this store")
+    echo(f"{db}: {name} is {'now' if made else 'already'} the admin of this store")
     db_flag = "" if db == Settings().db else f" --db {db}"
-    click.echo(f"\nTell fieldtrust who you are once: export FIELDTRUST_USER={name}"
+    echo(f"\nTell fieldtrust who you are once: export FIELDTRUST_USER={name}"
                f"  (or user = \"{name}\" in fieldtrust.toml)\nNext:")
-    click.echo(f"  1. fieldtrust ingest extractions.csv{db_flag}"
+    echo(f"  1. fieldtrust ingest extractions.csv{db_flag}"
                "          # your extraction log (docs/ingest.md)")
-    click.echo(f"  2. fieldtrust users grant {name} qa_lead{db_flag}"
+    echo(f"  2. fieldtrust users grant {name} qa_lead{db_flag}"
                "        # to draw samples and label them yourself")
-    click.echo(f"  3. fieldtrust sample --week WEEK --out sample.csv{db_flag}"
+    echo(f"  3. fieldtrust sample --week WEEK --out sample.csv{db_flag}"
                "  # WEEK from `fieldtrust info --values`")
 
 

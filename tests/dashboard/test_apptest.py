@@ -391,8 +391,8 @@ def test_serve_runs_streamlit_on_the_dashboard_with_the_store() -> None:
 
     command = streamlit_command("/data/store.duckdb", 8765)
     assert Path(APP).resolve() == app_path().resolve()
-    assert command[1:4] == ["-m", "fieldtrust.dashboard.serve_main", "run"]
-    assert command[4] == APP
+    assert command[1:6] == ["-m", "fieldtrust.dashboard.serve_main", "--allowed-hosts", "", "run"]
+    assert command[6] == APP
     assert command[command.index("--server.port") + 1] == "8765"
     assert command[-3:] == ["--", "--db", "/data/store.duckdb"]
     # This machine only, unless asked: demo mode lets anyone act as anyone.

@@ -73,7 +73,8 @@ def test_policy_export_lists_the_active_approvals(
         "approved_at": total.decided_at.isoformat(), "evidence_id": total.evidence_id,
         "decision_id": total.decision_id,
     }]
-    assert policy["format"] == 2
+    assert policy["format"] == 3
+    assert set(policy["signature"]) == {"algorithm", "key_id", "value"}
     assert policy["fieldtrust_version"] == fieldtrust.__version__
     assert policy["schema_version"] == review_store.execute(
         "SELECT max(name) FROM schema_migrations").fetchone()[0]  # type: ignore[index]

@@ -82,12 +82,12 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 BASE_TABLES = (
     "assignments", "audit_cells", "audit_items", "audit_samples", "decisions",
     "evidence_snapshots", "extraction_counts", "extraction_log", "extractions", "form_versions",
-    "history_chain", "ingest_batches", "label_import_designs", "label_imports",
-    "label_lead_times", "labels", "policy_settings", "queue_cache_state", "queue_candidates",
-    "queue_partitions", "recalibration_knots",
+    "history_chain", "history_signatures", "ingest_batches", "label_import_designs",
+    "label_imports", "label_lead_times", "labels", "policy_settings", "queue_cache_state",
+    "queue_candidates", "queue_partitions", "recalibration_knots",
     "recalibration_maps", "role_revocations", "sampled_extractions", "schema_migrations",
-    "skips", "source_counts", "source_draw_skips", "source_files", "source_refreshes",
-    "user_roles",
+    "signing_started", "skips", "source_counts", "source_draw_skips", "source_files",
+    "source_refreshes", "user_roles",
 )
 
 
