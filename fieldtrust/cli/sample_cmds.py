@@ -179,8 +179,8 @@ def sample(
             f" estimates now use its items (labels are kept)"
         )
     if out:
-        kind = "Label Studio tasks" if out_format == "label-studio" else "items"
-        echo(f"wrote {written} {kind} to {out}")
+        what = "Label Studio tasks" if out_format == "label-studio" else "items"
+        echo(f"wrote {written} {what} to {out}")
     if label_config_file:
         echo(f"wrote the Label Studio labelling config to {label_config_file}")
 
