@@ -12,11 +12,19 @@ Measure with ``python -m pytest -q -s tests/calibration/test_certificate_goals.p
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from bench.certificates import goals
 
 RUNS = 400
+
+
+@functools.cache
+def _reviewer_rows() -> list[goals.Row]:
+    """The reviewer-miss goal's rows, run once for the two tests that read them."""
+    return goals.reviewer_misses(runs=RUNS, weeks=16)
 
 
 def _show(rows: list[goals.Row]) -> None:
@@ -61,12 +69,21 @@ def test_labels_to_80_percent_power_against_one_fixed_look() -> None:
 
 @pytest.mark.slow
 def test_reviewer_misses_are_carried_by_seeds() -> None:
-    rows = goals.reviewer_misses(runs=RUNS, weeks=16)
+    rows = _reviewer_rows()
     _show(rows)
     seeded, unseeded, cost_20, cost_50 = rows
     assert seeded.passed
     assert unseeded.value > seeded.value  # without the allowance misses inflate approvals
-    assert cost_50.value <= cost_20.value <= 2.0  # more seeds, a tighter miss-rate bound
+    assert cost_50.value <= cost_20.value  # more seeds, a tighter miss-rate bound
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="goal not met: at a 10% miss rate the allowance (a"
+                   " bound on the miss rate from seeds) keeps 80% power out of reach within"
+                   " 16 weeks; docs/statistics.md, Measured")
+def test_reviewer_misses_cost_at_most_half_again_the_labels() -> None:
+    _, _, cost_20, _ = _reviewer_rows()
+    assert cost_20.passed
 
 
 @pytest.mark.slow
