@@ -82,8 +82,10 @@ class VerdictForm:
     error_detail: str
 
 
-REVIEW_FORM = VerdictForm(REVIEW_CORRECTED, REVIEW_CORRECTION, REVIEW_ERROR_TYPE, REVIEW_ERROR_DETAIL)
-AUDIT_ADJ_FORM = VerdictForm(AUDIT_ADJ_VALUE, AUDIT_ADJ_CORRECTION, AUDIT_ADJ_TYPE, AUDIT_ADJ_DETAIL)
+REVIEW_FORM = VerdictForm(REVIEW_CORRECTED, REVIEW_CORRECTION, REVIEW_ERROR_TYPE,
+                          REVIEW_ERROR_DETAIL)
+AUDIT_ADJ_FORM = VerdictForm(AUDIT_ADJ_VALUE, AUDIT_ADJ_CORRECTION, AUDIT_ADJ_TYPE,
+                             AUDIT_ADJ_DETAIL)
 
 # Document viewer (review, priority queue, adjudication).
 VIEWER_REVIEW_ZOOM = "viewer.review_zoom"

@@ -37,6 +37,7 @@ from xml.sax.saxutils import quoteattr
 
 import pyarrow as pa
 from fieldtrust.labels.taxonomy import ERROR_TYPES
+from fieldtrust.labels.verdict_rule import CORRECTION_CHOICES, VERDICT_CHOICES, error_choices
 
 from fieldtrust.errors import ValidationError
 
@@ -51,6 +52,10 @@ TASK_COLUMNS = (
 
 #: The verdict choices and their hotkeys, in the order reviewers see them.
 VERDICT_HOTKEYS = (("correct", "1"), ("incorrect", "2"), ("unclear", "3"))
+
+#: The words of every choice the config shows, to what is stored.
+CHOICE_CODES = {c.label: c.value for c in (*VERDICT_CHOICES, *CORRECTION_CHOICES,
+                                              *error_choices()) if c.value is not None}
 
 #: Most annotations fieldtrust reads per task: a primary and a blind second review.
 MAX_REVIEWS = 2
@@ -164,7 +169,8 @@ def export_rows(path: str | os.PathLike[str]) -> ExportRows:
             continue
         kept.sort(key=lambda a: (str(a.get("created_at")), a.get("id") or 0))
         for review_round, annotation in zip(_ROUNDS, kept, strict=False):
-            rows.append(_label_row(data, annotation, review_round))
+            rows.append({**_label_row(data, annotation, review_round),
+                         "task_row": number, "task_id": task.get("id")})
     if problems:
         raise ValidationError(source, problems[:20], len(problems))
     return ExportRows(rows, cancelled)
@@ -185,15 +191,33 @@ def _label_row(
     return {
         "extraction_id": str(data["extraction_id"]),
         "sample_id": data.get("sample_id") or None,
-        "verdict": picked.get("verdict"),
+        "verdict": _code(picked.get("verdict")),
         "corrected_value": picked.get("corrected_value") or None,
-        "error_type": picked.get("error_type"),
+        "corrected_status": _code(picked.get("corrected_status")),
+        "error_type": _code(picked.get("error_type")),
         "error_detail": picked.get("error_detail") or None,
         "reviewer": _annotator(annotation.get("completed_by")),
-        "labeled_at": annotation.get("created_at"),
+        # The verdict as last edited: an annotation changed in Label Studio keeps its
+        # created_at, and an older export must not read as the newer verdict.
+        "labeled_at": annotation.get("updated_at") or annotation.get("created_at"),
         "review_round": review_round,
         "lead_time_seconds": annotation.get("lead_time"),
     }
+
+
+#: How an annotator known only by their Label Studio user id is named until mapped.
+_USER_PREFIX = "label-studio-user-"
+
+
+def user_key(user: int) -> str:
+    """The reviewer name of Label Studio user ``user`` before the reviewer map."""
+    return f"{_USER_PREFIX}{user}"
+
+
+def user_id(name: str) -> int | None:
+    """The Label Studio user id of a name :func:`user_key` made, else None."""
+    rest = name.removeprefix(_USER_PREFIX)
+    return int(rest) if rest != name and rest.isdigit() else None
 
 
 def _annotator(completed_by: object) -> str:
@@ -203,4 +227,9 @@ def _annotator(completed_by: object) -> str:
         if email:
             return str(email)
         completed_by = completed_by.get("id")
-    return f"label-studio-user-{completed_by}"
+    return f"{_USER_PREFIX}{completed_by}"
+
+
+def _code(picked: object) -> object:
+    """A choice as stored: the config shows the form's words ('Unreadable' is unclear)."""
+    return CHOICE_CODES.get(picked, picked) if isinstance(picked, str) else picked

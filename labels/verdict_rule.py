@@ -207,7 +207,7 @@ def _error(error_type: str, error_detail: str | None) -> tuple[str, str | None]:
     if error_type not in ERROR_TYPES:
         raise FieldError(
             "error_type",
-            f"error_type {error_type!r} is not an error type; pick one of"
+            f"error_type {error_type!r} is not in the taxonomy; pick one of"
             f" {', '.join(ERROR_TYPES)} (or leave it empty: not recorded)",
         )
     detail = error_detail.strip() if error_detail else None

@@ -139,16 +139,29 @@ def labels_group() -> None:
 
 
 @labels_group.command(
-    "import", epilog="Example: fieldtrust labels import w48.csv --reviewer alice --as carol"
+    "import",
+    epilog="Label Studio, checked first: fieldtrust labels import export.json --format"
+    " label-studio --reviewer-map 1=ann --reviewer-map bob@example.com=bob --dry-run\n\n"
+    "Example: fieldtrust labels import w48.csv --reviewer alice --as carol",
 )
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--as", "actor", default=None, metavar="NAME",
               help="Who imports: a qa_lead or admin. " + AS_HELP)
 @click.option(
     "--reviewer",
-    default="import",
-    show_default=True,
-    help="Reviewer recorded for rows whose reviewer column is blank or absent.",
+    default=None,
+    metavar="NAME",
+    help="Reviewer recorded for rows whose reviewer column is blank or absent (a store user"
+         " with a reviewer role); without it such rows are refused.",
+)
+@click.option(
+    "--reviewer-map", "reviewer_map", multiple=True, metavar="THEIRS=NAME",
+    help="A name in the file (a Label Studio user id or e-mail, another tool's name) and the"
+         " store user it is; repeat for each person.",
+)
+@click.option(
+    "--dry-run", is_flag=True,
+    help="Check the whole file and say what it would add and replace; write nothing.",
 )
 @click.option(
     "--random-sample", is_flag=True,
@@ -164,17 +177,22 @@ def labels_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
 def labels_import(
-    ctx: click.Context, file: str, actor: str | None, reviewer: str, random_sample: bool,
-    file_format: str, as_json: bool,
+    ctx: click.Context, file: str, actor: str | None, reviewer: str | None,
+    reviewer_map: tuple[str, ...], dry_run: bool, random_sample: bool, file_format: str,
+    as_json: bool,
 ) -> None:
     """Import labels from a CSV or JSON Lines file, such as a filled `sample --out` file.
 
     Columns: extraction_id, verdict (correct / incorrect / unclear); optional
     reviewer, corrected_value, corrected_status, error_type, error_detail,
-    labeled_at, sample_id. Rows are held to the rules of recording a verdict,
-    except that verdict-only history imports: an 'incorrect' row without an
-    error_type is stored as not_recorded, without a corrected value as
-    unknown (the summary counts them).
+    labeled_at, sample_id. Rows are held to the verdict rule of the review
+    page: an 'incorrect' row without an error_type is stored as not_recorded,
+    without a corrected value as unknown (the summary counts them). Every
+    reviewer must be a store user with a reviewer role (--reviewer-map turns
+    other names into store users). A row for an item its reviewer labelled
+    before replaces that label when it says something else; another
+    reviewer's label on the item refuses the row. Every problem of the file
+    is reported in one run; --dry-run checks and counts without writing.
 
     --format label-studio reads a Label Studio JSON export: each annotation not
     cancelled is a label (the annotator as reviewer, created_at as the label
@@ -189,17 +207,22 @@ def labels_import(
 
     actor = acting_user(ctx, actor, what="importing labels")
     result = import_labels(
-        open_db(ctx), file, actor=actor, reviewer_default=reviewer, window=time_window(ctx),
-        random_sample=random_sample, format=file_format,
+        open_db(ctx), file, actor=actor, reviewer_default=reviewer,
+        reviewer_map=_pairs(reviewer_map), window=time_window(ctx),
+        random_sample=random_sample, format=file_format, dry_run=dry_run,
     )
     if as_json:
         echo_json(result.to_dict())
         return
+    verb = "would add" if result.dry_run else "added"
     click.echo(
-        f"{result.source}: {result.rows_in_file:,} rows read, {result.rows_added:,} labels added,"
+        f"{result.source}: {result.rows_in_file:,} rows read; {verb} {result.rows_added:,} new"
+        f" labels and {result.rows_replaced:,} replacing their reviewer's earlier label;"
         f" {result.rows_already_stored:,} already stored,"
         f" {result.rows_without_verdict:,} without a verdict"
     )
+    if result.dry_run:
+        click.echo("dry run: nothing was written")
     if result.rows_cancelled:
         click.echo(f"{result.rows_cancelled:,} cancelled Label Studio annotations skipped")
     if result.rows_without_details:
@@ -207,6 +230,18 @@ def labels_import(
             f"note: {result.rows_without_details:,} 'incorrect' rows lack an error type or a"
             " corrected value: stored with the error type not_recorded / an unknown correction"
         )
+
+
+def _pairs(given: tuple[str, ...]) -> dict[str, str]:
+    """``THEIRS=NAME`` options as a mapping; a one-line error for anything else."""
+    pairs: dict[str, str] = {}
+    for text in given:
+        theirs, sep, name = text.partition("=")
+        if not sep or not theirs.strip() or not name.strip():
+            raise click.BadParameter(f"{text!r} is not THEIRS=NAME (e.g. 7=ann)",
+                                     param_hint="--reviewer-map")
+        pairs[theirs.strip()] = name.strip()
+    return pairs
 
 
 @click.command(

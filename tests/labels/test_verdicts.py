@@ -65,7 +65,7 @@ def test_incorrect_verdicts_keep_null_unclear_and_other_apart(
     [
         ({"verdict": "maybe"}, "verdict 'maybe' is not one of correct, incorrect, unclear"),
         ({"verdict": "incorrect", "corrected_value": "1", "error_type": "typo"},
-         "error_type 'typo' is not an error type"),
+         "error_type 'typo' is not in the taxonomy"),
         ({"verdict": "incorrect", "corrected_value": "1", "error_type": "other"},
          "error type 'Other' needs a detail"),
         ({"verdict": "incorrect", "corrected_value": "1", "corrected_status": "null",

@@ -165,7 +165,7 @@ def test_out_file_round_trips_through_labels_import(filled: Path, tmp_path: Path
         reader = csv.DictReader(handle)
         columns, rows = reader.fieldnames, list(reader)
     for row in rows[:40]:  # a reviewer labels the first 40 rows, leaves the rest blank
-        row["verdict"], row["reviewer"] = "correct", "ana"
+        row["verdict"], row["reviewer"] = "correct", "quinn"
     with out_file.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
@@ -177,4 +177,4 @@ def test_out_file_round_trips_through_labels_import(filled: Path, tmp_path: Path
         "SELECT count(*), count(DISTINCT sample_id), min(reviewer) FROM effective_labels"
     ).fetchall()
     con.close()
-    assert stored == [(40, 1, "ana")]
+    assert stored == [(40, 1, "quinn")]
