@@ -64,8 +64,13 @@ class Settings:
     source_spark: str = _setting(
         "local[2]", "Spark master for source spark: local[N], or Spark Connect sc://host:port."
     )
+    columns: str = _setting(
+        "", "Your column names, as ours=theirs,... (the TOML table [columns]): read by ingest"
+        " and a lake source alike."
+    )
     source_columns: str = _setting(
-        "", "Column names of the source, as ours=theirs,... (the TOML table [source.columns])."
+        "", "A lake source's column names over those of columns, as ours=theirs,... (the TOML"
+        " table [source.columns])."
     )
     earliest_time: str = _setting(
         "2000-01-01", "Earliest extraction or label time accepted at ingest (ISO date, UTC)."
@@ -154,6 +159,8 @@ def load_settings(
         table = dict(table.get("fieldtrust", table))
         if isinstance(table.get("source"), dict):
             table.update(_source_table(path, table.pop("source")))
+        if isinstance(table.get("columns"), dict):
+            table["columns"] = ",".join(f"{k}={v}" for k, v in sorted(table["columns"].items()))
         for name, raw in table.items():
             if name not in types:
                 raise InputError(f"{path}: unknown setting {name!r}; known: {', '.join(types)}")

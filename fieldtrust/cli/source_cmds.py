@@ -20,12 +20,26 @@ if TYPE_CHECKING:
 
 def source_config(resolved: Settings) -> SourceConfig:
     """The source the settings name (``source``, ``source_path``...)."""
-    from fieldtrust.ingest.sources import SourceConfig, parse_columns
+    from fieldtrust.ingest.sources import SourceConfig
 
     return SourceConfig(
         resolved.source, resolved.source_path, resolved.source_spark,
-        parse_columns(resolved.source_columns),
+        tuple(sorted(column_mapping(resolved).items())),
     )
+
+
+def column_mapping(resolved: Settings, given: str | None = None) -> dict[str, str]:
+    """Our column names to yours: ``columns``, ``source_columns`` over it, ``given`` over both.
+
+    One mapping for ingest and a lake source, so the same log reads the same
+    way wherever it lives.
+    """
+    from fieldtrust.ingest.sources import parse_columns
+
+    mapping: dict[str, str] = {}
+    for raw in (resolved.columns, resolved.source_columns, given):
+        mapping.update(dict(parse_columns(raw)))
+    return mapping
 
 
 def open_configured_source(ctx: click.Context) -> Source | None:

@@ -101,32 +101,55 @@ def show_settings(ctx: click.Context) -> None:
         click.echo(f"{name:>16} = {getattr(resolved, name)!s:<22} {help_line}")
 
 
-@click.command(epilog="Example: fieldtrust --db audit.duckdb ingest week48.parquet week49.csv")
+@click.command(
+    epilog="Your own names: fieldtrust ingest log.csv --columns doc_type=kind,confidence=score"
+    " --ignore-unknown (or a [columns] table in fieldtrust.toml)\n\n"
+    "Example: fieldtrust --db audit.duckdb ingest week48.parquet week49.csv",
+)
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--columns", "columns", default=None, metavar="OURS=YOURS,...",
+    help="Your column names for ours, over the setting columns ([columns] in fieldtrust.toml),"
+         " e.g. doc_type=kind,confidence=score.",
+)
+@click.option(
+    "--ignore-unknown", is_flag=True,
+    help="Leave out columns that are none of ours (latency_ms, ...) instead of refusing the"
+         " file; the summary names them.",
+)
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
 @click.pass_context
-def ingest(ctx: click.Context, files: tuple[str, ...], quiet: bool, as_json: bool) -> None:
+def ingest(
+    ctx: click.Context, files: tuple[str, ...], columns: str | None, ignore_unknown: bool,
+    quiet: bool, as_json: bool,
+) -> None:
     """Validate extraction files and add their new rows to the store.
 
     Formats by extension: .csv, .parquet, .jsonl / .ndjson, .json. Required
     columns: doc_id, doc_type, field, confidence, extracted_at. Any bad row
     rejects the whole call and nothing is written (exit code 2). Files and
-    rows already stored are skipped, so ingesting again is safe. See
-    docs/ingest.md.
+    rows already stored are skipped, so ingesting again is safe. Columns
+    named your way are mapped with --columns or the [columns] table, the
+    same mapping a lake source reads. See docs/ingest.md.
     """
     from fieldtrust.cli.progress import stage_progress
+    from fieldtrust.cli.source_cmds import column_mapping
     from fieldtrust.ingest.extractions import ingest_files
 
+    mapping = column_mapping(settings(ctx), columns)
     progress = None if quiet or as_json else stage_progress("rows")
-    results = ingest_files(open_db(ctx), files, progress=progress, window=time_window(ctx))
+    results = ingest_files(open_db(ctx), files, progress=progress, window=time_window(ctx),
+                           columns=mapping, ignore_unknown=ignore_unknown)
     if as_json:
         echo_json([r.to_dict() for r in results])
         return
     for r in results:
+        ignored = f"; columns left out: {', '.join(r.columns_ignored)}" \
+            if r.columns_ignored else ""
         click.echo(
             f"{r.source}: {r.rows_in_file:,} rows read, {r.rows_added:,} added,"
-            f" {r.rows_already_stored:,} already stored"
+            f" {r.rows_already_stored:,} already stored{ignored}"
         )
 
 

@@ -5,16 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from fieldtrust.ingest.extractions import EXTRACTION_COLUMNS
+from fieldtrust.store.locations import LOCATION_COLUMNS
+
 from fieldtrust.errors import SourceError
 
 #: Source kinds. ``store``: the embedded ``extractions`` table (rows are ingested).
 KINDS = ("store", "parquet", "delta", "spark")
 
-#: Columns a source row may have (the ingest columns, docs/ingest.md).
-SOURCE_COLUMNS = (
-    "extraction_id", "doc_id", "doc_type", "form_version", "field", "value", "value_status",
-    "confidence", "model", "extracted_at", "conflict", "conflict_value", "source_excerpt",
-)
+#: Columns a source row may have: the ingest columns (docs/ingest.md), the
+#: document's location (document_uri, page, bbox) included, as in a file.
+SOURCE_COLUMNS = (*EXTRACTION_COLUMNS, *LOCATION_COLUMNS)
 
 #: ``spark`` paths starting with this name a catalog table instead of Parquet files.
 TABLE_PREFIX = "table:"
@@ -24,7 +25,7 @@ TABLE_PREFIX = "table:"
 @dataclass(frozen=True)
 class SourceConfig:
     """An extraction source, from the settings ``source``, ``source_path``, ``source_spark``
-    and ``source_columns``.
+    and ``columns`` (with ``source_columns`` over it).
 
     ``columns`` maps our column names to the source's, as ``(ours, theirs)``
     pairs; a column not mapped is read under its own name.
