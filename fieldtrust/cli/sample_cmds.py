@@ -73,8 +73,13 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 )
 @click.option(
     "--show-confidence", is_flag=True,
-    help="With --format label-studio: show annotators the stated confidence (hidden by"
-         " default, so it does not anchor their verdict).",
+    help="Show reviewers the stated confidence in --out (hidden by default, as on the review"
+         " page, so it does not anchor their verdict).",
+)
+@click.option(
+    "--open-only", is_flag=True,
+    help="Write only the items without a label yet to --out (a redrawn week's sheet, without"
+         " the items labelled already).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--preview", is_flag=True, help="Show what would be drawn; write nothing.")
@@ -112,6 +117,7 @@ def sample(
     out_format: str,
     label_config_file: str | None,
     show_confidence: bool,
+    open_only: bool,
 ) -> None:
     """Draw the week's audit sample (or return it if drawn already) and show its cells."""
     from fieldtrust.sampling.draw import draw_sample
@@ -119,9 +125,11 @@ def sample(
     from fieldtrust.sampling.planner import preview_design
 
     design = _design(design_file)
-    if out_format != "label-studio" and (label_config_file or show_confidence):
-        raise click.UsageError("--label-config and --show-confidence go with"
-                               " --format label-studio")
+    if out_format != "label-studio" and label_config_file:
+        raise click.UsageError("--label-config goes with --format label-studio")
+    if (show_confidence or open_only) and not out:
+        raise click.UsageError("--show-confidence and --open-only shape the --out file: give"
+                               " --out FILE")
     if preview:
         if out:
             raise click.UsageError("--preview writes nothing; drop --out or --preview")
@@ -149,7 +157,7 @@ def sample(
         )
     else:
         result = draw_sample(con, week, design, seed=seed, actor=actor, redraw=redraw)
-    written = _write_out(con, result.sample_id, out, out_format, show_confidence)
+    written = _write_out(con, result.sample_id, out, out_format, show_confidence, open_only)
     if label_config_file:
         from pathlib import Path
 
@@ -176,28 +184,29 @@ def sample(
         )
     if out:
         kind = "Label Studio tasks" if out_format == "label-studio" else "items"
-        click.echo(f"wrote {written} {kind} to {out}")
+        which = " without a label yet" if open_only else ""
+        click.echo(f"wrote {written} {kind}{which} to {out}")
     if label_config_file:
         click.echo(f"wrote the Label Studio labelling config to {label_config_file}")
 
 
 def _write_out(
     con: duckdb.DuckDBPyConnection, sample_id: str, out: str | None, out_format: str,
-    show_confidence: bool,
+    show_confidence: bool, open_only: bool = False,
 ) -> int | None:
-    """Write the sample's items to ``out`` as CSV or Label Studio tasks; the count."""
+    """Write the sample's (open) items to ``out`` as CSV or Label Studio tasks; the count."""
     from fieldtrust.sampling.draw import sample_items
 
     if out is None:
         return None
-    items = sample_items(con, sample_id)
+    items = sample_items(con, sample_id, open_only=open_only)
     if out_format == "label-studio":
         from fieldtrust.labels.label_studio import write_tasks
 
         return write_tasks(items, out, show_confidence=show_confidence)
     from fieldtrust.sampling.export import write_items_csv
 
-    return write_items_csv(items, out)
+    return write_items_csv(items, out, show_confidence=show_confidence)
 
 
 @click.command(epilog="Example: fieldtrust plan --week 2026-W48 --design design.toml")
