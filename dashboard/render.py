@@ -21,14 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
-import pypdfium2 as pdfium
+from fieldtrust.extraction.pages import PAGE_WIDTH, UNREADABLE, render_page
 from fieldtrust.store.locations import Location, resolve_document
-from PIL import Image, ImageDraw, UnidentifiedImageError
+from PIL import Image, ImageDraw
 
 from fieldtrust.errors import DocumentError
 
-#: Width in pixels pages are rendered at (an A4 page: about 110 dpi).
-PAGE_WIDTH = 900
 #: Width of the zoomed view of the value's region.
 ZOOM_WIDTH = 900
 #: Rendered pages kept (about 0.2 MB each).
@@ -191,8 +189,8 @@ def _render(
     source: Source, page: int, bbox: tuple[float, float, float, float] | None, zoom: bool
 ) -> PageImage | Notice:
     try:
-        image, pages = _page(source.data, page)
-    except (pdfium.PdfiumError, UnidentifiedImageError, OSError, ValueError) as exc:
+        image, pages = render_page(source.data, page, width=PAGE_WIDTH)
+    except UNREADABLE as exc:
         return Notice(f"The document cannot be read as a PDF or an image ({exc}).", source.uri)
     except IndexError:
         return Notice(f"The document has no page {page}.", source.uri)
@@ -211,32 +209,6 @@ def _render(
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", compress_level=1)
     return PageImage(buffer.getvalue(), image.width, image.height, page, pages, box)
-
-
-def _page(data: bytes, page: int) -> tuple[Image.Image, int]:
-    """Page ``page`` as an RGB image about :data:`PAGE_WIDTH` wide, and the page count."""
-    if data.startswith(b"%PDF-"):
-        pdf = pdfium.PdfDocument(data)
-        try:
-            pages = len(pdf)
-            if not 1 <= page <= pages:
-                raise IndexError(page)
-            handle = pdf[page - 1]
-            width, _ = handle.get_size()
-            image = handle.render(scale=PAGE_WIDTH / width).to_pil().convert("RGB")
-            handle.close()
-            return image, pages
-        finally:
-            pdf.close()
-    with Image.open(io.BytesIO(data)) as opened:
-        pages = getattr(opened, "n_frames", 1)
-        if not 1 <= page <= pages:
-            raise IndexError(page)
-        opened.seek(page - 1)
-        image = opened.convert("RGB")
-    if image.width > PAGE_WIDTH:
-        image = image.resize((PAGE_WIDTH, round(image.height * PAGE_WIDTH / image.width)))
-    return image, pages
 
 
 def _zoomed(

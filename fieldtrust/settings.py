@@ -72,6 +72,11 @@ class Settings:
         "", "A lake source's column names over those of columns, as ours=theirs,... (the TOML"
         " table [source.columns])."
     )
+    label_studio_pages_url: str = _setting(
+        "", "URL prefix of the pages folder `sample --format label-studio` writes, as the"
+        " annotators' browsers reach it (empty: Label Studio's local files, its document root"
+        " the folder holding the pages folder)."
+    )
     earliest_time: str = _setting(
         "2000-01-01", "Earliest extraction or label time accepted at ingest (ISO date, UTC)."
     )

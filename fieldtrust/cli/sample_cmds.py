@@ -6,6 +6,8 @@ The sampling modules (pandas, scipy) are imported inside the commands, so
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -16,8 +18,11 @@ from fieldtrust.sampling.design import Design, load_design
 if TYPE_CHECKING:
     import duckdb
     import pandas as pd
+    import pyarrow as pa
 
+    from fieldtrust.labels.label_studio import TaskPage
     from fieldtrust.sampling.planner import DesignPreview
+    from fieldtrust.store.locations import Location
 
 _CELL_COLUMNS = ["cell", "n_population", "n_sample", "inclusion_prob"]
 
@@ -72,6 +77,16 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
          " (XML) to this file.",
 )
 @click.option(
+    "--pages", "pages_dir", type=click.Path(file_okay=False), default=None,
+    help="With --format label-studio: the folder the items' page images are written to, for"
+         " Label Studio to show [default: OUT-pages beside --out].",
+)
+@click.option(
+    "--pages-url", default=None, metavar="PREFIX",
+    help="URL prefix of --pages as the annotators' browsers reach it [default: setting"
+         " label_studio_pages_url, else Label Studio's local files: /data/local-files/?d=PAGES/].",
+)
+@click.option(
     "--show-confidence", is_flag=True,
     help="Show reviewers the stated confidence in --out (hidden by default, as on the review"
          " page, so it does not anchor their verdict).",
@@ -118,6 +133,8 @@ def sample(
     label_config_file: str | None,
     show_confidence: bool,
     open_only: bool,
+    pages_dir: str | None,
+    pages_url: str | None,
 ) -> None:
     """Draw the week's audit sample (or return it if drawn already) and show its cells."""
     from fieldtrust.sampling.draw import draw_sample
@@ -125,8 +142,9 @@ def sample(
     from fieldtrust.sampling.planner import preview_design
 
     design = _design(design_file)
-    if out_format != "label-studio" and label_config_file:
-        raise click.UsageError("--label-config goes with --format label-studio")
+    if out_format != "label-studio" and (label_config_file or pages_dir or pages_url):
+        raise click.UsageError("--label-config, --pages and --pages-url go with"
+                               " --format label-studio")
     if (show_confidence or open_only) and not out:
         raise click.UsageError("--show-confidence and --open-only shape the --out file: give"
                                " --out FILE")
@@ -157,7 +175,13 @@ def sample(
         )
     else:
         result = draw_sample(con, week, design, seed=seed, actor=actor, redraw=redraw)
-    written = _write_out(con, result.sample_id, out, out_format, show_confidence, open_only)
+    from fieldtrust.store.locations import documents_root
+
+    resolved = settings(ctx)
+    pages = _Pages(pages_dir, pages_url or resolved.label_studio_pages_url,
+                   str(documents_root(resolved.documents_root, resolved.db)))
+    written = _write_out(con, result.sample_id, out, out_format, show_confidence, open_only,
+                         pages)
     if label_config_file:
         from pathlib import Path
 
@@ -190,9 +214,19 @@ def sample(
         click.echo(f"wrote the Label Studio labelling config to {label_config_file}")
 
 
+@dataclass(frozen=True)
+class _Pages:
+    """Where a Label Studio export's page images go (None: beside --out), their URL, and
+    the documents root the documents are read under."""
+
+    folder: str | None
+    url: str
+    documents_root: str = "."
+
+
 def _write_out(
     con: duckdb.DuckDBPyConnection, sample_id: str, out: str | None, out_format: str,
-    show_confidence: bool, open_only: bool = False,
+    show_confidence: bool, open_only: bool = False, pages: _Pages | None = None,
 ) -> int | None:
     """Write the sample's (open) items to ``out`` as CSV or Label Studio tasks; the count."""
     from fieldtrust.sampling.draw import sample_items
@@ -203,10 +237,53 @@ def _write_out(
     if out_format == "label-studio":
         from fieldtrust.labels.label_studio import write_tasks
 
-        return write_tasks(items, out, show_confidence=show_confidence)
+        written = _task_pages(con, items, out, pages or _Pages(None, ""))
+        return write_tasks(items, out, show_confidence=show_confidence, pages=written)
     from fieldtrust.sampling.export import write_items_csv
 
     return write_items_csv(items, out, show_confidence=show_confidence)
+
+
+def _task_pages(
+    con: duckdb.DuckDBPyConnection, items: pa.Table, out: str, pages: _Pages
+) -> dict[str, TaskPage]:
+    """Render the items' pages for Label Studio into their folder; each item's page."""
+    from pathlib import Path
+
+    from fieldtrust.labels.label_studio_pages import local_files_prefix, write_pages
+
+    target = Path(out)
+    folder = Path(pages.folder) if pages.folder else target.with_name(f"{target.stem}-pages")
+    prefix = pages.url or local_files_prefix(folder, folder.resolve().parent)
+    return write_pages(items, folder, url_prefix=prefix,
+                       open_document=_document_opener(con, pages.documents_root))
+
+
+def _document_opener(
+    con: duckdb.DuckDBPyConnection, root: str
+) -> Callable[[Location], bytes | None]:
+    """The bytes of a stored document: a file under the documents root, or a demo document.
+
+    Never fetched from the network here: a remote document's page is not written.
+    """
+    from fieldtrust.demo.documents import is_demo_uri, render_demo
+    from fieldtrust.errors import DocumentError
+    from fieldtrust.store.locations import resolve_document
+
+    def read(location: Location) -> bytes | None:
+        uri = location.document_uri or ""
+        try:
+            resolved = resolve_document(uri, root=root)
+        except DocumentError:
+            return None
+        if resolved.path is not None and resolved.path.is_file():
+            return resolved.path.read_bytes()
+        if is_demo_uri(uri):
+            drawn = render_demo(con, location.doc_id)
+            return drawn.data if drawn is not None else None
+        return None
+
+    return read
 
 
 @click.command(epilog="Example: fieldtrust plan --week 2026-W48 --design design.toml")
