@@ -144,6 +144,8 @@ class _Input:
 
 #: Every column an extraction file may have, in our names.
 INGEST_COLUMNS = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)
+#: What an extraction file's unknown column may be instead of an error.
+UNKNOWN_COLUMN_HINT = "; map it (--columns) or leave it out (--ignore-unknown)"
 
 
 def check_mapping(columns: Mapping[str, str]) -> dict[str, str]:
@@ -343,7 +345,8 @@ def validate_extractions(
     parts)`` hears how many of the check's queries are done.
     """
     dtypes = staged.dtypes
-    check_columns(source, dtypes, required=REQUIRED_COLUMNS, optional=OPTIONAL_COLUMNS)
+    check_columns(source, dtypes, required=REQUIRED_COLUMNS, optional=OPTIONAL_COLUMNS,
+                  unknown_hint=UNKNOWN_COLUMN_HINT)
     raise_problems(
         con, staged, extraction_rules(dtypes, window), [_unique_id(dtypes)], source=source,
         progress=progress,

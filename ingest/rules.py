@@ -108,11 +108,13 @@ def check_columns(
     required: Sequence[str],
     optional: Sequence[str],
     ignored: Sequence[str] = (),
+    unknown_hint: str = "",
 ) -> None:
     """Reject an input lacking a required column or holding one nobody knows.
 
     An unknown column is an error rather than being dropped, so a renamed
-    column (``confidance``) is caught instead of silently lost.
+    column (``confidance``) is caught instead of silently lost. ``unknown_hint``
+    ends that message with what the caller offers instead (a mapping, an option).
     """
     names = list(found)
     problems = []
@@ -127,7 +129,7 @@ def check_columns(
     if unknown:
         problems.append(
             f"unknown column{'s' if len(unknown) > 1 else ''} {_names(unknown)}"
-            f" (known columns: {', '.join([*required, *optional])})"
+            f" (known columns: {', '.join([*required, *optional])}){unknown_hint}"
         )
     if problems:
         raise ValidationError(source, problems)
