@@ -51,8 +51,9 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     "Fill the verdict and reviewer columns of w48.csv, then: fieldtrust labels import w48.csv"
     " --as carol\n\n"
     "Label Studio: fieldtrust sample --week 2026-W48 --out tasks.json --format label-studio"
-    " --label-config config.xml, then fieldtrust labels import export.json --format"
-    " label-studio\n\n"
+    " --label-config config.xml (the pages go to tasks-pages/, served by Label Studio's local"
+    " files: docs/review.md), then fieldtrust labels import export.json --format"
+    " label-studio --reviewer-map 1=ann\n\n"
     "Drawing needs a user with the qa_lead role. A scheduled nightly draw runs as a user"
     " granted qa_lead for it: fieldtrust users grant nightly-audit qa_lead --as ADMIN, then"
     " fieldtrust sample --week ... --as nightly-audit.",
