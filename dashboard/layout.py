@@ -9,7 +9,7 @@ from typing import Any
 
 import streamlit as st
 from fieldtrust.dashboard import data, state
-from fieldtrust.labels.forms import form_fields
+from fieldtrust.labels.verdict_rule import Choice, form_fields
 
 EMPTY_HINT = (
     "No extractions yet: run `fieldtrust demo` (a demo store to explore) or"
@@ -146,10 +146,39 @@ def verdict_fields(verdict: str, form: state.VerdictForm) -> dict[str, str | Non
     return form_fields(
         verdict,
         corrected_value=st.session_state.get(form.corrected_value),
-        field_absent=bool(st.session_state.get(form.field_absent)),
+        corrected_status=st.session_state.get(form.corrected_status),
         error_type=st.session_state.get(form.error_type),
         error_detail=st.session_state.get(form.error_detail),
     )
+
+
+def verdict_details(form: state.VerdictForm, *, columns: int = 2) -> None:
+    """The details of an 'incorrect' verdict, in the rule's own words
+    (:mod:`fieldtrust.labels.verdict_rule`): nothing is picked until the reviewer picks it.
+    """
+    from fieldtrust.labels.verdict_rule import CORRECTION_CHOICES, error_choices
+
+    left, right = st.columns(2) if columns == 2 else (st.container(), st.container())
+    left.text_input("Corrected value", key=form.corrected_value)
+    _choice_box(left, "What the document holds", CORRECTION_CHOICES, form.corrected_status)
+    _choice_box(right, "Error type", error_choices(), form.error_type)
+    right.text_input("Detail (needed for 'Other')", key=form.error_detail)
+
+
+def _choice_box(place: Any, label: str, choices: tuple[Choice, ...], key: str) -> None:
+    """A selectbox of ``choices`` showing their labels, each one's help in the tooltip."""
+    labels = {c.value: c.label for c in choices}
+    place.selectbox(label, [c.value for c in choices], key=key,
+                    format_func=lambda value: labels.get(value, str(value)),
+                    help="\n\n".join(f"**{c.label}**: {c.help}" for c in choices))
+
+
+def reset_verdict_form(form: state.VerdictForm) -> None:
+    """Empty a verdict form for the next item (callbacks only: before its widgets are drawn)."""
+    st.session_state[form.corrected_value] = ""
+    st.session_state[form.error_detail] = ""
+    st.session_state[form.corrected_status] = None
+    st.session_state[form.error_type] = None
 
 
 def lazy_tabs(sections: Mapping[str, Callable[[], None]], key: str) -> None:

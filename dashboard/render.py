@@ -20,13 +20,13 @@ a notice, and the server goes on.
 
 Drawn documents are the demo's (its documents are never files). The
 dashboard does not import the demo: a package that draws documents names
-its function as an entry point of group :data:`DRAWERS` (the demo does, in
-pyproject.toml), and :func:`open_document` asks each for a missing file.
+its function as an entry point
+(:data:`fieldtrust.store.locations.DRAWERS`; the demo does, in pyproject.toml),
+and :func:`open_document` asks each for a missing file.
 """
 
 from __future__ import annotations
 
-import functools
 import io
 import json
 import os
@@ -38,24 +38,17 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from pathlib import Path
 
 import duckdb
-import pypdfium2 as pdfium
-from fieldtrust.store.documents import (
-    check_pixels,
-    document_format,
-    fetch_remote,
-    render_scale,
-)
-from fieldtrust.store.locations import Location, resolve_document
-from PIL import Image, ImageDraw, UnidentifiedImageError
+from fieldtrust.store import pages as page_images
+from fieldtrust.store.documents import document_format, fetch_remote
+from fieldtrust.store.locations import Location, document_drawers, resolve_document
+from fieldtrust.store.pages import PAGE_WIDTH
+from PIL import Image, ImageDraw
 
 from fieldtrust.errors import DocumentError
 
-#: Width in pixels pages are rendered at (an A4 page: about 110 dpi).
-PAGE_WIDTH = 900
 #: Width of the zoomed view of the value's region.
 ZOOM_WIDTH = 900
 #: Rendered pages kept (about 0.2 MB each).
@@ -65,7 +58,6 @@ MAX_REMOTE_BYTES = 20 * 1024 * 1024
 REMOTE_TIMEOUT = 5.0
 #: Entry-point group of the functions that draw documents from a store's rows:
 #: ``draw(con, location) -> bytes | None`` (None: not one of theirs).
-DRAWERS = "fieldtrust.document_drawers"
 BOX_COLOUR = (230, 20, 60)
 BOX_WIDTH = 4
 #: Memory a render may take beyond the worker process's own (its address space, capped by
@@ -73,8 +65,6 @@ BOX_WIDTH = 4
 RENDER_MEMORY = 1024 * 2**20
 #: Seconds a render may take before its worker is stopped.
 RENDER_TIMEOUT = 30.0
-#: The image formats Pillow may open: no other decoder (EPS, say, handed to Ghostscript) runs.
-IMAGE_FORMATS = ("PNG", "JPEG", "TIFF", "WEBP")
 
 
 @dataclass(frozen=True)
@@ -187,18 +177,10 @@ def open_document(
         return Notice(f"The document cannot be read ({exc.strerror}).", uri)
 
 
-Drawer = Callable[[duckdb.DuckDBPyConnection, Location], bytes | None]
-
-
-@functools.cache
-def drawers() -> tuple[Drawer, ...]:
-    """The installed document drawers (entry points of :data:`DRAWERS`), loaded once."""
-    return tuple(entry.load() for entry in entry_points(group=DRAWERS))
-
 
 def _drawn(con: duckdb.DuckDBPyConnection, location: Location) -> Source | None:
     uri = location.document_uri
-    for draw in drawers():
+    for draw in document_drawers():
         data = draw(con, location)
         if data is not None and uri:
             return Source(("drawn", uri, data), data, uri)
@@ -267,10 +249,10 @@ def render_page(
 ) -> PageImage | Notice:
     """Render one page with its box, after the size checks; run by the render worker."""
     try:
-        image, pages = _page(source.data, page)
+        image, pages = page_images.render_page(source.data, page, width=PAGE_WIDTH)
     except DocumentError as exc:
         return Notice(f"Not shown: {exc}.", source.uri)
-    except (pdfium.PdfiumError, UnidentifiedImageError, OSError, ValueError) as exc:
+    except page_images.UNREADABLE as exc:
         return Notice(f"The document cannot be read as a PDF or an image ({exc}).", source.uri)
     except IndexError:
         return Notice(f"The document has no page {page}.", source.uri)
@@ -289,39 +271,6 @@ def render_page(
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", compress_level=1)
     return PageImage(buffer.getvalue(), image.width, image.height, page, pages, box)
-
-
-def _page(data: bytes, page: int) -> tuple[Image.Image, int]:
-    """Page ``page`` as an RGB image about :data:`PAGE_WIDTH` wide, and the page count.
-
-    Sizes are checked before decoding: a PDF page's points, an image's header.
-    """
-    if document_format(data) == "PDF":
-        pdf = pdfium.PdfDocument(data)
-        try:
-            pages = len(pdf)
-            if not 1 <= page <= pages:
-                raise IndexError(page)
-            handle = pdf[page - 1]
-            width, height = handle.get_size()
-            scale = render_scale(width, height, PAGE_WIDTH, page=page)
-            image = handle.render(scale=scale).to_pil().convert("RGB")
-            handle.close()
-            return image, pages
-        finally:
-            pdf.close()
-    with Image.open(io.BytesIO(data), formats=IMAGE_FORMATS) as opened:
-        pages = getattr(opened, "n_frames", 1)
-        if not 1 <= page <= pages:
-            raise IndexError(page)
-        opened.seek(page - 1)
-        check_pixels(opened.width, opened.height, f"page {page} of the image")
-        # A JPEG decodes at 1/2, 1/4 or 1/8 of its size where that still covers the width.
-        opened.draft("RGB", (PAGE_WIDTH, max(1, opened.height * PAGE_WIDTH // opened.width)))
-        image = opened.convert("RGB")
-    if image.width > PAGE_WIDTH:
-        image = image.resize((PAGE_WIDTH, round(image.height * PAGE_WIDTH / image.width)))
-    return image, pages
 
 
 def _zoomed(

@@ -43,14 +43,14 @@ AUDIT_ADJ_ITEM = "audit.adjudication_item"
 AUDIT_ADJ_TYPE = "audit.adjudication_error_type"
 AUDIT_ADJ_VALUE = "audit.adjudication_value"
 AUDIT_ADJ_DETAIL = "audit.adjudication_error_detail"
-AUDIT_ADJ_ABSENT = "audit.adjudication_absent"
+AUDIT_ADJ_CORRECTION = "audit.adjudication_corrected_status"
 AUDIT_ADJ_SUBMIT = "audit.adjudication_submit"
 AUDIT_ADJ_FLASH = "audit.adjudication_flash"
 
 # Review page.
 REVIEW_TAB = "review.tab"
 REVIEW_CORRECTED = "review.corrected_value"
-REVIEW_ABSENT = "review.field_absent"
+REVIEW_CORRECTION = "review.corrected_status"
 REVIEW_ERROR_TYPE = "review.error_type"
 REVIEW_ERROR_DETAIL = "review.error_detail"
 REVIEW_CORRECT = "review.correct"
@@ -77,13 +77,15 @@ class VerdictForm:
     """The keys of one verdict form's widgets: the review page's and the adjudication's."""
 
     corrected_value: str
-    field_absent: str
+    corrected_status: str
     error_type: str
     error_detail: str
 
 
-REVIEW_FORM = VerdictForm(REVIEW_CORRECTED, REVIEW_ABSENT, REVIEW_ERROR_TYPE, REVIEW_ERROR_DETAIL)
-AUDIT_ADJ_FORM = VerdictForm(AUDIT_ADJ_VALUE, AUDIT_ADJ_ABSENT, AUDIT_ADJ_TYPE, AUDIT_ADJ_DETAIL)
+REVIEW_FORM = VerdictForm(REVIEW_CORRECTED, REVIEW_CORRECTION, REVIEW_ERROR_TYPE,
+                          REVIEW_ERROR_DETAIL)
+AUDIT_ADJ_FORM = VerdictForm(AUDIT_ADJ_VALUE, AUDIT_ADJ_CORRECTION, AUDIT_ADJ_TYPE,
+                             AUDIT_ADJ_DETAIL)
 
 # Document viewer (review, priority queue, adjudication).
 VIEWER_REVIEW_ZOOM = "viewer.review_zoom"

@@ -72,8 +72,18 @@ class Settings:
     source_spark: str = _setting(
         "local[2]", "Spark master for source spark: local[N], or Spark Connect sc://host:port."
     )
+    columns: str = _setting(
+        "", "Your column names, as ours=theirs,... (the TOML table [columns]): read by ingest"
+        " and a lake source alike."
+    )
     source_columns: str = _setting(
-        "", "Column names of the source, as ours=theirs,... (the TOML table [source.columns])."
+        "", "A lake source's column names over those of columns, as ours=theirs,... (the TOML"
+        " table [source.columns])."
+    )
+    label_studio_pages_url: str = _setting(
+        "", "URL prefix of the pages folder `sample --format label-studio` writes, as the"
+        " annotators' browsers reach it (empty: Label Studio's local files, its document root"
+        " the folder holding the pages folder)."
     )
     earliest_time: str = _setting(
         "2000-01-01", "Earliest extraction or label time accepted at ingest (ISO date, UTC)."
@@ -276,6 +286,8 @@ def _file_settings(path: Path) -> dict[str, Any]:
         table.update(_source_table(path, source))
     elif source is not None:
         table["source"] = source
+    if isinstance(table.get("columns"), dict):  # [columns]: your name for each of ours
+        table["columns"] = ",".join(f"{k}={v}" for k, v in sorted(table["columns"].items()))
     return table
 
 

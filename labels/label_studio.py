@@ -5,18 +5,25 @@ Label Studio keeps for its Enterprise edition (agreement between reviewers, a
 tamper-evident history of who labelled what).
 
 * :func:`write_tasks` writes a sample's items as Label Studio tasks (JSON),
-  each carrying the extraction id, sample id, cell, inclusion probability and
-  the value in ``data``, and the marker ``fieldtrust_task``. The stated
-  confidence is left out unless asked for: an annotator who sees it anchors on
-  it.
-* :func:`label_config` is the matching labelling config: the verdict as
-  choices with hotkeys 1 / 2 / 3, then a corrected value and an error type
-  that show only when "incorrect" is picked.
+  each carrying the extraction id, sample id, cell, inclusion probability,
+  the value, where it came from (document uri, page, excerpt) and the
+  marker ``fieldtrust_task`` in ``data``. With the pages written by
+  :mod:`fieldtrust.labels.label_studio_pages`, ``data.image`` is the URL of
+  the value's page and the value's box comes as a pre-annotation
+  (a ``RectangleLabels`` prediction), so the annotator sees the document as
+  on the review page. The stated confidence is left out unless asked for: an
+  annotator who sees it anchors on it.
+* :func:`label_config` is the matching labelling config: the page with the
+  box, the verdict as choices in the review page's words with hotkeys
+  1 / 2 / 3, then what the document holds, the corrected value and an error
+  type that show only when "Incorrect" is picked
+  (:mod:`fieldtrust.labels.verdict_rule`).
 * :func:`export_rows` reads a Label Studio JSON export (a list of tasks with
   their annotations) into label rows for :func:`fieldtrust.labels.label_import.import_labels`:
   every annotation that was not cancelled becomes one label (the annotator's
-  e-mail, else ``label-studio-user-ID``, as reviewer; ``created_at`` as the
-  label time; ``lead_time`` kept). A task's first annotation is its primary
+  e-mail, else ``label-studio-user-ID``, as reviewer, until the import's
+  reviewer map names the store user; ``updated_at`` as the label time;
+  ``lead_time`` kept). A task's first annotation is its primary
   review and a second one a blind double review, so agreement and
   adjudication work as for labels recorded in the dashboard. Cancelled
   (skipped) annotations are counted and left out. A task that is not
@@ -37,7 +44,7 @@ from typing import Any
 from xml.sax.saxutils import quoteattr
 
 import pyarrow as pa
-from fieldtrust.labels.taxonomy import ERROR_TYPES
+from fieldtrust.labels.verdict_rule import CORRECTION_CHOICES, VERDICT_CHOICES, error_choices
 from fieldtrust.store.files import OutputKind, file_head, write_output
 
 from fieldtrust.errors import InputError, ValidationError
@@ -50,31 +57,71 @@ TASK_COLUMNS = (
     "extraction_id", "sample_id", "cell", "inclusion_prob", "doc_id", "doc_type",
     "form_version", "field", "value",
 )
+#: Where the value came from, in ``data`` when the items have it (shown as text).
+LOCATION_TEXT = ("document_uri", "page", "source_excerpt")
+#: The label of the pre-annotated box around the value.
+BOX_LABEL = "extracted value"
 
-#: The verdict choices and their hotkeys, in the order reviewers see them.
-VERDICT_HOTKEYS = (("correct", "1"), ("incorrect", "2"), ("unclear", "3"))
+
+#: The words of every choice the config shows, to what is stored.
+CHOICE_CODES = {c.label: c.value for c in (*VERDICT_CHOICES, *CORRECTION_CHOICES,
+                                              *error_choices()) if c.value is not None}
 
 #: Most annotations fieldtrust reads per task: a primary and a blind second review.
 MAX_REVIEWS = 2
 _ROUNDS = ("primary", "second")
 
 
-def task_data(row: dict[str, Any], *, show_confidence: bool = False) -> dict[str, Any]:
-    """The ``data`` of one task: the item's columns, the marker, confidence only if shown."""
+@dataclass(frozen=True)
+class TaskPage:
+    """The page image of one task: the URL the Label Studio server reads, and its size."""
+
+    url: str
+    width: int
+    height: int
+
+
+def task_data(
+    row: dict[str, Any], *, show_confidence: bool = False, page: TaskPage | None = None
+) -> dict[str, Any]:
+    """The ``data`` of one task: the item's columns, where the value came from, the page
+    image's URL (empty without one), the marker, confidence only if shown."""
     data = {name: row.get(name) for name in TASK_COLUMNS}
     data["value"] = "" if data["value"] is None else str(data["value"])
+    for name in LOCATION_TEXT:
+        data[name] = "" if row.get(name) is None else str(row[name])
+    data["image"] = page.url if page is not None else ""
     if show_confidence:
         data["confidence"] = row.get("confidence")
     data[TASK_MARKER] = 1
     return data
 
 
+def box_prediction(row: dict[str, Any], page: TaskPage) -> list[dict[str, Any]]:
+    """The value's box as a pre-annotation (Label Studio's percent of the image), if stored."""
+    box = [row.get(f"bbox_{c}") for c in ("x0", "y0", "x1", "y1")]
+    if None in box:
+        return []
+    x0, y0, x1, y1 = (float(v) for v in box)  # type: ignore[arg-type]
+    region = {
+        "id": "value", "from_name": "value_box", "to_name": "page", "type": "rectanglelabels",
+        "original_width": page.width, "original_height": page.height, "image_rotation": 0,
+        "value": {"x": 100 * x0, "y": 100 * y0, "width": 100 * (x1 - x0),
+                  "height": 100 * (y1 - y0), "rotation": 0, "rectanglelabels": [BOX_LABEL]},
+    }
+    # No score: a number beside the box would anchor the annotator as the confidence does.
+    return [{"model_version": "fieldtrust location", "result": [region]}]
+
+
 def write_tasks(
     items: pa.Table, path: str | os.PathLike[str], *, show_confidence: bool = False,
     force: bool = False, protect: Iterable[str | os.PathLike[str]] = (),
+    pages: dict[str, TaskPage] | None = None,
 ) -> int:
     """Write ``items`` (``sampling.samples.sample_items``) as a Label Studio task list; the count.
 
+    ``pages`` (:func:`fieldtrust.labels.label_studio_pages.write_pages`) gives
+    each item's page image by extraction id; its box becomes a pre-annotation.
     Written by ``store.files.write_output``: over an existing file only when
     it is a task list fieldtrust wrote (not an export holding annotations),
     or with ``force``; never over a path in ``protect``.
@@ -82,8 +129,14 @@ def write_tasks(
     missing = [c for c in TASK_COLUMNS if c not in items.column_names]
     if missing:
         raise InputError(f"items lack column {missing[0]!r}; pass sample_items(...) output")
-    tasks = [{"data": task_data(row, show_confidence=show_confidence)}
-             for row in items.to_pylist()]
+    tasks = []
+    for row in items.to_pylist():
+        page = (pages or {}).get(str(row["extraction_id"]))
+        task: dict[str, Any] = {"data": task_data(row, show_confidence=show_confidence,
+                                                  page=page)}
+        if page is not None and box_prediction(row, page):
+            task["predictions"] = box_prediction(row, page)
+        tasks.append(task)
     write_output(path, json.dumps(tasks, indent=1, ensure_ascii=False), TASKS_FILE,
                  force=force, protect=protect)
     return len(tasks)
@@ -135,28 +188,46 @@ LABEL_CONFIG_FILE = OutputKind("Label Studio labelling config", _is_label_config
 
 
 def label_config(*, show_confidence: bool = False) -> str:
-    """The labelling config matching :func:`write_tasks` (Label Studio's XML)."""
+    """The labelling config matching :func:`write_tasks` (Label Studio's XML).
+
+    The choices are the review page's (:mod:`fieldtrust.labels.verdict_rule`),
+    in its words; :func:`export_rows` reads the words back as stored values.
+    """
     verdicts = "\n".join(
-        f'    <Choice value="{value}" hotkey="{key}"/>' for value, key in VERDICT_HOTKEYS
+        f"    <Choice value={quoteattr(c.label)} hotkey={quoteattr(c.key)}/>"
+        for c in VERDICT_CHOICES
     )
-    kinds = "\n".join(f"      <Choice value={quoteattr(k)}/>" for k in ERROR_TYPES)
+    corrections = "\n".join(f"      <Choice value={quoteattr(c.label)}/>"
+                            for c in CORRECTION_CHOICES if c.value is not None)
+    kinds = "\n".join(f"      <Choice value={quoteattr(c.label)}/>"
+                      for c in error_choices() if c.value is not None)
     confidence = '\n  <Text name="confidence" value="stated confidence: $confidence"/>' \
         if show_confidence else ""
+    incorrect = quoteattr(next(c.label for c in VERDICT_CHOICES if c.value == "incorrect"))
     return f"""<View>
   <Header value="$doc_type / $field (form $form_version, document $doc_id)"/>
   <Text name="value" value="$value"/>{confidence}
+  <Text name="source" value="page $page of $document_uri: $source_excerpt"/>
+  <Image name="page" value="$image" zoom="true" zoomControl="true"/>
+  <RectangleLabels name="value_box" toName="page">
+    <Label value={quoteattr(BOX_LABEL)} background="red"/>
+  </RectangleLabels>
   <Choices name="verdict" toName="value" choice="single" required="true" showInline="true">
 {verdicts}
   </Choices>
-  <View visibleWhen="choice-selected" whenTagName="verdict" whenChoiceValue="incorrect">
-    <Header value="Corrected value (empty: the field is absent)"/>
+  <View visibleWhen="choice-selected" whenTagName="verdict" whenChoiceValue={incorrect}>
+    <Header value="What the document holds (leave unpicked: not recorded)"/>
+    <Choices name="corrected_status" toName="value" choice="single" showInline="true">
+{corrections}
+    </Choices>
+    <Header value="Corrected value (for 'The document says' or 'Something else')"/>
     <TextArea name="corrected_value" toName="value" maxSubmissions="1" editable="true"/>
-    <Header value="Why it was wrong"/>
+    <Header value="Error type (leave unpicked: not recorded)"/>
     <Choices name="error_type" toName="value" choice="single">
 {kinds}
     </Choices>
     <TextArea name="error_detail" toName="value" maxSubmissions="1"
-              placeholder="detail (needed for other)"/>
+              placeholder="detail (needed for Other)"/>
   </View>
 </View>
 """
@@ -232,7 +303,8 @@ def export_rows(path: str | os.PathLike[str], *, source: str | None = None) -> E
             items[extraction_id] = number
         kept.sort(key=lambda a: (str(a.get("created_at")), str(a.get("id") or 0)))
         for review_round, annotation in zip(_ROUNDS, kept, strict=False):
-            rows.append(_label_row(data, annotation, review_round))
+            rows.append({**_label_row(data, annotation, review_round),
+                         "task_row": number, "task_id": task_id})
             task_rows.append(number)
     if problems:
         raise ValidationError(source, problems[:20], len(problems))
@@ -346,15 +418,33 @@ def _label_row(
     return {
         "extraction_id": str(data["extraction_id"]),
         "sample_id": data.get("sample_id") or None,
-        "verdict": picked.get("verdict"),
+        "verdict": _code(picked.get("verdict")),
         "corrected_value": picked.get("corrected_value") or None,
-        "error_type": picked.get("error_type"),
+        "corrected_status": _code(picked.get("corrected_status")),
+        "error_type": _code(picked.get("error_type")),
         "error_detail": picked.get("error_detail") or None,
         "reviewer": _annotator(annotation.get("completed_by")),
-        "labeled_at": annotation.get("created_at"),
+        # The verdict as last edited: an annotation changed in Label Studio keeps its
+        # created_at, and an older export must not read as the newer verdict.
+        "labeled_at": annotation.get("updated_at") or annotation.get("created_at"),
         "review_round": review_round,
         "lead_time_seconds": annotation.get("lead_time"),
     }
+
+
+#: How an annotator known only by their Label Studio user id is named until mapped.
+_USER_PREFIX = "label-studio-user-"
+
+
+def user_key(user: int) -> str:
+    """The reviewer name of Label Studio user ``user`` before the reviewer map."""
+    return f"{_USER_PREFIX}{user}"
+
+
+def user_id(name: str) -> int | None:
+    """The Label Studio user id of a name :func:`user_key` made, else None."""
+    rest = name.removeprefix(_USER_PREFIX)
+    return int(rest) if rest != name and rest.isdigit() else None
 
 
 def _annotator(completed_by: object) -> str:
@@ -364,4 +454,9 @@ def _annotator(completed_by: object) -> str:
         if email:
             return str(email)
         completed_by = completed_by.get("id")
-    return f"label-studio-user-{completed_by}"
+    return f"{_USER_PREFIX}{completed_by}"
+
+
+def _code(picked: object) -> object:
+    """A choice as stored: the config shows the form's words ('Unreadable' is unclear)."""
+    return CHOICE_CODES.get(picked, picked) if isinstance(picked, str) else picked

@@ -22,16 +22,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
-from fieldtrust.labels.taxonomy import NOT_RECORDED, check_correction, check_error
+from fieldtrust.labels.verdict_rule import VERDICTS, verdict_fields, verdict_problems
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
 from fieldtrust.store.retry import first_row, write_with_retry
 
-from fieldtrust.errors import FieldError, InputError, Refused
+from fieldtrust.errors import InputError, Refused
 
-#: The verdicts a reviewer can give; 'unclear' = the source cannot be read.
-VERDICTS: tuple[str, ...] = ("correct", "incorrect", "unclear")
+__all__ = ["REVIEW_ROUNDS", "VERDICTS", "Label", "get_label", "insert_label", "label_history",
+           "live_label", "record_verdict", "supersede", "verdict_fields", "verdict_problems"]
 
 #: Review rounds a reviewer labels in (adjudication: labels.agreement.adjudicate).
 REVIEW_ROUNDS: tuple[str, ...] = ("primary", "second")
@@ -95,13 +95,12 @@ def record_verdict(
     review_round
         ``primary`` or ``second``; default: the round of ``actor``'s
         assignment for this item, else ``primary``.
-    corrected_value, corrected_status
-        For ``incorrect``: the right value, or no value with status ``null``
-        (field absent) or ``unclear`` (unreadable); see
-        :func:`fieldtrust.labels.taxonomy.check_correction`.
-    error_type, error_detail
-        For ``incorrect``: a type from :data:`fieldtrust.labels.taxonomy.ERROR_TYPES`;
-        ``other`` needs a detail. ``unclear`` may carry a detail as a note.
+    corrected_value, corrected_status, error_type, error_detail
+        For ``incorrect``, all optional (:mod:`fieldtrust.labels.verdict_rule`):
+        the right value, or no value with status ``null`` (field absent) or
+        ``unclear`` (unreadable); a type from
+        :data:`fieldtrust.labels.taxonomy.ERROR_TYPES` (``other`` needs a
+        detail), else ``not_recorded``. ``unclear`` may carry a detail as a note.
 
     Raises
     ------
@@ -199,133 +198,6 @@ def label_history(con: duckdb.DuckDBPyConnection, extraction_id: str) -> list[La
         [extraction_id],
     ).fetchall()
     return [Label(*row) for row in rows]
-
-
-def verdict_fields(
-    verdict: str,
-    corrected_value: str | None,
-    corrected_status: str | None,
-    error_type: str | None,
-    error_detail: str | None,
-    *,
-    details_required: bool = True,
-) -> dict[str, Any]:
-    """Validate a verdict and what goes with it; return the label columns to write.
-
-    Raises the first of :func:`verdict_problems` (a :class:`FieldError`).
-    ``details_required=False`` is for history kept elsewhere (labels import):
-    see :func:`verdict_problems`.
-    """
-    fields, problems = _checked_fields(
-        verdict, corrected_value, corrected_status, error_type, error_detail,
-        details_required=details_required,
-    )
-    if problems:
-        raise problems[0]
-    return fields
-
-
-def verdict_problems(
-    verdict: str,
-    corrected_value: str | None,
-    corrected_status: str | None,
-    error_type: str | None,
-    error_detail: str | None,
-    *,
-    details_required: bool = True,
-) -> list[FieldError]:
-    """Every reason :func:`verdict_fields` would refuse these fields (empty: none).
-
-from fieldtrust.labels.taxonomy import NOT_RECORDED, check_correction, check_error
-from fieldtrust.store.access import require, user_name
-    """
-    return _checked_fields(verdict, corrected_value, corrected_status, error_type, error_detail,
-                           details_required=details_required)[1]
-
-
-def _verdict_only(
-    corrected_value: str | None,
-    corrected_status: str | None,
-    error_type: str | None,
-    error_detail: str | None,
-) -> tuple[dict[str, Any], list[FieldError]]:
-    """An 'incorrect' label from history: what is given is checked, what is missing stays so."""
-    problems: list[FieldError] = []
-    value: str | None = None
-    status: str | None = None
-    if corrected_value is not None or corrected_status is not None:
-        try:
-            value, status = check_correction(corrected_value, corrected_status)
-        except FieldError as exc:
-            problems.append(exc)
-    kind, detail = NOT_RECORDED, (error_detail.strip() or None) if error_detail else None
-    if error_type is not None:
-        try:
-            kind, detail = check_error(error_type, error_detail)
-        except FieldError as exc:
-            problems.append(exc)
-    if problems:
-        return {}, problems
-    return {
-        "verdict": "incorrect", "corrected_value": value, "corrected_status": status,
-        "error_type": kind, "error_detail": detail,
-    }, []
-
-
-def _checked_fields(
-    verdict: str,
-    corrected_value: str | None,
-    corrected_status: str | None,
-    error_type: str | None,
-    error_detail: str | None,
-    *,
-    details_required: bool = True,
-) -> tuple[dict[str, Any], list[FieldError]]:
-    """The cleaned label columns and the problems found (columns are empty when there are some)."""
-    if verdict == "incorrect" and not details_required:
-        return _verdict_only(corrected_value, corrected_status, error_type, error_detail)
-    if verdict not in VERDICTS:
-        return {}, [FieldError(
-            "verdict", f"verdict {verdict!r} is not one of {', '.join(VERDICTS)}"
-        )]
-    if verdict == "incorrect":
-        problems: list[FieldError] = []
-        try:
-            value, status = check_correction(corrected_value, corrected_status)
-        except FieldError as exc:
-            problems.append(exc)
-        try:
-            kind, detail = check_error(error_type, error_detail)
-        except FieldError as exc:
-            problems.append(exc)
-        if problems:
-            return {}, problems
-        return {
-            "verdict": verdict, "corrected_value": value, "corrected_status": status,
-            "error_type": kind, "error_detail": detail,
-        }, []
-    given = {
-        name: value
-        for name, value in (
-            ("corrected_value", corrected_value),
-            ("corrected_status", corrected_status),
-            ("error_type", error_type),
-        )
-        if value is not None
-    }
-    if verdict == "correct" and error_detail is not None:
-        given["error_detail"] = error_detail
-    if given:
-        return {}, [FieldError(
-            next(iter(given)),
-            f"a {verdict!r} verdict takes no {', '.join(given)}: those describe an 'incorrect'"
-            " one",
-        )]
-    note = error_detail.strip() if error_detail else None
-    return {
-        "verdict": verdict, "corrected_value": None, "corrected_status": None,
-        "error_type": None, "error_detail": note or None,
-    }, []
 
 
 def insert_label(

@@ -1,9 +1,13 @@
 """Write a sample's items to CSV for offline labelling.
 
-The file has the item columns, then empty label columns a reviewer fills in
-(verdict, reviewer, corrected_value, corrected_status, error_type,
-error_detail, labeled_at: every column the import reads); ``fieldtrust
-labels import FILE`` reads it back by extraction_id and sample_id.
+The file has the item columns (what the value is and where it came from:
+the document's uri, its page and the text excerpt around the value), then
+empty label columns a reviewer fills in (verdict, reviewer, corrected_value,
+corrected_status, error_type, error_detail, labeled_at: every column the
+import reads); ``fieldtrust labels import FILE`` reads it back by
+extraction_id and sample_id. The model's stated confidence is left out
+unless asked for (``show_confidence``), as on the review page: a reviewer who
+sees 0.99 anchors on it.
 
 Spreadsheet programs run a cell that starts with ``=``, ``+``, ``-`` or ``@``
 as a formula (CSV injection, OWASP). Text cells are escaped the one reversible
@@ -37,7 +41,9 @@ ITEM_COLUMNS = (
     "form_version",
     "field",
     "value",
-    "confidence",
+    "document_uri",
+    "page",
+    "source_excerpt",
     "cell",
     "inclusion_prob",
     "sample_id",
@@ -55,12 +61,14 @@ def _is_sample_file(path: Path) -> bool:
     A file a reviewer has started filling in holds their work, so it is not
     replaced without ``--force``.
     """
-    header = [*ITEM_COLUMNS, *LABEL_COLUMNS]
-    if file_head(path).split(b"\n", 1)[0].rstrip(b"\r") != ",".join(header).encode():
+    first_line = file_head(path).split(b"\n", 1)[0].rstrip(b"\r")
+    headers = {show: ",".join([*_item_columns(show), *LABEL_COLUMNS]).encode()
+               for show in (False, True)}
+    if first_line not in headers.values():
         return False
     if path.stat().st_size > _LARGEST_SAMPLE_FILE:
         return False
-    labels = slice(len(ITEM_COLUMNS), None)
+    labels = slice(len(_item_columns(first_line == headers[True])), None)
     try:
         with path.open(newline="", encoding="utf-8") as handle:
             rows = csv.reader(handle)
@@ -96,11 +104,21 @@ def check_writable(
         raise InputError(str(exc).replace("nothing was written", "nothing was drawn")) from exc
 
 
+def _item_columns(show_confidence: bool) -> list[str]:
+    """The item columns of a sample file, the stated confidence after the value if asked."""
+    columns = list(ITEM_COLUMNS)
+    if show_confidence:
+        columns.insert(columns.index("value") + 1, "confidence")
+    return columns
+
+
 def write_items_csv(
-    items: pa.Table, path: str | os.PathLike[str], *, force: bool = False,
-    protect: Iterable[str | os.PathLike[str]] = (),
+    items: pa.Table, path: str | os.PathLike[str], *, show_confidence: bool = False,
+    force: bool = False, protect: Iterable[str | os.PathLike[str]] = (),
 ) -> int:
     """Write ``items`` (:func:`~.samples.sample_items`) to ``path``; return the row count.
+
+    ``show_confidence`` adds the stated confidence after the value.
 
     Written by ``store.files.write_output`` (a temporary file renamed into
     place; an existing file only when it is an unfilled sample file, or with
@@ -112,21 +130,22 @@ def write_items_csv(
         The file cannot be written (a missing folder, no permission, a full
         disk), or is refused as above.
     """
-    missing = [c for c in ITEM_COLUMNS if c not in items.column_names]
+    columns = _item_columns(show_confidence)
+    missing = [c for c in columns if c not in items.column_names]
     if missing:
         raise InputError(f"items lack column {missing[0]!r}; pass sample_items(...) output")
-    rows = items.select(list(ITEM_COLUMNS)).to_pylist()
-    write_output(path, lambda temporary: _write(rows, temporary), SAMPLE_FILE, force=force,
-                 protect=protect)
+    rows = items.select(columns).to_pylist()
+    write_output(path, lambda temporary: _write(rows, columns, temporary), SAMPLE_FILE,
+                 force=force, protect=protect)
     return len(rows)
 
 
-def _write(rows: list[dict[str, object]], path: Path) -> None:
+def _write(rows: list[dict[str, object]], columns: list[str], path: Path) -> None:
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow([*ITEM_COLUMNS, *LABEL_COLUMNS])
+        writer.writerow([*columns, *LABEL_COLUMNS])
         for row in rows:
-            cells = [escape_cell(row[c]) for c in ITEM_COLUMNS]
+            cells = [escape_cell(row[c]) for c in columns]
             writer.writerow(
                 [*("" if v is None else v for v in cells), *([""] * len(LABEL_COLUMNS))]
             )

@@ -365,6 +365,20 @@ def list_users(con: duckdb.DuckDBPyConnection) -> list[UserRoles]:
     ]
 
 
+def labelling_users(con: duckdb.DuckDBPyConnection) -> frozenset[str]:
+    """Everyone who holds, or once held, a role that may ``label``.
+
+    What a label's reviewer must be when the label comes from a file: a person
+    of this store, not a placeholder. Held once is enough, so the labels of a
+    reviewer who has left still import from history.
+    """
+    roles = sorted(PERMISSIONS["label"])
+    rows = con.execute(
+        "SELECT DISTINCT user_name FROM user_roles WHERE list_contains(?, role)", [roles]
+    ).fetchall()
+    return frozenset(str(r[0]) for r in rows)
+
+
 def role_history(con: duckdb.DuckDBPyConnection) -> list[RoleChange]:
     """Every grant and revocation ever made, oldest first."""
     rows = con.execute(

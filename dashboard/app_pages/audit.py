@@ -22,7 +22,7 @@ from fieldtrust.dashboard import (
     views,
 )
 from fieldtrust.labels.agreement import adjudicate
-from fieldtrust.labels.taxonomy import ERROR_TYPES
+from fieldtrust.labels.verdict_rule import VERDICT_CHOICES, verdict_label
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.sampling.samples import SampleResult
@@ -155,7 +155,10 @@ def _alerts_section(week: str, bar: Bar) -> None:
 
 
 def _on_adjudicate(identity: auth.Identity, extraction_id: str) -> None:
-    verdict = st.session_state.get(state.AUDIT_ADJ_VERDICT, "correct")
+    verdict = st.session_state.get(state.AUDIT_ADJ_VERDICT)
+    if verdict is None:  # nothing is picked for the QA lead: a settled verdict is a choice
+        st.session_state[state.AUDIT_ADJ_FLASH] = ("error", "Pick the verdict first.")
+        return
     fields = layout.verdict_fields(verdict, state.AUDIT_ADJ_FORM)
     try:
         data.write(adjudicate, identity.user, extraction_id, verdict, **fields)
@@ -163,7 +166,7 @@ def _on_adjudicate(identity: auth.Identity, extraction_id: str) -> None:
         st.session_state[state.AUDIT_ADJ_FLASH] = ("error", layout.plain(exc))
         return
     st.session_state[state.AUDIT_ADJ_FLASH] = (
-        "success", f"Adjudicated {layout.plain(extraction_id)}: {verdict}.")
+        "success", f"Adjudicated {layout.plain(extraction_id)}: {verdict_label(verdict).lower()}.")
 
 
 def _adjudication_section(identity: auth.Identity | None, scope: object) -> None:
@@ -178,14 +181,15 @@ def _adjudication_section(identity: auth.Identity | None, scope: object) -> None
         st.caption("Adjudicating needs the qa_lead role.")
         return
     ids = [p.extraction_id for p in queue]
-    cols = st.columns([3, 2, 2, 2])
+    cols = st.columns([3, 2])
     item = cols[0].selectbox("Item", ids, key=state.AUDIT_ADJ_ITEM)
-    cols[1].selectbox("Verdict", ["correct", "incorrect", "unclear"], key=state.AUDIT_ADJ_VERDICT)
-    cols[2].selectbox("Error type (if incorrect)", list(ERROR_TYPES), key=state.AUDIT_ADJ_TYPE,
-                      help="\n\n".join(f"**{k}**: {v}" for k, v in ERROR_TYPES.items()))
-    cols[2].text_input("Detail (needed for 'other')", key=state.AUDIT_ADJ_DETAIL)
-    cols[3].text_input("Corrected value (if incorrect)", key=state.AUDIT_ADJ_VALUE)
-    cols[3].checkbox("Field absent", key=state.AUDIT_ADJ_ABSENT)
+    labels = {c.value: c.label for c in VERDICT_CHOICES}
+    cols[1].selectbox("Verdict", [c.value for c in VERDICT_CHOICES], index=None,
+                      placeholder="Pick the verdict", key=state.AUDIT_ADJ_VERDICT,
+                      format_func=lambda value: labels.get(value, str(value)),
+                      help="\n\n".join(f"**{c.label}**: {c.help}" for c in VERDICT_CHOICES))
+    with st.expander("If incorrect: what the document holds and why (optional)"):
+        layout.verdict_details(state.AUDIT_ADJ_FORM)
     st.button("Settle", key=state.AUDIT_ADJ_SUBMIT, on_click=_on_adjudicate,
               args=(identity, item), type="primary")
     if item is not None:

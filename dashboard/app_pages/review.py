@@ -1,9 +1,11 @@
 """Review (reviewer): label the week's sample one item at a time, by keyboard.
 
-Keys: 1 correct, 2 incorrect, 3 unclear, N next (skip, the item goes back to
-the pool for someone else). Streamlit reserves C and R, hence digits. The
-verdict is written by :func:`fieldtrust.labels.verdicts.record_verdict`, which checks the
-role; the page only hides what a role cannot use.
+Keys: 1 correct, 2 incorrect, 3 unreadable, N next (skip, the item goes back
+to the pool for someone else). Streamlit reserves C and R, hence digits. The
+choices and what a verdict without details means come from
+:mod:`fieldtrust.labels.verdict_rule`; the verdict is written by
+:func:`fieldtrust.labels.verdicts.record_verdict`, which checks the role; the
+page only hides what a role cannot use.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import streamlit as st
 from fieldtrust.dashboard import auth, data, downloads, layout, sidebar, state, viewer, views
 from fieldtrust.labels.assignment import ReviewItem, next_items, skip
 from fieldtrust.labels.review_progress import ItemContext
-from fieldtrust.labels.taxonomy import ERROR_TYPES
+from fieldtrust.labels.verdict_rule import VERDICT_CHOICES, verdict_label
 from fieldtrust.labels.verdicts import record_verdict
 from fieldtrust.store.access import allowed
 
@@ -37,12 +39,11 @@ def _verdict(identity: auth.Identity, item: ReviewItem, verdict: str) -> None:
     except FieldtrustError as exc:  # a refusal (role, conflict, bad fields): the library's words
         st.session_state[state.REVIEW_FLASH] = ("error", layout.plain(exc))
         return
-    for key in (state.REVIEW_CORRECTED, state.REVIEW_ERROR_DETAIL):
-        st.session_state[key] = ""
-    st.session_state[state.REVIEW_ABSENT] = False
+    layout.reset_verdict_form(state.REVIEW_FORM)
     st.session_state[state.REVIEW_FLASH] = (
         "success",
-        f"Recorded **{verdict}** for {layout.plain(item.doc_id)} · {layout.plain(item.field)}.",
+        f"Recorded **{verdict_label(verdict).lower()}** for {layout.plain(item.doc_id)}"
+        f" · {layout.plain(item.field)}.",
     )
 
 
@@ -85,25 +86,27 @@ def _show_item(item: ReviewItem, context: ItemContext) -> None:
             st.metric("stated confidence", f"{context.confidence:.3f}")
 
 
+#: Each verdict's button key (widget keys of state, so tests can press them).
+_BUTTON_KEYS = {"correct": state.REVIEW_CORRECT, "incorrect": state.REVIEW_INCORRECT,
+                "unclear": state.REVIEW_UNCLEAR}
+
+
 def _verdict_controls(identity: auth.Identity, item: ReviewItem) -> None:
-    with st.expander("If incorrect: corrected value and error type", expanded=True):
-        col_value, col_type = st.columns(2)
-        col_value.text_input("Corrected value", key=state.REVIEW_CORRECTED)
-        col_value.checkbox("Field absent from the document", key=state.REVIEW_ABSENT)
-        col_type.selectbox("Error type", list(ERROR_TYPES), key=state.REVIEW_ERROR_TYPE,
-                           help="\n\n".join(f"**{k}**: {v}" for k, v in ERROR_TYPES.items()))
-        col_type.text_input("Detail (needed for 'other')", key=state.REVIEW_ERROR_DETAIL)
-    buttons = st.columns(4)
-    buttons[0].button("Correct", key=state.REVIEW_CORRECT, shortcut="1", type="primary",
-                      on_click=_verdict, args=(identity, item, "correct"), width="stretch")
-    buttons[1].button("Incorrect", key=state.REVIEW_INCORRECT, shortcut="2",
-                      on_click=_verdict, args=(identity, item, "incorrect"), width="stretch")
-    buttons[2].button("Unclear", key=state.REVIEW_UNCLEAR, shortcut="3",
-                      on_click=_verdict, args=(identity, item, "unclear"), width="stretch")
-    buttons[3].button("Next (skip)", key=state.REVIEW_SKIP, shortcut="N",
-                      on_click=_skip, args=(identity, item), width="stretch")
-    st.caption("Keys: **1** correct · **2** incorrect · **3** unclear · **N** next (skip)."
-               " Unclear means the source cannot be read.")
+    with st.expander("If incorrect: what the document holds and why (optional)",
+                     expanded=True):
+        layout.verdict_details(state.REVIEW_FORM)
+    buttons = st.columns(len(VERDICT_CHOICES) + 1)
+    for place, choice in zip(buttons, VERDICT_CHOICES, strict=False):
+        assert choice.value is not None
+        place.button(choice.label, key=_BUTTON_KEYS[choice.value], shortcut=choice.key,
+                     type="primary" if choice.value == "correct" else "secondary",
+                     help=choice.help, on_click=_verdict,
+                     args=(identity, item, choice.value), width="stretch")
+    buttons[-1].button("Next (skip)", key=state.REVIEW_SKIP, shortcut="N",
+                       on_click=_skip, args=(identity, item), width="stretch")
+    keys = " · ".join(f"**{c.key}** {c.label.lower()}" for c in VERDICT_CHOICES)
+    st.caption(f"Keys: {keys} · **N** next (skip). Incorrect without details is recorded"
+               " with the error type and correction 'not recorded'.")
 
 
 def _audit_tab(identity: auth.Identity | None) -> None:

@@ -6,6 +6,8 @@ The sampling modules (pandas, scipy) are imported inside the commands, so
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -28,8 +30,11 @@ from fieldtrust.store.weeks import Week
 if TYPE_CHECKING:
     import duckdb
     import pandas as pd
+    import pyarrow as pa
 
+    from fieldtrust.labels.label_studio import TaskPage
     from fieldtrust.sampling.planner import DesignPreview
+    from fieldtrust.store.locations import Location
 
 _CELL_COLUMNS = ["cell", "n_population", "n_sample", "inclusion_prob"]
 
@@ -58,8 +63,9 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     "Fill the verdict and reviewer columns of w48.csv, then: fieldtrust labels import w48.csv"
     " --as carol\n\n"
     "Label Studio: fieldtrust sample --week 2026-W48 --out tasks.json --format label-studio"
-    " --label-config config.xml, then fieldtrust labels import export.json --format"
-    " label-studio\n\n"
+    " --label-config config.xml (the pages go to tasks-pages/, served by Label Studio's local"
+    " files: docs/review.md), then fieldtrust labels import export.json --format"
+    " label-studio --reviewer-map 1=ann\n\n"
     "Drawing needs a user with the qa_lead role. A scheduled nightly draw runs as a user"
     " granted qa_lead for it: fieldtrust users grant nightly-audit qa_lead --as ADMIN, then"
     " fieldtrust sample --week ... --as nightly-audit.",
@@ -85,9 +91,24 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
          " (XML) to this file.",
 )
 @click.option(
+    "--pages", "pages_dir", type=click.Path(file_okay=False), default=None,
+    help="With --format label-studio: the folder the items' page images are written to, for"
+         " Label Studio to show [default: OUT-pages beside --out].",
+)
+@click.option(
+    "--pages-url", default=None, metavar="PREFIX",
+    help="URL prefix of --pages as the annotators' browsers reach it [default: setting"
+         " label_studio_pages_url, else Label Studio's local files: /data/local-files/?d=PAGES/].",
+)
+@click.option(
     "--show-confidence", is_flag=True,
-    help="With --format label-studio: show annotators the stated confidence (hidden by"
-         " default, so it does not anchor their verdict).",
+    help="Show reviewers the stated confidence in --out (hidden by default, as on the review"
+         " page, so it does not anchor their verdict).",
+)
+@click.option(
+    "--open-only", is_flag=True,
+    help="Write only the items without a label yet to --out (a redrawn week's sheet, without"
+         " the items labelled already).",
 )
 @click.option("--force", is_flag=True, help=FORCE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
@@ -127,6 +148,9 @@ def sample(
     label_config_file: str | None,
     show_confidence: bool,
     force: bool,
+    open_only: bool,
+    pages_dir: str | None,
+    pages_url: str | None,
 ) -> None:
     """Draw the week's audit sample (or return it if drawn already) and show its cells."""
     from fieldtrust.sampling.draw import draw_sample
@@ -134,9 +158,12 @@ def sample(
     from fieldtrust.sampling.planner import preview_design
 
     design = _design(design_file)
-    if out_format != "label-studio" and (label_config_file or show_confidence):
-        raise click.UsageError("--label-config and --show-confidence go with"
+    if out_format != "label-studio" and (label_config_file or pages_dir or pages_url):
+        raise click.UsageError("--label-config, --pages and --pages-url go with"
                                " --format label-studio")
+    if (show_confidence or open_only) and not out:
+        raise click.UsageError("--show-confidence and --open-only shape the --out file: give"
+                               " --out FILE")
     if preview:
         if out:
             raise click.UsageError("--preview writes nothing; drop --out or --preview")
@@ -150,12 +177,18 @@ def sample(
     outputs = _outputs(out, out_format, label_config_file)
     for path, kind in outputs:  # before the draw: a refused output leaves the store as it was
         check_writable(path, kind, force=force, protect=store_files(con))
+    resolved = settings(ctx, seed=seed)
     result = draw_sample(
-        con, week, design, seed=settings(ctx, seed=seed).seed, actor=actor, redraw=redraw,
+        con, week, design, seed=resolved.seed, actor=actor, redraw=redraw,
         source=open_configured_source(ctx), skip_invalid=skip_invalid,
         progress=None if as_json else stage_progress("steps"),
     )
-    written = _write_out(con, result.sample_id, out, out_format, show_confidence, force)
+    from fieldtrust.store.locations import documents_root
+
+    pages = _Pages(pages_dir, pages_url or resolved.label_studio_pages_url,
+                   str(documents_root(resolved.documents_root, resolved.db)))
+    written = _write_out(con, result.sample_id, out, out_format, show_confidence, force,
+                         open_only, pages)
     if label_config_file:
         from fieldtrust.labels.label_studio import write_label_config
 
@@ -180,7 +213,8 @@ def sample(
         )
     if out:
         what = "Label Studio tasks" if out_format == "label-studio" else "items"
-        echo(f"wrote {written} {what} to {out}")
+        which = " without a label yet" if open_only else ""
+        echo(f"wrote {written} {what}{which} to {out}")
     if label_config_file:
         echo(f"wrote the Label Studio labelling config to {label_config_file}")
 
@@ -200,25 +234,80 @@ def _outputs(
     return outputs
 
 
+@dataclass(frozen=True)
+class _Pages:
+    """Where a Label Studio export's page images go (None: beside --out), their URL, and
+    the documents root the documents are read under."""
+
+    folder: str | None
+    url: str
+    documents_root: str = "."
+
+
 def _write_out(
     con: duckdb.DuckDBPyConnection, sample_id: str, out: str | None, out_format: str,
-    show_confidence: bool, force: bool,
+    show_confidence: bool, force: bool, open_only: bool = False, pages: _Pages | None = None,
 ) -> int | None:
-    """Write the sample's items to ``out`` as CSV or Label Studio tasks; the count."""
+    """Write the sample's (open) items to ``out`` as CSV or Label Studio tasks; the count."""
     from fieldtrust.sampling.samples import sample_items
 
     if out is None:
         return None
-    items = sample_items(con, sample_id)
+    items = sample_items(con, sample_id, open_only=open_only)
     protect = store_files(con)
     if out_format == "label-studio":
         from fieldtrust.labels.label_studio import write_tasks
 
+        written = _task_pages(con, items, out, pages or _Pages(None, ""))
         return write_tasks(items, out, show_confidence=show_confidence, force=force,
-                           protect=protect)
+                           protect=protect, pages=written)
     from fieldtrust.sampling.items_csv import write_items_csv
 
-    return write_items_csv(items, out, force=force, protect=protect)
+    return write_items_csv(items, out, show_confidence=show_confidence, force=force,
+                           protect=protect)
+
+
+def _task_pages(
+    con: duckdb.DuckDBPyConnection, items: pa.Table, out: str, pages: _Pages
+) -> dict[str, TaskPage]:
+    """Render the items' pages for Label Studio into their folder; each item's page."""
+    from pathlib import Path
+
+    from fieldtrust.labels.label_studio_pages import local_files_prefix, write_pages
+
+    target = Path(out)
+    folder = Path(pages.folder) if pages.folder else target.with_name(f"{target.stem}-pages")
+    prefix = pages.url or local_files_prefix(folder, folder.resolve().parent)
+    return write_pages(items, folder, url_prefix=prefix,
+                       open_document=_document_opener(con, pages.documents_root))
+
+
+def _document_opener(
+    con: duckdb.DuckDBPyConnection, root: str
+) -> Callable[[Location], bytes | None]:
+    """The bytes of a stored document: a file under the documents root, or a demo document.
+
+    Drawn documents come from the installed drawers, as in the dashboard. Never fetched
+    from the network here: a remote document's page is not written.
+    """
+    from fieldtrust.errors import DocumentError
+    from fieldtrust.store.locations import document_drawers, resolve_document
+
+    def read(location: Location) -> bytes | None:
+        uri = location.document_uri or ""
+        try:
+            resolved = resolve_document(uri, root=root)
+        except DocumentError:
+            return None
+        if resolved.path is not None and resolved.path.is_file():
+            return resolved.path.read_bytes()
+        for draw in document_drawers():  # documents drawn from the store's rows (the demo's)
+            drawn = draw(con, location)
+            if drawn is not None:
+                return drawn
+        return None
+
+    return read
 
 
 @click.command(epilog="Example: fieldtrust plan --week 2026-W48 --design design.toml")

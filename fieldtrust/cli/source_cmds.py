@@ -26,6 +26,20 @@ def source_config(resolved: Settings) -> SourceConfig:
     return SourceConfig.from_settings(resolved)
 
 
+def column_mapping(resolved: Settings, given: str | None = None) -> dict[str, str]:
+    """Our column names to yours: ``columns``, ``source_columns`` over it, ``given`` over both.
+
+    One mapping for ingest and a lake source, so the same log reads the same
+    way wherever it lives.
+    """
+    from fieldtrust.ingest.sources import parse_columns
+
+    mapping: dict[str, str] = {}
+    for raw in (resolved.columns, resolved.source_columns, given):
+        mapping.update(dict(parse_columns(raw)))
+    return mapping
+
+
 def open_configured_source(ctx: click.Context) -> Source | None:
     """The open source of the settings, closed when the command ends; None for ``store``.
 

@@ -110,32 +110,55 @@ def show_settings(ctx: click.Context) -> None:
         echo(f"{name:>16} = {shown:<22} {setting_help(name)}")
 
 
-@click.command(epilog="Example: fieldtrust --db audit.duckdb ingest week48.parquet week49.csv")
+@click.command(
+    epilog="Your own names: fieldtrust ingest log.csv --columns doc_type=kind,confidence=score"
+    " --ignore-unknown (or a [columns] table in fieldtrust.toml)\n\n"
+    "Example: fieldtrust --db audit.duckdb ingest week48.parquet week49.csv",
+)
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--columns", "columns", default=None, metavar="OURS=YOURS,...",
+    help="Your column names for ours, over the setting columns ([columns] in fieldtrust.toml),"
+         " e.g. doc_type=kind,confidence=score.",
+)
+@click.option(
+    "--ignore-unknown", is_flag=True,
+    help="Leave out columns that are none of ours (latency_ms, ...) instead of refusing the"
+         " file; the summary names them.",
+)
 @click.option("--quiet", is_flag=True, help="No progress lines on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
 @click.pass_context
-def ingest(ctx: click.Context, files: tuple[str, ...], quiet: bool, as_json: bool) -> None:
+def ingest(
+    ctx: click.Context, files: tuple[str, ...], columns: str | None, ignore_unknown: bool,
+    quiet: bool, as_json: bool,
+) -> None:
     """Validate extraction files and add their new rows to the store.
 
     Formats by extension: .csv, .parquet, .jsonl / .ndjson, .json. Required
     columns: doc_id, doc_type, field, confidence, extracted_at. Any bad row
     rejects the whole call and nothing is written (exit code 2). Files and
-    rows already stored are skipped, so ingesting again is safe. See
-    docs/ingest.md.
+    rows already stored are skipped, so ingesting again is safe. Columns
+    named your way are mapped with --columns or the [columns] table, the
+    same mapping a lake source reads. See docs/ingest.md.
     """
     from fieldtrust.cli.progress_bars import stage_progress
+    from fieldtrust.cli.source_cmds import column_mapping
     from fieldtrust.ingest.extractions import ingest_files
 
+    mapping = column_mapping(settings(ctx), columns)
     progress = None if quiet or as_json else stage_progress("rows")
-    results = ingest_files(open_db(ctx), files, progress=progress, window=time_window(ctx))
+    results = ingest_files(open_db(ctx), files, progress=progress, window=time_window(ctx),
+                           columns=mapping, ignore_unknown=ignore_unknown)
     if as_json:
         echo_json([r.to_dict() for r in results])
         return
     for r in results:
+        ignored = f"; columns left out: {', '.join(r.columns_ignored)}" \
+            if r.columns_ignored else ""
         echo(
             f"{r.source}: {r.rows_in_file:,} rows read, {r.rows_added:,} added,"
-            f" {r.rows_already_stored:,} already stored"
+            f" {r.rows_already_stored:,} already stored{ignored}"
         )
 
 
@@ -148,16 +171,29 @@ def labels_group() -> None:
 
 
 @labels_group.command(
-    "import", epilog="Example: fieldtrust labels import w48.csv --reviewer alice --as carol"
+    "import",
+    epilog="Label Studio, checked first: fieldtrust labels import export.json --format"
+    " label-studio --reviewer-map 1=ann --reviewer-map bob@example.com=bob --dry-run\n\n"
+    "Example: fieldtrust labels import w48.csv --reviewer alice --as carol",
 )
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--as", "actor", default=None, metavar="NAME",
               help="Who imports: a qa_lead or admin. " + AS_HELP)
 @click.option(
     "--reviewer",
-    default="import",
-    show_default=True,
-    help="Reviewer recorded for rows whose reviewer column is blank or absent.",
+    default=None,
+    metavar="NAME",
+    help="Reviewer recorded for rows whose reviewer column is blank or absent (a store user"
+         " with a reviewer role); without it such rows are refused.",
+)
+@click.option(
+    "--reviewer-map", "reviewer_map", multiple=True, metavar="THEIRS=NAME",
+    help="A name in the file (a Label Studio user id or e-mail, another tool's name) and the"
+         " store user it is; repeat for each person.",
+)
+@click.option(
+    "--dry-run", is_flag=True,
+    help="Check the whole file and say what it would add and replace; write nothing.",
 )
 @click.option(
     "--random-sample", is_flag=True,
@@ -173,17 +209,22 @@ def labels_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
 def labels_import(
-    ctx: click.Context, file: str, actor: str | None, reviewer: str, random_sample: bool,
-    file_format: str, as_json: bool,
+    ctx: click.Context, file: str, actor: str | None, reviewer: str | None,
+    reviewer_map: tuple[str, ...], dry_run: bool, random_sample: bool, file_format: str,
+    as_json: bool,
 ) -> None:
     """Import labels from a CSV or JSON Lines file, such as a filled `sample --out` file.
 
     Columns: extraction_id, verdict (correct / incorrect / unclear); optional
     reviewer, corrected_value, corrected_status, error_type, error_detail,
-    labeled_at, sample_id. Rows are held to the rules of recording a verdict,
-    except that verdict-only history imports: an 'incorrect' row without an
-    error_type is stored as not_recorded, without a corrected value as
-    unknown (the summary counts them).
+    labeled_at, sample_id. Rows are held to the verdict rule of the review
+    page: an 'incorrect' row without an error_type is stored as not_recorded,
+    without a corrected value as unknown (the summary counts them). Every
+    reviewer must be a store user with a reviewer role (--reviewer-map turns
+    other names into store users). A row for an item its reviewer labelled
+    before replaces that label when it says something else; another
+    reviewer's label on the item refuses the row. Every problem of the file
+    is reported in one run; --dry-run checks and counts without writing.
 
     --format label-studio reads a Label Studio JSON export: each annotation not
     cancelled is a label (the annotator as reviewer, created_at as the label
@@ -198,17 +239,22 @@ def labels_import(
 
     actor = acting_user(ctx, actor, what="importing labels")
     result = import_labels(
-        open_db(ctx), file, actor=actor, reviewer_default=reviewer, window=time_window(ctx),
-        random_sample=random_sample, format=file_format,
+        open_db(ctx), file, actor=actor, reviewer_default=reviewer,
+        reviewer_map=_pairs(reviewer_map), window=time_window(ctx),
+        random_sample=random_sample, format=file_format, dry_run=dry_run,
     )
     if as_json:
         echo_json(result.to_dict())
         return
+    verb = "would add" if result.dry_run else "added"
     echo(
-        f"{result.source}: {result.rows_in_file:,} rows read, {result.rows_added:,} labels added,"
+        f"{result.source}: {result.rows_in_file:,} rows read; {verb} {result.rows_added:,} new"
+        f" labels and {result.rows_replaced:,} replacing their reviewer's earlier label;"
         f" {result.rows_already_stored:,} already stored,"
         f" {result.rows_without_verdict:,} without a verdict"
     )
+    if result.dry_run:
+        echo("dry run: nothing was written")
     if result.rows_cancelled:
         echo(f"{result.rows_cancelled:,} cancelled Label Studio annotations skipped")
     if result.rows_without_details:
@@ -216,6 +262,18 @@ def labels_import(
             f"note: {result.rows_without_details:,} 'incorrect' rows lack an error type or a"
             " corrected value: stored with the error type not_recorded / an unknown correction"
         )
+
+
+def _pairs(given: tuple[str, ...]) -> dict[str, str]:
+    """``THEIRS=NAME`` options as a mapping; a one-line error for anything else."""
+    pairs: dict[str, str] = {}
+    for text in given:
+        theirs, sep, name = text.partition("=")
+        if not sep or not theirs.strip() or not name.strip():
+            raise click.BadParameter(f"{text!r} is not THEIRS=NAME (e.g. 7=ann)",
+                                     param_hint="--reviewer-map")
+        pairs[theirs.strip()] = name.strip()
+    return pairs
 
 
 @click.command(

@@ -215,15 +215,54 @@ def test_an_incorrect_verdict_records_the_correction_error_type_and_detail(
     assert labels == [("incorrect", "12.50", "present", error_type, detail, "ben", "primary")]
 
 
-def test_an_incomplete_incorrect_verdict_is_refused_with_the_library_message(
+def test_key_2_alone_records_incorrect_with_nothing_guessed(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    """No default error type: a bare 'incorrect' is not_recorded, as in every import."""
+    use_db(demo_db)
+    at = _open("review", user="chloe")
+    (held,) = file_rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'chloe'")
+    assert at.selectbox(key=state.REVIEW_ERROR_TYPE).value is None
+    assert at.selectbox(key=state.REVIEW_CORRECTION).value is None
+    at.button(key=state.REVIEW_INCORRECT).click().run()
+    assert not at.exception
+    assert not at.error, at.error[0].value
+    assert file_rows(
+        demo_db,
+        "SELECT verdict, corrected_value, corrected_status, error_type FROM labels"
+        " WHERE extraction_id = ?", [held[0]],
+    ) == [("incorrect", None, None, "not_recorded")]
+
+
+def test_unreadable_and_absent_are_offered_and_a_contradiction_is_refused_in_the_forms_words(
     demo_db: Path, use_db: Callable[[Path], None]
 ) -> None:
     use_db(demo_db)
     at = _open("review", user="chloe")
+    options = at.selectbox(key=state.REVIEW_CORRECTION).options
+    assert {"Absent", "Unreadable", "Not recorded"} <= set(options)
+    assert "Unreadable" in [b.label for b in at.button]
     before = file_rows(demo_db, "SELECT count(*) FROM labels")
+    at.selectbox(key=state.REVIEW_CORRECTION).set_value("null")
+    at.text_input(key=state.REVIEW_CORRECTED).set_value("12.50")
     at.button(key=state.REVIEW_INCORRECT).click().run()
     assert not at.exception
-    assert any("corrected_status" in _shown(e.value) for e in at.error)
+    assert any("'Absent' (corrected_status null) means there is no value" in _shown(e.value)
+               for e in at.error), [e.value for e in at.error]
+    assert file_rows(demo_db, "SELECT count(*) FROM labels") == before
+
+
+def test_the_adjudication_form_has_no_verdict_until_one_is_picked(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("audit", user="quinn")
+    at.session_state[state.AUDIT_TAB] = "Adjudication"
+    at.run()
+    assert at.selectbox(key=state.AUDIT_ADJ_VERDICT).value is None
+    before = file_rows(demo_db, "SELECT count(*) FROM labels")
+    at.button(key=state.AUDIT_ADJ_SUBMIT).click().run()
+    assert any("Pick the verdict first" in e.value for e in at.error)
     assert file_rows(demo_db, "SELECT count(*) FROM labels") == before
 
 
@@ -238,7 +277,7 @@ def test_adjudication_records_error_type_other_with_its_detail(
     at.selectbox(key=state.AUDIT_ADJ_VERDICT).set_value("incorrect")
     at.selectbox(key=state.AUDIT_ADJ_TYPE).set_value("other")
     at.text_input(key=state.AUDIT_ADJ_DETAIL).set_value("stamp over the amount")
-    at.checkbox(key=state.AUDIT_ADJ_ABSENT).check()
+    at.selectbox(key=state.AUDIT_ADJ_CORRECTION).set_value("null")
     at.button(key=state.AUDIT_ADJ_SUBMIT).click().run()
     assert not at.exception
     assert not at.error, at.error[0].value

@@ -396,3 +396,68 @@ def test_a_lake_engine_draws_no_progress_bar_on_stdout(kind: str, rows: pa.Table
     setting = "SELECT current_setting('enable_progress_bar')"
     assert source.con.execute(setting).fetchall() == [(False,)]  # type: ignore[attr-defined]
     source.close()
+
+
+def _with_locations(rows: pa.Table) -> pa.Table:
+    """``rows`` with a document, page, box and excerpt per row, under the lake's own names."""
+    n = rows.num_rows
+    return (rows.append_column("doc_path", pa.array([f"docs/{i // 3}.pdf" for i in range(n)]))
+                .append_column("page_no", pa.array([1 + i % 2 for i in range(n)], pa.int64()))
+                .append_column("box", pa.array(["0.1,0.2,0.3,0.25"] * n))
+                .append_column("snippet", pa.array([f"Total {i}.00" for i in range(n)])))
+
+
+LOCATION_MAPPING = (("bbox", "box"), ("document_uri", "doc_path"), ("page", "page_no"),
+                    ("source_excerpt", "snippet"))
+
+
+@pytest.mark.parametrize("kind", ["parquet", "delta", "spark"])
+def test_a_lake_draw_brings_home_the_document_page_box_and_excerpt(
+    kind: str, rows: pa.Table, tmp_path: Path
+) -> None:
+    """[columns] document_uri = ... was refused, and the draw dropped the location."""
+    if kind == "spark":
+        import shutil
+
+        if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+            pytest.skip("local Spark needs Java 17")
+    lake = _with_locations(rows)
+    folder = tmp_path / "lake"
+    (write_delta_lake if kind == "delta" else write_parquet_lake)(lake, folder)
+    con = fresh_store(tmp_path / "b.duckdb")
+    source = open_source(SourceConfig(kind, str(folder), columns=LOCATION_MAPPING))
+    try:
+        refresh_source(con, source)
+        result = draw_sample(con, "2026-W02", seed=5, actor="quinn", source=source)
+    finally:
+        source.close()
+    items = sample_items(con, result.sample_id).to_pylist()
+    assert items
+    by_id = {r["extraction_id"]: r for r in lake.to_pylist()}
+    stored = con.execute(
+        "SELECT extraction_id, document_uri, page, bbox_x0, bbox_y0, bbox_x1, bbox_y1,"
+        " source_excerpt FROM extractions"
+    ).fetchall()
+    assert len(stored) == len(items)
+    for extraction_id, uri, page, *box, excerpt in stored:
+        row = by_id[extraction_id]
+        assert (uri, page, excerpt) == (row["doc_path"], row["page_no"], row["snippet"])
+        assert box == [0.1, 0.2, 0.3, 0.25]
+    from fieldtrust.store.locations import document_location
+
+    located = document_location(con, items[0]["extraction_id"])
+    assert located is not None and located.bbox == (0.1, 0.2, 0.3, 0.25)
+
+
+def test_the_settings_columns_table_maps_ingest_and_a_lake_alike(tmp_path: Path) -> None:
+    from fieldtrust.cli.source_cmds import column_mapping, source_config
+    from fieldtrust.settings import load_settings
+
+    path = tmp_path / "fieldtrust.toml"
+    path.write_text('[columns]\ndocument_uri = "doc_path"\nconfidence = "score"\n'
+                    '[source]\nkind = "parquet"\npath = "lake"\n'
+                    '[source.columns]\nconfidence = "prob"\n')
+    resolved = load_settings(config_file=path, environ={})
+    assert column_mapping(resolved) == {"document_uri": "doc_path", "confidence": "prob"}
+    assert source_config(resolved).columns == (("confidence", "prob"),
+                                               ("document_uri", "doc_path"))

@@ -86,7 +86,8 @@ def _attempt(con: duckdb.DuckDBPyConnection, action: str, user: str) -> Callable
         "decide": lambda: reject(con, user, "invoice", "total", "too few labels"),
         "grant_roles": lambda: grant_role(con, user, "newcomer", "reviewer"),
         "draw_sample": lambda: require(con, user, "draw_sample"),
-        "import_labels": lambda: import_labels(con, _labels_file(), actor=user),
+        "import_labels": lambda: import_labels(con, _labels_file(), actor=user,
+                                               reviewer_default="alice"),
         "set_policy": lambda: set_policy_settings(con, user, n_min=200),
         # The act itself needs history written before signing: tests/reliability.
         "vouch_history": lambda: require(con, user, "vouch_history"),

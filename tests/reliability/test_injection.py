@@ -378,7 +378,7 @@ def test_sample_csv_defuses_formula_looking_ids_and_they_import_back(
     # A reviewer fills the verdict column of the hostile rows and imports the file back.
     rows = _cells(out)
     hostile_ids = _hostile_ids()
-    filled = [dict(r, verdict="correct", reviewer="offline") for r in rows
+    filled = [dict(r, verdict="correct", reviewer="rev8") for r in rows
               if unescape_cell(r["extraction_id"]) in hostile_ids]
     assert len(filled) == len(hostile_ids)
     back = tmp_path / "filled.csv"
@@ -391,7 +391,7 @@ def test_sample_csv_defuses_formula_looking_ids_and_they_import_back(
     result = import_labels(pcon, back, actor=QA_LEAD)
     assert result.rows_added == len(hostile_ids)
     labelled = {x for (x,) in pcon.execute(
-        "SELECT extraction_id FROM labels WHERE reviewer = 'offline'").fetchall()}
+        "SELECT extraction_id FROM labels WHERE reviewer = 'rev8'").fetchall()}
     assert labelled == hostile_ids
 
 
@@ -467,7 +467,7 @@ def test_the_review_form_stores_hostile_text_and_refuses_incomplete_input(
 
     at.button(key=state.REVIEW_INCORRECT).click().run()  # 'other' without a detail
     assert not at.exception
-    assert any("needs error_detail" in as_read(e.value) for e in at.error)
+    assert any("needs a detail" in as_read(e.value) for e in at.error)
     con = store.connect(populated, read_only=True)
     try:
         assert table_fingerprint(con) == before

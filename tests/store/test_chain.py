@@ -59,7 +59,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         skip(con, "ana", sample_id, item.extraction_id, "scan unreadable")
         extraction = con.execute("SELECT min(extraction_id) FROM extractions").fetchall()[0][0]
         labels_file = path.with_name("offline.csv")
-        labels_file.write_text(f"extraction_id,verdict,reviewer\n{extraction},correct,offline\n",
+        labels_file.write_text(f"extraction_id,verdict,reviewer\n{extraction},correct,ana\n",
                                encoding="utf-8")
         grant_role(con, ADMIN, "temp-lead", "qa_lead")
         revoke_role(con, ADMIN, "temp-lead", "qa_lead")
