@@ -18,7 +18,7 @@ import json
 import math
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,12 +126,7 @@ class Design:
     @classmethod
     def from_json(cls, text: str, *, source: str = "design") -> Design:
         """Parse a design stored as JSON (``audit_samples.design_json`` or a file)."""
-        try:
-            values = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{source}: not valid JSON ({exc})") from exc
-        except RecursionError as exc:
-            raise InputError(f"{source}: nested too deeply to be a design") from exc
+        values = _parsed(text, "JSON", source=source)
         if not isinstance(values, dict):
             raise InputError(f"{source}: expected a JSON object of design keys")
         return cls.from_mapping(values, source=source)
@@ -157,16 +152,29 @@ def load_design(path: str | os.PathLike[str]) -> Design:
         raise InputError(f"design file {file}: cannot be read as UTF-8 text ({exc})") from exc
     if file.suffix.lower() == ".json":
         return Design.from_json(text, source=str(file))
-    try:
-        table = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"design file {file}: not valid TOML ({exc})") from exc
-    except RecursionError as exc:
-        raise InputError(f"design file {file}: nested too deeply to be a design") from exc
+    table = _parsed(text, "TOML", source=f"design file {file}")
     design_table = table.get("design", table)
     if not isinstance(design_table, dict):
         raise InputError(f"design file {file}: [design] must be a table")
     return Design.from_mapping(design_table, source=str(file))
+
+
+#: The languages a design is written in: how each is read and the error it raises.
+_PARSERS: dict[str, tuple[Callable[[str], Any], type[ValueError]]] = {
+    "JSON": (json.loads, json.JSONDecodeError),
+    "TOML": (tomllib.loads, tomllib.TOMLDecodeError),
+}
+
+
+def _parsed(text: str, language: str, *, source: str) -> Any:
+    """``text`` read as ``language``; bad or too deeply nested text: an error naming ``source``."""
+    loads, error = _PARSERS[language]
+    try:
+        return loads(text)
+    except error as exc:
+        raise InputError(f"{source}: not valid {language} ({exc})") from exc
+    except RecursionError as exc:
+        raise InputError(f"{source}: nested too deeply to be a design") from exc
 
 
 def _edge_text(x: float) -> str:

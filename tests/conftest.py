@@ -121,6 +121,16 @@ def file_rows(
         connection.close()
 
 
+def named_cases(argnames: Sequence[str], cases: Sequence[Sequence[Any]]) -> pytest.MarkDecorator:
+    """``pytest.mark.parametrize`` over ``(name, *values)`` rows: each case's first item is its id.
+
+    So that a table of cases reads with its names beside them, and a failure names the case.
+    """
+    return pytest.mark.parametrize(
+        tuple(argnames), [tuple(c[1:]) for c in cases], ids=[str(c[0]) for c in cases]
+    )
+
+
 def copy_store(source: Path, target: Path) -> Path:
     """Copy a (closed) store file and its WAL, if any."""
     shutil.copyfile(source, target)

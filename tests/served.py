@@ -40,21 +40,41 @@ def wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 12
     raise AssertionError(f"the dashboard at {url} did not become healthy in {timeout:.0f} s")
 
 
+#: True in the page while Streamlit runs the script or still draws a skeleton.
+SCRIPT_RUNNING = (
+    "() => !!document.querySelector('[data-testid=\"stStatusWidget\"]')"
+    " || !!document.querySelector('[data-testid=\"stSkeleton\"]')"
+)
+
+
+class QuietClock:
+    """Says when a page has stayed quiet (not running) for ``seconds`` in a row.
+
+    One look at the page at a time, so the sync and the async drivers share it.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._since: float | None = None
+
+    def settled(self, running: bool) -> bool:
+        """Record one look (``running``: :data:`SCRIPT_RUNNING`'s answer); True once quiet."""
+        if running:
+            self._since = None
+            return False
+        now = time.monotonic()
+        if self._since is None:
+            self._since = now
+        return now - self._since > self.seconds
+
+
 def settle(page: Any, timeout: float = 240.0) -> None:
     """Wait until Streamlit has finished running the script (status widget gone for 1.5 s)."""
     page.wait_for_selector("[data-testid='stApp']")
-    quiet_since = None
+    clock = QuietClock(1.5)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        running = page.evaluate(
-            "() => !!document.querySelector('[data-testid=\"stStatusWidget\"]')"
-            " || !!document.querySelector('[data-testid=\"stSkeleton\"]')"
-        )
-        if running:
-            quiet_since = None
-        elif quiet_since is None:
-            quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since > 1.5:
+        if clock.settled(page.evaluate(SCRIPT_RUNNING)):
             return
         time.sleep(0.2)
     raise AssertionError(f"the page kept running for more than {timeout:.0f} s")

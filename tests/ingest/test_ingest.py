@@ -18,7 +18,7 @@ from fieldtrust.ingest.extractions import IngestResult, ingest_files, ingest_tab
 
 from fieldtrust import store
 from fieldtrust.errors import ValidationError
-from tests.conftest import table_fingerprint
+from tests.conftest import named_cases, table_fingerprint
 
 GOOD: list[dict[str, Any]] = [
     {
@@ -378,9 +378,7 @@ RULE_CASES: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("changes", "pattern"), [c[1:] for c in RULE_CASES], ids=[c[0] for c in RULE_CASES]
-)
+@named_cases(("changes", "pattern"), RULE_CASES)
 def test_every_rule_rejects_the_file_with_its_message(
     holding: duckdb.DuckDBPyConnection, tmp_path: Path, changes: dict[str, Any], pattern: str
 ) -> None:

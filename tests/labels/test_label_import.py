@@ -18,7 +18,7 @@ from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.verify import verify_history
 
 from fieldtrust.errors import ValidationError
-from tests.conftest import Builder, table_fingerprint
+from tests.conftest import Builder, named_cases, table_fingerprint
 
 AT = dt.datetime(2026, 1, 5, 9)
 QA_LEAD = "quinn"
@@ -281,9 +281,7 @@ RULE_CASES: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("changes", "pattern"), [c[1:] for c in RULE_CASES], ids=[c[0] for c in RULE_CASES]
-)
+@named_cases(("changes", "pattern"), RULE_CASES)
 def test_every_rule_rejects_the_file_with_its_message(
     stored: duckdb.DuckDBPyConnection, tmp_path: Path, changes: dict[str, Any], pattern: str
 ) -> None:
@@ -418,9 +416,7 @@ VERDICT_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("changes", "expected"), [c[1:] for c in VERDICT_CASES], ids=[c[0] for c in VERDICT_CASES]
-)
+@named_cases(("changes", "expected"), VERDICT_CASES)
 def test_rows_are_held_to_the_rules_of_recording_a_verdict(
     stored: duckdb.DuckDBPyConnection, tmp_path: Path, changes: dict[str, Any],
     expected: list[str]
