@@ -27,7 +27,7 @@ from fieldtrust.governance.decisions import current_policy
 from fieldtrust.governance.evidence import evidence_payload
 from fieldtrust.store.chain import ChainHead
 from fieldtrust.store.connection import utc_now
-from fieldtrust.store.files import OutputKind, file_head, store_files, write_output
+from fieldtrust.store.files import OutputKind, file_head, read_capped, store_files, write_output
 from fieldtrust.store.provenance import code_version, schema_version
 from fieldtrust.store.signing import (
     TrustedKeys,
@@ -36,7 +36,6 @@ from fieldtrust.store.signing import (
     sign_policy,
     trusted_keys,
 )
-from fieldtrust.store.small_files import read_capped
 from fieldtrust.store.verify import verify_history
 
 from fieldtrust.errors import InputError, Refused, SigningError
@@ -164,10 +163,7 @@ def load_policy_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     InputError
         The file cannot be read, is over :data:`MAX_POLICY_BYTES`, or is not a JSON object.
     """
-    try:
-        data = read_capped(path, MAX_POLICY_BYTES, "policy file")
-    except (OSError, ValueError) as exc:
-        raise InputError(str(exc)) from exc
+    data = read_capped(path, what="policy file", limit=MAX_POLICY_BYTES)
     try:
         payload = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:

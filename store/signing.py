@@ -51,9 +51,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
-from fieldtrust.store.small_files import read_capped
 
-from fieldtrust.errors import SigningError
+from fieldtrust.errors import InputError, SigningError
 
 if TYPE_CHECKING:  # imported where used: every command imports this module, few sign
     from cryptography.hazmat.primitives.asymmetric.ed25519 import (
@@ -201,9 +200,12 @@ def load_public_key(path: str | os.PathLike[str]) -> Ed25519PublicKey:
 
 
 def _key_bytes(path: str | os.PathLike[str], what: str) -> bytes:
+    # Imported here: store.files needs store.connection, which needs this module.
+    from fieldtrust.store.files import read_capped
+
     try:
-        return read_capped(path, _MAX_KEY_BYTES, what)
-    except (OSError, ValueError) as exc:
+        return read_capped(path, what=what, limit=_MAX_KEY_BYTES)
+    except InputError as exc:
         raise SigningError(str(exc)) from exc
 
 
