@@ -97,6 +97,10 @@ def task_data(
     return data
 
 
+#: The model_version of the box pre-annotation, by which a task list of ours is known again.
+_BOX_MODEL = "fieldtrust location"
+
+
 def box_prediction(row: dict[str, Any], page: TaskPage) -> list[dict[str, Any]]:
     """The value's box as a pre-annotation (Label Studio's percent of the image), if stored."""
     box = [row.get(f"bbox_{c}") for c in ("x0", "y0", "x1", "y1")]
@@ -110,7 +114,7 @@ def box_prediction(row: dict[str, Any], page: TaskPage) -> list[dict[str, Any]]:
                   "height": 100 * (y1 - y0), "rotation": 0, "rectanglelabels": [BOX_LABEL]},
     }
     # No score: a number beside the box would anchor the annotator as the confidence does.
-    return [{"model_version": "fieldtrust location", "result": [region]}]
+    return [{"model_version": _BOX_MODEL, "result": [region]}]
 
 
 def write_tasks(
@@ -154,10 +158,18 @@ def _is_tasks_file(path: Path) -> bool:
     except (ValueError, RecursionError):
         return False
     return isinstance(tasks, list) and all(
-        isinstance(t, dict) and list(t) == ["data"] and isinstance(t["data"], dict)
-        and t["data"].get(TASK_MARKER) == 1
+        isinstance(t, dict) and list(t) in (["data"], ["data", "predictions"])
+        and isinstance(t["data"], dict) and t["data"].get(TASK_MARKER) == 1
+        and _only_our_predictions(t.get("predictions", []))
         for t in tasks
     )
+
+
+def _only_our_predictions(predictions: object) -> bool:
+    """Whether a task's predictions are only the box pre-annotation :func:`box_prediction`
+    writes (an annotator's work lives in ``annotations``, which no task list of ours has)."""
+    return isinstance(predictions, list) and all(
+        isinstance(p, dict) and p.get("model_version") == _BOX_MODEL for p in predictions)
 
 
 def write_label_config(
