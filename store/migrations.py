@@ -631,6 +631,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE policy_settings ADD COLUMN horizon_weeks INTEGER;
         """,
     ),
+    Migration(
+        "0050_policy_max_own_label_share",
+        """
+        -- Segregation of duties: the largest share of a stratum's design-based
+        -- labels its approver may have given. NULL in a row written before it
+        -- existed, which held the default (1: any share, with a warning when
+        -- every label is the approver's). Checked by the Bar, as 0023's column.
+        ALTER TABLE policy_settings ADD COLUMN max_own_label_share DOUBLE;
+        """,
+    ),
 )
 
 
