@@ -19,8 +19,19 @@ from fieldtrust.store.chain import chain_head
 from fieldtrust.store.connection import utc_now
 from fieldtrust.store.provenance import code_version, schema_version
 
-#: Bumped when the layout of the exported file changes.
+#: Bumped when the layout of the exported file changes (added keys leave it).
 POLICY_FORMAT = 2
+
+#: How a pipeline compares an extraction's stated confidence with the threshold.
+COMPARISON = ">="
+
+#: What the file means, in one sentence at its top: read by people, not pipelines.
+RULE = (
+    "Automate an extraction of doc_type/field when its stated confidence is >= threshold"
+    " and its form version is one of form_versions; send every other extraction to a"
+    " human. Above the threshold, accuracy was certified to be at least target with the"
+    " stated confidence (1 - delta) on the evidence named."
+)
 
 
 def export_policy(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
@@ -29,30 +40,38 @@ def export_policy(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     Keys: ``format``, ``generated_at`` (UTC, ISO), ``schema_version`` (the
     store's newest migration), ``fieldtrust_version``, ``history_head`` and
     ``thresholds``: one object per approved stratum with doc_type, field,
-    threshold, form_versions (the versions covered; every other version goes
-    to a human), approved_by, approved_at, evidence_id and decision_id, sorted
-    by stratum.
+    threshold, comparison (``">="``: a stated confidence at or above the
+    threshold is automated), form_versions (the versions covered; every other
+    version goes to a human), target and confidence (what the certificate
+    states: accuracy above the threshold at least ``target``, with confidence
+    ``confidence``), approved_by, approved_at, evidence_id and decision_id,
+    sorted by stratum; and ``rule``, that sentence for people reading the file.
 
     ``history_head`` is the head of the history chain (:mod:`fieldtrust.store.chain`):
     ``{"seq": N, "hash": "..."}``, or None for a store that has no chain yet.
     A copy of the file kept outside the store proves the history up to that
     point: ``fieldtrust verify --policy FILE`` checks the store still holds it.
     """
-    thresholds = [
-        {
+    thresholds = []
+    for entry in current_policy(con):
+        if entry.status != "active":
+            continue
+        certification = _certification(con, entry.decision.evidence_id)
+        thresholds.append({
             "doc_type": entry.doc_type,
             "field": entry.field,
             "threshold": entry.threshold,
-            "form_versions": _covered_versions(con, entry.decision.evidence_id),
+            "comparison": COMPARISON,
+            "form_versions": _covered_versions(certification),
+            "target": certification.get("target"),
+            "confidence": certification.get("confidence"),
             "approved_by": entry.decision.decided_by,
             "approved_at": entry.decision.decided_at.isoformat(),
             "evidence_id": entry.decision.evidence_id,
             "decision_id": entry.decision.decision_id,
-        }
-        for entry in current_policy(con)
-        if entry.status == "active"
-    ]
+        })
     return {
+        "rule": RULE,
         "history_head": _history_head(con),
         "format": POLICY_FORMAT,
         "generated_at": utc_now().isoformat(timespec="seconds") + "Z",
@@ -62,11 +81,15 @@ def export_policy(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     }
 
 
-def _covered_versions(con: duckdb.DuckDBPyConnection, evidence_id: str | None) -> list[str]:
-    """The form versions the approval's evidence covers; none known means none covered."""
+def _certification(con: duckdb.DuckDBPyConnection, evidence_id: str | None) -> dict[str, Any]:
+    """The certification an approval's evidence froze (empty when it has none)."""
     if evidence_id is None:
-        return []
-    certification = evidence_payload(con, evidence_id).get("certification") or {}
+        return {}
+    return evidence_payload(con, evidence_id).get("certification") or {}
+
+
+def _covered_versions(certification: dict[str, Any]) -> list[str]:
+    """The form versions the approval's evidence covers; none known means none covered."""
     if "covered_versions" in certification:
         return [str(v) for v in certification["covered_versions"]]
     # Evidence frozen before approvals named their versions: the checks that covered.

@@ -13,6 +13,7 @@ from fieldtrust.governance.acts import approve
 from fieldtrust.governance.bar_admin import set_policy_settings
 from fieldtrust.governance.decisions import current_policy
 from fieldtrust.governance.duties import own_labels
+from fieldtrust.governance.policy import export_policy
 from fieldtrust.store.bar import policy_bar
 from fieldtrust.store.weeks import week_bounds
 
@@ -80,7 +81,7 @@ def test_a_policy_below_one_refuses_an_approver_who_gave_more(
     con: duckdb.DuckDBPyConnection, builder: Any, db_path: Any
 ) -> None:
     _labelled_by(con, builder, ["mona", "mona", "alice"])
-    set_policy_settings(con, "root", max_own_label_share=0.5)
+    set_policy_settings(con, "root", max_own_label_share=0.5, target=0.96)
     assert policy_bar(con).bar.max_own_label_share == 0.5
     with pytest.raises(Refused, match=(
         r"^mona gave 320 of the 480 labels invoice/total's certificate rests on \(67%\);"
@@ -90,6 +91,9 @@ def test_a_policy_below_one_refuses_an_approver_who_gave_more(
     # Another manager, who labelled nothing, may approve the same evidence.
     con.execute("INSERT INTO user_roles VALUES ('nora', 'manager', 'root', now()::TIMESTAMP)")
     assert approve(con, "nora", "invoice", "total", "checked by two").decided_by == "nora"
+    # The policy file states what the approval was held to.
+    (entry,) = export_policy(con)["thresholds"]
+    assert (entry["comparison"], entry["target"], entry["confidence"]) == (">=", 0.96, 0.95)
     con.close()
     # The CLI: exit 2, one line, nothing recorded.
     result = CliRunner().invoke(cli, ["--db", str(db_path), "decide", "approve", "--doc-type",
