@@ -31,8 +31,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from fieldtrust.ingest.extractions import STORED_COLUMNS, typed_columns
 from fieldtrust.ingest.sources import Source, queries
+from fieldtrust.ingest.sources.changes import counted_files
 from fieldtrust.ingest.sources.checks import any_fails, counting_rules, storing_rules
-from fieldtrust.ingest.sources.refresh import counted_files, rule_problems
+from fieldtrust.ingest.sources.refresh import rule_problems
 from fieldtrust.sampling.cells import checked_week, plan_frame
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import (

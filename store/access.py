@@ -43,6 +43,7 @@ ACTIONS: MappingProxyType[str, str] = MappingProxyType(
         "decide": "approve, reject or revoke automation",
         "grant_roles": "grant roles",
         "set_policy": "change the policy settings approvals are held to",
+        "acknowledge_source_change": "acknowledge a changed or missing lake file",
     }
 )
 
@@ -60,6 +61,8 @@ PERMISSIONS: MappingProxyType[str, frozenset[str]] = MappingProxyType(
         "decide": frozenset({"manager", "admin"}),
         "grant_roles": frozenset({"admin"}),
         "set_policy": frozenset({"admin"}),
+        # The people who run the data: a changed file is theirs to look into.
+        "acknowledge_source_change": frozenset({"qa_lead", "admin"}),
     }
 )
 

@@ -641,6 +641,23 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE policy_settings ADD COLUMN max_own_label_share DOUBLE;
         """,
     ),
+    Migration(
+        "0051_source_file_acknowledgements",
+        """
+        -- A counted lake file that changed or went away is reported by every
+        -- refresh until someone acknowledges it (ingest.sources.changes): the
+        -- file as it was seen (size and time; NULL for a file that is gone),
+        -- who and when. A later change is reported again. Append-only.
+        CREATE TABLE source_file_acknowledgements (
+            source          VARCHAR   NOT NULL,
+            path            VARCHAR   NOT NULL,  -- relative to the source's root
+            size            BIGINT,
+            modified        DOUBLE,
+            acknowledged_by VARCHAR   NOT NULL,
+            acknowledged_at TIMESTAMP NOT NULL
+        );
+        """,
+    ),
 )
 
 

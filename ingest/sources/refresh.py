@@ -5,6 +5,8 @@ files) not in ``source_files``, or for a Spark table the rows after the last
 watermark. A file already counted that has since changed (size or time) or
 gone is reported in the result, never counted again: extraction logs are
 append-only, and recounting a rewritten file would count its rows twice.
+It is reported on every refresh until a person acknowledges it
+(:mod:`fieldtrust.ingest.sources.changes`).
 Everything a refresh writes lands in one transaction.
 
 Rows are checked with the ingest rules on what they are counted by
@@ -36,6 +38,7 @@ from fieldtrust.ingest.extractions import typed_columns
 from fieldtrust.ingest.readers import MAX_PROBLEMS, shown
 from fieldtrust.ingest.rules import Rule
 from fieldtrust.ingest.sources import queries
+from fieldtrust.ingest.sources.changes import counted_files, file_changes
 from fieldtrust.ingest.sources.checks import counting_rules, refresh_checks
 from fieldtrust.ingest.sources.config import SourceConfig
 from fieldtrust.ingest.sources.engines import Source, SourceFile
@@ -62,14 +65,6 @@ class RefreshResult:
     changed_files: list[str] = field(default_factory=list)
     missing_files: list[str] = field(default_factory=list)
     watermark: dt.datetime | None = None
-
-
-def counted_files(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, tuple[int, float]]:
-    """Files of ``source`` already counted: path -> (size, modified time)."""
-    rows = con.execute(
-        "SELECT path, size, modified FROM source_files WHERE source = ?", [source]
-    ).fetchall()
-    return {path: (int(size), float(modified)) for path, size, modified in rows}
 
 
 def _watermark(con: duckdb.DuckDBPyConnection, source: str) -> dt.datetime:
@@ -118,12 +113,9 @@ def refresh_source(
     new_files: list[SourceFile] = []
     since = _watermark(con, name)
     if listed is not None:
-        now = {f.path: f for f in listed}
-        for path, (size, modified) in sorted(known.items()):
-            if path not in now:
-                missing.append(path)
-            elif (now[path].size, now[path].modified) != (size, modified):
-                changed.append(path)
+        # Reported until someone acknowledges them (ingest.sources.changes).
+        changes = file_changes(con, name, {f.path: (f.size, f.modified) for f in listed})
+        changed, missing = changes.changed, changes.missing
         new_files = [f for f in listed if f.path not in known]
         if not new_files:
             return RefreshResult(None, name, 0, 0, 0, changed, missing)
