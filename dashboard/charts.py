@@ -63,7 +63,8 @@ def accuracy_heatmap(strata: pd.DataFrame, *, target: float) -> go.Figure:
                 custom_row.append([0, None, None, None])
                 continue
             z_row.append(acc)
-            text_row.append(f"{100 * acc:.1f}%")  # type: ignore[operator]
+            # Every cell says how many labels it rests on, not only in the hover.
+            text_row.append(f"{100 * acc:.1f}%<br>n={row.n_labeled:,}")  # type: ignore[operator]
             custom_row.append([row.n_labeled, row.accuracy_low, row.accuracy_high, row.ece])
         z.append(z_row)
         text.append(text_row)
