@@ -161,12 +161,12 @@ def calibrate(ctx: click.Context, /, as_json: bool, **asks: float | int | None) 
 def _candidate_row(a: CandidateAssessment) -> dict[str, Any]:
     e = a.evidence
     return {
-        "doc_type": a.doc_type,
+        "doc type": a.doc_type,
         "field": a.field,
-        "threshold": _t(a.threshold),
+        "certified threshold": _t(a.threshold),
         "coverage": _pct(e["coverage"]),
         "labels above": e["labels_above"],
-        "accuracy": _pct(e["accuracy"]),
+        "accuracy above": _pct(e["accuracy"]),
         "lower bound": _pct(e["accuracy_low"]),
         "weeks checked": len(e["weeks_checked"]),
         "covers": e.get("coverage_text") or "",
@@ -212,7 +212,7 @@ def candidates(ctx: click.Context, /, as_json: bool, **asks: float | int | None)
     click.echo(f"{len(others)} not candidates:")
     echo_table(
         [
-            {"doc_type": a.doc_type, "field": a.field, "reason": a.reason_text,
+            {"doc type": a.doc_type, "field": a.field, "why not": a.reason_text,
              "labels needed": a.labels_needed, "needed above": _t(a.labels_needed_threshold)}
             for a in others
         ]
