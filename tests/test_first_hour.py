@@ -154,6 +154,7 @@ def quickstart_shell(tmp: Path, page: str, env: dict[str, str]) -> Shell:
     return Shell(clone, env, before)
 
 
+@pytest.mark.slow  # a clone, a wheel build and about twenty CLI processes: minutes on 2 cores
 def test_the_quickstart_runs_as_printed(tmp_path: Path) -> None:
     page = QUICKSTART.read_text(encoding="utf-8")
     commands = [s.command for s in steps(page)]
