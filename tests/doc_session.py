@@ -11,8 +11,9 @@ Regenerate a page's outputs (after a change that alters them) with::
 
     python tests/doc_session.py docs/quickstart.md
 
-which runs the page the way ``tests/test_first_hour.py`` does and rewrites
-each shown output with what the command printed.
+which runs the page the way ``tests/test_first_hour.py`` does (on a clone of
+the checkout's last commit: commit first) and rewrites each shown output with
+what the command printed.
 """
 
 from __future__ import annotations
