@@ -434,6 +434,14 @@ def revocations(con: duckdb.DuckDBPyConnection, bar: Bar) -> Any:
     return revocation_recommendations(con, bar)
 
 
+@query("own_labels")
+def own_labels(con: duckdb.DuckDBPyConnection, user: str, doc_type: str, field: str) -> Any:
+    """How many of a stratum's labels the would-be approver gave (governance.duties)."""
+    from fieldtrust.governance.duties import own_labels as own
+
+    return own(con, user, doc_type, field)
+
+
 @query("policy_export")
 def policy_export(con: duckdb.DuckDBPyConnection) -> Any:
     """The policy file production reads (governance.policy.export_policy)."""

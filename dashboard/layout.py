@@ -110,7 +110,8 @@ def sidebar_footer(path: str, version: data.DataVersion) -> None:
     st.sidebar.divider()
     st.sidebar.caption(
         f"Store {code_span(path)}  \n{version.extractions:,} extractions"
-        f" · {version.labels:,} labels · {version.decisions:,} decisions"
+        f" · {version.labels:,} labels recorded (every review; estimates use the"
+        f" design-based ones) · {version.decisions:,} decisions"
     )
 
 

@@ -30,6 +30,7 @@ from fieldtrust.governance.decisions import (
     Decision,
     current_policy,
 )
+from fieldtrust.governance.duties import check_own_labels, own_labels
 from fieldtrust.governance.evidence import (
     AuditDesign,
     Certification,
@@ -91,7 +92,9 @@ def approve(
     Refused
         No comment, an unknown stratum, criteria looser than the store's
         policy, a stratum that is not a current candidate (the reason is
-        named), or ``threshold`` is below the certified one.
+        named), ``threshold`` is below the certified one, or ``actor`` gave a
+        larger share of the stratum's labels than the policy's
+        ``max_own_label_share`` (:mod:`fieldtrust.governance.duties`).
     """
     actor = _before_certifying(con, actor, "approve", doc_type, field, comment)
     _check_range(threshold)
@@ -107,6 +110,9 @@ def approve(
             f" stratum; {threshold} is below it: approve at or above the certified threshold"
             " (re-run `fieldtrust candidates` for fresh numbers)"
         )
+    # Segregation of duties, on the labels the certificate just read.
+    check_own_labels(own_labels(con, actor, doc_type, field, certification.window),
+                     resolve_bar(con, criteria))
     recorded = certification.threshold if threshold is None else threshold
     return _record(con, actor, "approve", doc_type, field, recorded, comment,
                    certification=certification)

@@ -45,8 +45,19 @@ POLICY_FORMAT = 3
 #: Largest policy file read back (one stratum is a few hundred bytes).
 MAX_POLICY_BYTES = 16 * 1024 * 1024
 #: The keys of one threshold, as the file holds them.
-THRESHOLD_KEYS = ("doc_type", "field", "threshold", "form_versions", "approved_by",
-                  "approved_at", "evidence_id", "decision_id")
+THRESHOLD_KEYS = ("doc_type", "field", "threshold", "comparison", "form_versions", "target",
+                  "confidence", "approved_by", "approved_at", "evidence_id", "decision_id")
+
+#: How a pipeline compares an extraction's stated confidence with the threshold.
+COMPARISON = ">="
+
+#: What the file means, in one sentence at its top: read by people, not pipelines.
+RULE = (
+    "Automate an extraction of doc_type/field when its stated confidence is >= threshold"
+    " and its form version is one of form_versions; send every other extraction to a"
+    " human. Above the threshold, accuracy was certified to be at least target with the"
+    " stated confidence (1 - delta) on the evidence named."
+)
 
 
 def export_policy(
@@ -56,13 +67,17 @@ def export_policy(
 
     Keys: ``format``, ``generated_at`` (UTC, ISO), ``schema_version`` (the
     store's newest migration), ``fieldtrust_version``, ``history_head``,
-    ``thresholds`` and ``signature``. ``thresholds`` holds one object per
-    approved stratum with doc_type, field, threshold, form_versions (the
-    versions covered; every other version goes to a human), approved_by,
-    approved_at, evidence_id and decision_id, sorted by stratum: the policy
-    as it stood at ``history_head`` (``{"seq": N, "hash": "..."}``, the head
-    of the history chain, :mod:`fieldtrust.store.chain`). A copy of the file
-    kept outside the store proves the history up to that point: ``fieldtrust
+    ``rule``, ``thresholds`` and ``signature``. ``thresholds`` holds one
+    object per approved stratum with doc_type, field, threshold, comparison
+    (``">="``: a stated confidence at or above the threshold is automated),
+    form_versions (the versions covered; every other version goes to a
+    human), target and confidence (what the certificate states: accuracy
+    above the threshold at least ``target``, with confidence ``confidence``),
+    approved_by, approved_at, evidence_id and decision_id, sorted by stratum:
+    the policy as it stood at ``history_head`` (``{"seq": N, "hash": "..."}``,
+    the head of the history chain, :mod:`fieldtrust.store.chain`); ``rule`` is
+    that sentence for people reading the file. A copy of the file kept
+    outside the store proves the history up to that point: ``fieldtrust
     verify --policy FILE`` checks the store still holds it.
 
     ``signature`` is ``{"algorithm": "ed25519", "key_id", "value"}`` over
@@ -81,6 +96,7 @@ def export_policy(
     if not check.intact:
         raise Refused(f"the policy is not exported: {check.summary()}")
     payload = {
+        "rule": RULE,
         "history_head": {"seq": check.head.seq, "hash": check.head.row_hash},
         "format": POLICY_FORMAT,
         "generated_at": utc_now().isoformat(timespec="seconds") + "Z",
@@ -93,27 +109,36 @@ def export_policy(
 
 def policy_thresholds(con: duckdb.DuckDBPyConnection, up_to_seq: int) -> list[dict[str, Any]]:
     """The approved thresholds as they stood at history chain entry ``up_to_seq``."""
-    return [
-        {
+    thresholds = []
+    for entry in current_policy(con, up_to_seq=up_to_seq):
+        if entry.status != "active":
+            continue
+        certification = _certification(con, entry.decision.evidence_id)
+        thresholds.append({
             "doc_type": entry.doc_type,
             "field": entry.field,
             "threshold": entry.threshold,
-            "form_versions": _covered_versions(con, entry.decision.evidence_id),
+            "comparison": COMPARISON,
+            "form_versions": _covered_versions(certification),
+            "target": certification.get("target"),
+            "confidence": certification.get("confidence"),
             "approved_by": entry.decision.decided_by,
             "approved_at": entry.decision.decided_at.isoformat(),
             "evidence_id": entry.decision.evidence_id,
             "decision_id": entry.decision.decision_id,
-        }
-        for entry in current_policy(con, up_to_seq=up_to_seq)
-        if entry.status == "active"
-    ]
+        })
+    return thresholds
 
 
-def _covered_versions(con: duckdb.DuckDBPyConnection, evidence_id: str | None) -> list[str]:
-    """The form versions the approval's evidence covers; none known means none covered."""
+def _certification(con: duckdb.DuckDBPyConnection, evidence_id: str | None) -> dict[str, Any]:
+    """The certification an approval's evidence froze (empty when it has none)."""
     if evidence_id is None:
-        return []
-    certification = evidence_payload(con, evidence_id).get("certification") or {}
+        return {}
+    return evidence_payload(con, evidence_id).get("certification") or {}
+
+
+def _covered_versions(certification: dict[str, Any]) -> list[str]:
+    """The form versions the approval's evidence covers; none known means none covered."""
     if "covered_versions" in certification:
         return [str(v) for v in certification["covered_versions"]]
     # Evidence frozen before approvals named their versions: the checks that covered.

@@ -45,6 +45,7 @@ ACTIONS: MappingProxyType[str, str] = MappingProxyType(
         "grant_roles": "grant roles",
         "set_policy": "change the policy settings approvals are held to",
         "vouch_history": "vouch for history written before the store signed decisions",
+        "acknowledge_source_change": "acknowledge a changed or missing lake file",
     }
 )
 
@@ -63,6 +64,8 @@ PERMISSIONS: MappingProxyType[str, frozenset[str]] = MappingProxyType(
         "grant_roles": frozenset({"admin"}),
         "set_policy": frozenset({"admin"}),
         "vouch_history": frozenset({"admin"}),
+        # The people who run the data: a changed file is theirs to look into.
+        "acknowledge_source_change": frozenset({"qa_lead", "admin"}),
     }
 )
 

@@ -668,6 +668,33 @@ MIGRATIONS: tuple[Migration, ...] = (
         SELECT coalesce(max(seq), 0), now()::TIMESTAMP FROM history_chain;
         """,
     ),
+    Migration(
+        "0050_policy_max_own_label_share",
+        """
+        -- Segregation of duties: the largest share of a stratum's design-based
+        -- labels its approver may have given. NULL in a row written before it
+        -- existed, which held the default (1: any share, with a warning when
+        -- every label is the approver's). Checked by the Bar, as 0023's column.
+        ALTER TABLE policy_settings ADD COLUMN max_own_label_share DOUBLE;
+        """,
+    ),
+    Migration(
+        "0051_source_file_acknowledgements",
+        """
+        -- A counted lake file that changed or went away is reported by every
+        -- refresh until someone acknowledges it (ingest.sources.changes): the
+        -- file as it was seen (size and time; NULL for a file that is gone),
+        -- who and when. A later change is reported again. Append-only.
+        CREATE TABLE source_file_acknowledgements (
+            source          VARCHAR   NOT NULL,
+            path            VARCHAR   NOT NULL,  -- relative to the source's root
+            size            BIGINT,
+            modified        DOUBLE,
+            acknowledged_by VARCHAR   NOT NULL,
+            acknowledged_at TIMESTAMP NOT NULL
+        );
+        """,
+    ),
 )
 
 

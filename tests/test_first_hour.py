@@ -5,6 +5,8 @@ who you are once (FIELDTRUST_USER), make the key decisions are signed with,
 ingest the extraction log, take the
 qa_lead role too, draw each week's audit sample to a file, fill its verdict
 column as a reviewer would, import it, calibrate, and approve the candidate.
+The second test runs the page itself, command by command, on a fresh clone
+and virtualenv, and compares what each command prints with what it shows.
 """
 
 from __future__ import annotations
@@ -12,12 +14,16 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import json
+import os
 import random
 import re
+import subprocess
+import venv
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from doc_session import Shell, normalise, session, steps
 
 from fieldtrust.cli.main import cli
 
@@ -111,3 +117,75 @@ def test_the_first_hour_ends_in_an_approval(tmp_path: Path,
     users = json.loads(run("users", "list", "--json"))
     assert users == [{"user_name": "ann", "roles": ["qa_lead", "admin"]}]
     assert labelled > 59
+
+
+# The page itself, run as printed --------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICKSTART = ROOT / "docs" / "quickstart.md"
+
+
+def quickstart_shell(tmp: Path, page: str, env: dict[str, str]) -> Shell:
+    """A fresh machine for docs/quickstart.md: a clone, a virtualenv, the page's files.
+
+    The page starts in a clone of the repository (its committed state) with a
+    fresh virtualenv's ``python`` first on PATH. The test has no package
+    index: the dependencies come from the base interpreter's site-packages,
+    and the build runs without an isolated environment (on a machine with the
+    index, the page's command fetches setuptools itself). The
+    extraction log is the one :func:`_extraction_log` writes, the design file
+    is what the page's ``cat design.toml`` shows, and each sheet is filled
+    with "correct" before its import, as a reviewer would.
+    """
+    clone = tmp / "fieldtrust"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+    venv.create(tmp / "venv", system_site_packages=True, with_pip=True)
+    # Its bundled setuptools predates building wheels without the `wheel` package;
+    # without it, the build uses this interpreter's (what an isolated build fetches).
+    subprocess.run([str(tmp / "venv" / "bin" / "python"), "-m", "pip", "uninstall", "--quiet",
+                    "--yes", "setuptools"], check=True, capture_output=True)
+    env = {k: v for k, v in env.items()
+           if not k.startswith(("FIELDTRUST_", "PIP_", "VIRTUAL_ENV", "PYTHON"))}
+    env.update(PATH=f"{tmp / 'venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}",
+               PIP_NO_INDEX="1", PIP_NO_BUILD_ISOLATION="0",
+               PIP_DISABLE_PIP_VERSION_CHECK="1", COLUMNS="200")
+    shown = {s.command: s.shown for s in steps(page)}
+
+    def before(command: str, shell: Shell) -> None:
+        words = command.split()
+        if "extractions.csv" in words and not (shell.cwd / "extractions.csv").exists():
+            _extraction_log(shell.cwd / "extractions.csv")
+        if command == "cat design.toml":
+            (shell.cwd / "design.toml").write_text(shown[command] + "\n")
+        if words[1:3] == ["labels", "import"]:
+            _fill(shell.cwd / words[3], "correct")
+
+    return Shell(clone, env, before)
+
+
+@pytest.mark.slow  # a clone, a wheel build and about twenty CLI processes: minutes on 2 cores
+def test_the_quickstart_runs_as_printed(tmp_path: Path) -> None:
+    page = QUICKSTART.read_text(encoding="utf-8")
+    commands = [s.command for s in steps(page)]
+    assert commands[0] == "python -m pip install ." and "fieldtrust recalibrate" in commands
+    assert not any("pip install fieldtrust" in c for c in commands)  # not on the index
+    shell = quickstart_shell(tmp_path, page, dict(os.environ))
+    for step, printed in session(page, shell):
+        if step.shown.strip():
+            assert normalise(printed) == normalise(step.shown), (
+                f"docs/quickstart.md line {step.line}: `$ {step.command}` printed otherwise"
+                " (regenerate: python tests/doc_session.py docs/quickstart.md)\n" + printed)
+    # The store the page built is outside the clone, and the CLI came from the virtualenv.
+    assert (shell.cwd / "fieldtrust.duckdb").exists() and "fieldtrust" not in shell.cwd.parts[-1:]
+    where = subprocess.run(["bash", "-c", "command -v fieldtrust"], env=shell.env,
+                           capture_output=True, text=True, check=True).stdout
+    assert where.startswith(str(tmp_path / "venv"))
+
+
+def test_the_readme_installs_the_way_the_quickstart_does() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first = readme.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    assert first[0].startswith("git clone ")  # in an empty folder, the clone comes first
+    assert first[1].startswith("cd fieldtrust")
+    assert first[2].startswith("python -m pip install . && fieldtrust serve --demo")
+    assert "python -m pip install ." in [s.command for s in steps(QUICKSTART.read_text())]

@@ -134,7 +134,7 @@ def _trend_section(scope: object, bar: Bar) -> None:
     st.plotly_chart(charts.weekly_trend(shown, target=bar.target),
                     key="audit.trend_chart")
     with st.expander("Weekly estimates"):
-        downloads.show_table("weekly_estimates", trend)
+        downloads.show_table("weekly_estimates", views.estimates_table(trend))
 
 
 def _alerts_section(week: str, bar: Bar) -> None:

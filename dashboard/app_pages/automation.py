@@ -77,6 +77,8 @@ def _confirm(identity: auth.Identity, action: str, stratum: views.Stratum) -> No
     if stratum.threshold is not None:
         st.markdown(f"Threshold: **{stratum.threshold:.3f}**")
     st.markdown(stratum.summary)
+    if action == "approve":
+        _own_labels_warning(identity, stratum)
     st.caption(_CONSEQUENCE[action] + " The evidence above is frozen with the decision.")
     comment = st.session_state.get(state.AUTO_COMMENT, "")
     st.markdown(f"Comment: {layout.plain(comment) if comment else '(none: it will be refused)'}")
@@ -101,6 +103,7 @@ def _decision_form(identity: auth.Identity | None, strata: list[views.Stratum]) 
                           format_func=lambda key: labels[key].label)
     stratum = labels[chosen]
     st.markdown(stratum.summary)
+    _own_labels_warning(identity, stratum)
     st.caption(
         "Approving certifies the whole stratum, every form version, at the store's policy"
         " settings, whatever these filters show; production automates only the form"
@@ -120,6 +123,15 @@ def _decision_form(identity: auth.Identity | None, strata: list[views.Stratum]) 
     asked = st.session_state.get(state.AUTO_DIALOG)
     if asked is not None and asked[1] == stratum.key:
         _confirm(identity, asked[0], stratum)
+
+
+def _own_labels_warning(identity: auth.Identity, stratum: views.Stratum) -> None:
+    """Say so when every label this approval would rest on is the approver's own."""
+    if not stratum.candidate:
+        return
+    warning = data.cached("own_labels", identity.user, stratum.doc_type, stratum.field).warning()
+    if warning:
+        st.warning(layout.plain(warning), icon=":material/warning:")
 
 
 def _policy_export() -> None:

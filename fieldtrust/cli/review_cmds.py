@@ -155,6 +155,7 @@ def decide_cmd(
     manager or admin.
     """
     from fieldtrust.governance import acts
+    from fieldtrust.governance.duties import own_labels
     from fieldtrust.governance.evidence import load_evidence
 
     actor = acting_user(ctx, actor, what="deciding")
@@ -175,6 +176,10 @@ def decide_cmd(
             f"covers form versions {', '.join(covered) or '(none)'}; production sends any"
             " other version to a human"
         )
+        window = certification.window if certification else None
+        warning = own_labels(con, decision.decided_by, doc_type, field_name, window).warning()
+        if warning:
+            echo(f"warning: {warning}")
 
 
 @click.group("policy", epilog="Example: fieldtrust policy export --out policy.json")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from fieldtrust.calibration.figures import CELL_LEGEND, cell_text
 from fieldtrust.cli.common import (
     FORCE_HELP,
     WEEK,
@@ -356,8 +357,16 @@ def report(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
     if result.trend.num_rows == 0:
         echo("no audit labels yet: draw a sample (fieldtrust sample) and label it")
         return
-    echo("accuracy by week (design-weighted; Korn-Graubard 95% interval of the last week):")
-    echo_table(_records(_trend_grid(result.trend.to_pandas(), result.overall.to_pandas())))
+    echo(
+        f"Accuracy by ISO week, in %: design-weighted, with its {bar.confidence:.0%} interval"
+        " (Korn-Graubard) and the audit labels it rests on (n). Each week's figure covers"
+        " that week's extractions of the stratum (the row 'extractions covered' counts them"
+        " for all strata together)."
+    )
+    grid = _trend_grid(result.trend.to_pandas(), result.overall.to_pandas())
+    echo_table(grid)
+    if any("[*]" in str(value) for row in grid for value in row.values()):
+        echo(CELL_LEGEND)
     echo("")
     if not result.alerts:
         echo(f"no alerts for {result.weeks[-1]}")
@@ -367,19 +376,28 @@ def report(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
         echo(result.alert_note)
 
 
-def _trend_grid(trend: pd.DataFrame, overall: pd.DataFrame) -> pd.DataFrame:
-    """Strata as rows, weeks as columns, with the last week's interval and label count."""
-    import pandas as pd
+def _trend_grid(trend: pd.DataFrame, overall: pd.DataFrame) -> list[dict[str, Any]]:
+    """Strata as rows (all strata together first), weeks as columns; every cell with n."""
+    weeks = sorted(set(trend["week"]) | set(overall["week"]))
 
-    rows = pd.concat([trend, overall.assign(doc_type="(overall)", field="")], ignore_index=True)
-    grid = rows.pivot_table(
-        index=["doc_type", "field"], columns="week", values="estimate", aggfunc="first", sort=True
-    )
-    last = rows[rows["week"] == rows["week"].max()].set_index(["doc_type", "field"])
-    grid.columns = [str(c) for c in grid.columns]
-    grid["last_interval"] = last.apply(lambda r: f"[{r['lower']:.3f}, {r['upper']:.3f}]", axis=1)
-    grid["last_n"] = last["n"]
-    return grid.reset_index()
+    def cells(rows: pd.DataFrame) -> dict[str, str]:
+        by_week = {r["week"]: r for r in rows.to_dict(orient="records")}
+        return {week: cell_text(*(by_week[week][k] for k in _FIGURE)) if week in by_week
+                else "" for week in weeks}
+
+    covered = {r["week"]: r["population"] for r in overall.to_dict(orient="records")}
+    grid = [
+        {"doc type": "(all strata)", "field": "", **cells(overall)},
+        {"doc type": "(extractions covered)", "field": "",
+         **{week: f"{covered[week]:,.0f}" if week in covered else "" for week in weeks}},
+    ]
+    for (doc_type, field), rows in trend.groupby(["doc_type", "field"], sort=True):
+        grid.append({"doc type": doc_type, "field": field, **cells(rows)})
+    return grid
+
+
+#: The columns of an estimate :func:`cell_text` writes, in its argument order.
+_FIGURE = ("estimate", "lower", "upper", "n", "n_eff")
 
 
 @click.command(epilog="Example: fieldtrust queue --limit 20")

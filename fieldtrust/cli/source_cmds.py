@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fieldtrust.cli.common import echo_json, open_db, settings, time_window
+from fieldtrust.cli.common import AS_HELP, acting_user, echo_json, open_db, settings, time_window
 from fieldtrust.cli.terminal import echo
 from fieldtrust.settings import Settings
 
@@ -89,7 +89,7 @@ def source(ctx: click.Context, test: bool, as_json: bool) -> None:
 
 
 def _test(ctx: click.Context) -> dict[str, Any]:
-    from fieldtrust.ingest.sources.refresh import counted_files
+    from fieldtrust.ingest.sources.changes import counted_files
 
     opened = open_configured_source(ctx)
     assert opened is not None
@@ -116,17 +116,28 @@ def _progress(as_json: bool, quiet: bool) -> Any:
     help="Leave rows an ingest rule on what they are counted by rejects out of the counts"
          " (recorded with the refresh) instead of refusing the refresh.",
 )
+@click.option(
+    "--acknowledge", "acknowledged", multiple=True, metavar="PATH",
+    help="A counted file the last refresh reported changed or gone: you have seen it, so"
+         " later refreshes stop reporting it until it changes again (repeatable; needs"
+         " qa_lead or admin).",
+)
+@click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
-def refresh(ctx: click.Context, skip_invalid: bool, quiet: bool, as_json: bool) -> None:
+def refresh(
+    ctx: click.Context, skip_invalid: bool, acknowledged: tuple[str, ...], actor: str | None,
+    quiet: bool, as_json: bool,
+) -> None:
     """Count the source's new files (or rows) into the store's rollup, in one transaction.
 
-    Files counted before are not read again; one that changed since is
-    reported, not recounted. A Delta table is counted by what its new versions
-    add and remove: compaction changes no count. A store that holds ingested
-    rows, or counts another source, is refused (it would count rows twice).
-    Rows an ingest rule on what they are counted by
+    Files counted before are not read again; one that changed since (or is
+    gone) is reported, not recounted, on every refresh until someone
+    acknowledges it with --acknowledge PATH. A Delta table is counted by what
+    its new versions add and remove: compaction changes no count. A store that
+    holds ingested rows, or counts another source, is refused (it would count
+    rows twice). Rows an ingest rule on what they are counted by
     rejects (doc_type, field, form_version, confidence, extracted_at, with the
     settings' earliest_time and future_days) refuse the refresh (exit 2, the
     store unchanged) unless --skip-invalid. The other rules (ids, values,
@@ -140,8 +151,16 @@ def refresh(ctx: click.Context, skip_invalid: bool, quiet: bool, as_json: bool) 
             "the source is the store itself (setting source = store): its rollup is kept at"
             " ingest; set source to parquet, delta or spark to refresh from a lake"
         )
+    con = open_db(ctx)
+    if acknowledged:
+        from fieldtrust.ingest.sources.changes import acknowledge_changes
+
+        who = acting_user(ctx, actor, what="acknowledging a changed file")
+        for path in acknowledge_changes(con, opened, who, acknowledged):
+            if not as_json:
+                echo(f"{path}: acknowledged by {who}; reported again if it changes")
     progress = _progress(as_json, quiet)
-    result = refresh_source(open_db(ctx), opened, skip_invalid=skip_invalid, progress=progress)
+    result = refresh_source(con, opened, skip_invalid=skip_invalid, progress=progress)
     if as_json:
         echo_json(dataclasses.asdict(result))
         return
@@ -158,9 +177,12 @@ def refresh(ctx: click.Context, skip_invalid: bool, quiet: bool, as_json: bool) 
                " before" if result.files_rewritten else "")
         )
     for path in result.changed_files:
-        echo(f"warning: {path} changed after it was counted; it was not counted again")
+        echo(f"warning: {path} changed after it was counted; it was not counted again"
+                   " (write its rows as a new file;"
+                   f" `fieldtrust refresh --acknowledge {path}` once you have looked)")
     for path in result.missing_files:
-        echo(f"warning: {path} was counted but is gone from the source")
+        echo(f"warning: {path} was counted but is gone from the source"
+                   f" (`fieldtrust refresh --acknowledge {path}` once you have looked)")
 
 
 def register(group: click.Group) -> None:

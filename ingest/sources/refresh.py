@@ -7,8 +7,10 @@ compaction changes no count), or for a Spark table the rows after the last
 watermark. A Parquet file already counted that has since changed (size or
 time) or gone is reported in the result, never counted again: extraction
 logs are append-only, and recounting a rewritten file would count its rows
-twice. A store counts one log once: a refresh into a store holding ingested
-rows or another source's counts is refused (:func:`refuse_double_counting`).
+twice. It is reported on every refresh until a person acknowledges it
+(:mod:`fieldtrust.ingest.sources.changes`). A store counts one log once: a
+refresh into a store holding ingested rows or another source's counts is
+refused (:func:`refuse_double_counting`).
 Everything a refresh writes lands in one transaction.
 
 Rows are checked with the ingest rules on what they are counted by
@@ -26,6 +28,7 @@ drawn rows come home. Extraction ids are taken as unique across the lake
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import uuid
@@ -40,9 +43,10 @@ from fieldtrust.ingest.extractions import typed_columns
 from fieldtrust.ingest.readers import MAX_PROBLEMS, shown
 from fieldtrust.ingest.rules import Rule
 from fieldtrust.ingest.sources import queries
+from fieldtrust.ingest.sources.changes import counted_files, unacknowledged
 from fieldtrust.ingest.sources.checks import counting_rules, refresh_checks
 from fieldtrust.ingest.sources.config import SourceConfig
-from fieldtrust.ingest.sources.engines import Source, SourceFile
+from fieldtrust.ingest.sources.engines import Listing, Source, SourceFile
 from fieldtrust.store.connection import transaction, utc_now
 from fieldtrust.store.rollup import counted_sources, ingested_rows, store_name
 
@@ -71,14 +75,6 @@ class RefreshResult:
     rows_removed: int = 0
     #: Files a compaction wrote: recorded (the draw reads them), their rows not counted again.
     files_rewritten: int = 0
-
-
-def counted_files(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, tuple[int, float]]:
-    """Files of ``source`` already counted: path -> (size, modified time)."""
-    rows = con.execute(
-        "SELECT path, size, modified FROM source_files WHERE source = ?", [source]
-    ).fetchall()
-    return {path: (int(size), float(modified)) for path, size, modified in rows}
 
 
 def select_counted(con: duckdb.DuckDBPyConnection, source: Source) -> None:
@@ -143,6 +139,7 @@ def refresh_source(
     since = _watermark(con, name)
     new_files: list[SourceFile] = []
     if listing is not None:
+        listing = _unacknowledged(con, source, listing)
         new_files = listing.new
         if not (new_files or listing.removed or listing.rewritten):
             return RefreshResult(None, name, 0, 0, 0, listing.changed, listing.missing)
@@ -190,6 +187,17 @@ def refresh_source(
         listing.missing if listing else [], watermark, rows_removed=removed,
         files_rewritten=len(done.rewritten),
     )
+
+
+def _unacknowledged(con: duckdb.DuckDBPyConnection, source: Source, listing: Listing) -> Listing:
+    """``listing`` without the changed or missing files a person acknowledged as they are now
+    (:mod:`fieldtrust.ingest.sources.changes`): reported again once they change again."""
+    if not (listing.changed or listing.missing):
+        return listing
+    now = {f.path: (f.size, f.modified) for f in source.files() or []}
+    name = source.config.name
+    return dataclasses.replace(listing, changed=unacknowledged(con, name, listing.changed, now),
+                               missing=unacknowledged(con, name, listing.missing, now))
 
 
 def refuse_double_counting(con: duckdb.DuckDBPyConnection, name: str) -> None:

@@ -139,9 +139,38 @@ def test_overview_puts_the_strata_below_target_next_to_the_overall_figure(
     assert "below 95%" in headline and "n = " in headline and "[" in headline
     tables = at.dataframe
     below = tables[0].value
-    pairs = set(zip(below["doc_type"], below["field"], strict=True))
+    pairs = set(zip(below["doc type"], below["field"], strict=True))
     assert ("handwritten_receipt", "tax") in pairs
     assert (below["accuracy"] < 0.95).all()
+
+
+def test_overview_figures_say_their_n_why_it_differs_from_the_sidebar_and_use_human_headers(
+    shared_demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(shared_demo_db)
+    at = _open("overview", user="quinn")
+    captions = _texts(at)
+    recorded = file_rows(shared_demo_db, "SELECT count(*) FROM labels")[0][0]
+    headline = next(m.value for m in at.markdown if "overall" in m.value)
+    n = int(re.search(r"\(n = ([\d,]+)\)", headline).group(1).replace(",", ""))  # type: ignore[union-attr]
+    assert n < recorded  # the demo's second reviews and adjudications are labels too
+    assert f"n counts {n:,} design-based labels" in captions
+    assert f"The sidebar's {recorded:,} labels are every label recorded" in captions
+    assert f"{recorded:,} labels recorded (every review" in captions  # the sidebar itself
+    strata = at.dataframe[1].value
+    assert not {"accuracy_high", "n_labeled", "labels_by_provenance"} & set(strata.columns)
+    assert {"design-based labels", "95% interval", "audit labels", "covers"} <= set(
+        strata.columns)
+    # A stratum whose interval is uninformative shows the note, the others an interval.
+    for row in strata.to_dict(orient="records"):
+        shown = row["95% interval"]
+        assert shown.startswith("no usable interval") or re.fullmatch(
+            r"\[\d+\.\d%, \d+\.\d%\]", shown), shown
+    assert any(str(v).startswith("no usable interval") for v in strata["95% interval"])
+    # Each heatmap cell with labels says how many.
+    heatmap = next(c for c in at.get("plotly_chart"))
+    cells = [t for row in json.loads(heatmap.proto.spec)["data"][0]["text"] for t in row if t]
+    assert cells and all(re.fullmatch(r"\d+\.\d%<br>n=[\d,]+|no labels", t) for t in cells)
 
 
 def test_calibration_metrics_carry_an_interval_and_their_label_count(
@@ -158,6 +187,12 @@ def test_calibration_metrics_carry_an_interval_and_their_label_count(
     brier = next(m for m in at.metric if m.label.startswith("Brier"))
     low, high = (float(x) for x in re.findall(r"0\.\d{3}", ranges[0]))
     assert low <= float(brier.value) <= high
+    # The point threshold says how many labels lie above it, and of how many extractions.
+    thresholds = next(m.value for m in at.markdown if "threshold" in m.value)
+    if "Point threshold" in thresholds:
+        assert re.search(r"Point threshold \*\*0\.\d{3}\*\* \(estimate, no guarantee\):"
+                         r" accuracy above [\d.]+% on n = [\d,]+ labels above, coverage"
+                         r" [\d.]+% of [\d,]+ extractions", _shown(thresholds)), thresholds
     ece_caption = next(c for c in captions if c.startswith("debiased squared form"))
     assert re.fullmatch(r"debiased squared form -?\d\.\d{4}; [\d,]+ labels; no interval",
                         ece_caption)

@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -107,6 +108,59 @@ def test_a_file_changed_after_it_was_counted_is_reported_not_recounted(
     assert result.changed_files == [str(first.relative_to(folder))]
     assert result.missing_files == [str(gone.relative_to(folder))]
     assert counts(con) == before
+
+
+def test_an_acknowledged_change_is_not_reported_again_until_the_file_changes_once_more(
+    rows: pa.Table, tmp_path: Path
+) -> None:
+    folder = write_parquet_lake(rows, tmp_path / "lake")
+    db = tmp_path / "s.duckdb"
+    fresh_store(db).close()
+    env = {"FIELDTRUST_SOURCE": "parquet", "FIELDTRUST_SOURCE_PATH": str(folder)}
+    runner = CliRunner()
+
+    def refresh(*options: str) -> Any:
+        return runner.invoke(cli, ["--db", str(db), "refresh", "--quiet", *options], env=env)
+
+    assert refresh().exit_code == 0
+    first, gone = sorted(folder.glob("week=*/*.parquet"))[:2]
+    changed_path, gone_path = (str(p.relative_to(folder)) for p in (first, gone))
+    os.utime(first, (1, 1))
+    gone.unlink()
+    for _ in range(2):  # reported on every refresh
+        warned = refresh()
+        assert [line for line in warned.output.splitlines() if line.startswith("warning")] == [
+            f"warning: {changed_path} changed after it was counted; it was not counted again"
+            f" (write its rows as a new file; `fieldtrust refresh --acknowledge {changed_path}`"
+            " once you have looked)",
+            f"warning: {gone_path} was counted but is gone from the source"
+            f" (`fieldtrust refresh --acknowledge {gone_path}` once you have looked)",
+        ]
+    # A reviewer may not acknowledge, nor may anyone acknowledge a file that did not change.
+    before = table_fingerprint(duckdb.connect(str(db), read_only=True))
+    refused = refresh("--acknowledge", changed_path, "--as", "alice")
+    assert refused.exit_code == 2 and "alice (role reviewer) may not acknowledge" in refused.output
+    unchanged = str(sorted(folder.glob("week=*/*.parquet"))[-1].relative_to(folder))
+    refused = refresh("--acknowledge", unchanged, "--as", "quinn")
+    assert refused.exit_code == 2
+    assert refused.output.strip() == (
+        f"error: {unchanged} is not a counted file of parquet:{folder} that changed or went"
+        f" away; those waiting to be acknowledged: {changed_path}, {gone_path}")
+    assert table_fingerprint(duckdb.connect(str(db), read_only=True)) == before
+
+    done = refresh("--acknowledge", changed_path, "--acknowledge", gone_path, "--as", "quinn")
+    assert done.exit_code == 0, done.output
+    assert done.output.splitlines()[:2] == [
+        f"{changed_path}: acknowledged by quinn; reported again if it changes",
+        f"{gone_path}: acknowledged by quinn; reported again if it changes",
+    ]
+    assert "warning" not in done.output and "warning" not in refresh().output
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT path, size IS NULL, acknowledged_by"
+                           " FROM source_file_acknowledgements ORDER BY path").fetchall() == sorted(
+            [(changed_path, False, "quinn"), (gone_path, True, "quinn")])
+    os.utime(first, (2, 2))  # it changes again: reported again
+    assert f"warning: {changed_path} changed" in refresh().output
 
 
 def test_bad_rows_are_refused_with_the_ingest_messages_unless_skipped(

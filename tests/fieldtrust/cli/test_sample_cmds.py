@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import duckdb
@@ -185,10 +186,29 @@ def test_report_and_queue(filled: Path, world) -> None:
     con.close()
     code, out = run(filled, "report", "--weeks", "2")
     assert code == 0, out
-    assert "(overall)" in out and WEEK in out and ("ALERT" in out or "no alerts" in out)
-    code, out = run(filled, "report", "--json")
-    payload = json.loads(out)
+    assert "ALERT" in out or "no alerts" in out
+    code, text = run(filled, "report", "--weeks", "2", "--json")
+    payload = json.loads(text)
     assert payload["weeks"][-1] == WEEK and payload["trend"] and payload["overall"]
+    # Every figure carries its n and its interval (or the [*] of an uninformative one),
+    # and says what it covers; the cells are the JSON's numbers.
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("doc type"))
+    assert lines[header].split()[:2] == ["doc", "type"] and WEEK in lines[header]
+    overall = payload["overall"][-1]
+    row = next(line for line in lines if line.startswith("(all strata)"))
+    if overall["interval_note"] is None:
+        assert row.rstrip().endswith(
+            f"{100 * overall['estimate']:.1f} [{100 * overall['lower']:.1f}"
+            f"-{100 * overall['upper']:.1f}] n={overall['n']:,}")
+    else:
+        assert row.rstrip().endswith(f"{100 * overall['estimate']:.1f} [*] n={overall['n']:,}")
+    covered = next(line for line in lines if line.startswith("(extractions covered)"))
+    assert covered.rstrip().endswith(f"{overall['population']:,.0f}")
+    body = lines[header + 2: next(i for i, line in enumerate(lines) if not line.strip())]
+    for cell in (c for line in body[2:] for c in re.split(r"\s{2,}", line.strip())[2:]):
+        assert re.fullmatch(r"\d+\.\d (\[\d+\.\d-\d+\.\d\]|\[\*\]) n=[\d,]+", cell), cell
+    assert len(body) == 2 + len({(r["doc_type"], r["field"]) for r in payload["trend"]})
     code, out = run(filled, "queue", "--limit", "5")
     assert code == 0 and "stated confidence" in out
     code, out = run(filled, "queue", "--limit", "3", "--json")
