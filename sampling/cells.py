@@ -191,7 +191,7 @@ def plan_frame(
     population = cells["n_population"].to_numpy(dtype=np.int64)
     new_version = (cells["version_status"] == "new").to_numpy()
     if design.allocation_rule == "neyman":
-        cells["error_rate"] = _band_error_rates(con, week, design, cells)
+        cells["error_rate"] = band_error_rates(con, week, design, cells)
     else:
         cells["error_rate"] = np.nan
     size = cell_sizes(population, new_version, design, cells["error_rate"].to_numpy())
@@ -201,7 +201,7 @@ def plan_frame(
     return cells
 
 
-def _band_error_rates(
+def band_error_rates(
     con: duckdb.DuckDBPyConnection, week: Week, design: Design, cells: pd.DataFrame
 ) -> np.ndarray[Any, np.dtype[np.float64]]:
     """Error rate of each cell's (doc_type, field, band) in the weeks before ``week``."""
