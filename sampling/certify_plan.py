@@ -9,7 +9,7 @@ the weekly labels above the threshold, and the share of the stratum labelled.
 
 A planning figure, not a certificate: it assumes every coming week looks
 like the planned one (its cells, sizes and the bands' error rates, from
-earlier labels shrunk towards the design's ``prior_error``) and asks the
+earlier labels shrunk towards the policy's ``prior_error``) and asks the
 expected evidence of :func:`fieldtrust.calibration.certificate.labels_needed`
 to clear the bar at 80% power. It leaves out the allowances for reviewer
 misses and week-to-week variation, which only the labels can set, so a real
@@ -19,7 +19,7 @@ certificate comes no sooner than planned. Nothing here writes to the store.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import duckdb
@@ -167,7 +167,9 @@ def plan_certificates(
     """
     week = Week(week)
     cells = plan_frame(con, week, design, from_rollup=True)  # a preview, as preview_design
-    cells["p"] = band_error_rates(con, week, design, cells)
+    # Past labels shrunk towards the policy's prior_error: before any label the planner
+    # answers at the rate the policy expects (the design's own prior sizes Neyman cells).
+    cells["p"] = band_error_rates(con, week, replace(design, prior_error=bar.prior_error), cells)
     allowances = Allowances(target=bar.target, delta=1.0 - bar.confidence)
     rows = []
     strata = {}
