@@ -460,6 +460,15 @@ def preview_design(con: duckdb.DuckDBPyConnection, week: str, design_json: str) 
     return preview(con, week, Design.from_json(design_json))
 
 
+@query("certificate_plan")
+def certificate_plan(con: duckdb.DuckDBPyConnection, week: str, design_json: str, bar: Bar) -> Any:
+    """What a design can certify per stratum, and when (sampling.certify_plan, as `plan`)."""
+    from fieldtrust.sampling.certify_plan import plan_certificates
+    from fieldtrust.sampling.design import Design
+
+    return plan_certificates(con, week, Design.from_json(design_json), bar)
+
+
 @query("weekly_estimates")
 def weekly_estimates(con: duckdb.DuckDBPyConnection, scope: Scope, confidence: float) -> Any:
     """Design-weighted accuracy per week and (doc_type, field) (sampling.estimates)."""

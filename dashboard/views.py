@@ -127,6 +127,18 @@ def plan_summary(preview: Any, design: Any) -> str:
     )
 
 
+def certify_caption(plan: Any) -> str:
+    """What the planner's table covers (sampling.certify_plan.CertificatePlan), in one line."""
+    strata = plan.strata
+    soon = [w for w in strata.column("certify_week").to_pylist() if w is not None]
+    return (
+        f"{strata.num_rows} strata, n = {sum(strata.column('n_population').to_pylist()):,}"
+        f" extractions: {plan.population}. {len(soon)} can certify within the window;"
+        " certify_week 1 is the planned week. A planning figure at 80% power, from past"
+        " labels' error rates; the certificate itself is decided on the labels."
+    )
+
+
 def progress_by_stratum(cells: pd.DataFrame) -> pd.DataFrame:
     """Drawn and labelled items per (doc_type, field): the progress chart's bars."""
     if cells.empty:

@@ -93,8 +93,17 @@ def test_the_first_hour_ends_in_an_approval(tmp_path: Path,
     # A quarter of each week: enough design-based labels above the threshold in every
     # week for the stability check (50 by default, docs/statistics.md).
     (tmp_path / "design.toml").write_text("base_rate = 0.25\nminimum = 10\n")
+    # How many labels, and when: before any label the planner assumes the policy's
+    # prior_error; with three weeks labelled (all right) the 25% design certifies at once.
+    out = run("plan", "--week", WEEKS[-1], "--design", "design.toml",
+              "--goal", "invoice/total within 4 weeks")
+    assert "what it can certify" in out and "goal invoice/total within 4 weeks: label" in out
     labelled = 0
     for week in WEEKS:
+        if week == WEEKS[-1]:
+            plan = json.loads(run("plan", "--week", week, "--design", "design.toml", "--json"))
+            (row,) = plan["certify"]["strata"]
+            assert (row["threshold"], row["certify_week"]) == (0.9, 1), row
         sheet = tmp_path / f"{week}.csv"
         assert "wrote" in run("sample", "--week", week, "--design", "design.toml",
                               "--out", str(sheet))

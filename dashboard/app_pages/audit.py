@@ -39,6 +39,7 @@ def _design_from_widgets() -> Design:
         minimum=int(st.session_state.get(state.AUDIT_MINIMUM, 10)),
         boost=float(st.session_state.get(state.AUDIT_BOOST, 5.0)),
         budget=budget or None,
+        allocation=st.session_state.get(state.AUDIT_ALLOCATION, "proportional"),
     )
 
 
@@ -72,9 +73,9 @@ def _on_draw(identity: auth.Identity, week: str, seed: int) -> None:
     )
 
 
-def _design_section(identity: auth.Identity | None, week: str) -> None:
+def _design_section(identity: auth.Identity | None, week: str, bar: Bar) -> None:
     defaults = Design()
-    cols = st.columns(4)
+    cols = st.columns(5)
     cols[0].number_input("Base rate", 0.0005, 1.0, defaults.base_rate, 0.005, format="%.4f",
                          key=state.AUDIT_BASE_RATE, help="Share of each cell drawn.")
     cols[1].number_input("Minimum per cell", 2, 1000, defaults.minimum, key=state.AUDIT_MINIMUM)
@@ -82,12 +83,20 @@ def _design_section(identity: auth.Identity | None, week: str) -> None:
                          key=state.AUDIT_BOOST)
     cols[3].number_input("Weekly label budget (0: none)", 0, 100_000, 0, 50,
                          key=state.AUDIT_BUDGET,
-                         help="With a budget, cells get Neyman allocation keeping the minimums.")
+                         help="Labels a week in all, spread by the allocation, keeping the"
+                         " minimums.")
+    cols[4].selectbox("Allocation", ("proportional", "neyman"), key=state.AUDIT_ALLOCATION,
+                      help="Neyman: more labels where past labels found errors, the same"
+                      " total; every band keeps its minimum.")
     design = _design_from_widgets()
     preview = data.cached("preview_design", week, design.canonical_json())
     st.markdown(views.plan_summary(preview, design))
     with st.expander("Cells of the preview", expanded=False):
         downloads.show_table("design_preview", preview.cells)
+    certify = data.cached("certificate_plan", week, design.canonical_json(), bar)
+    st.markdown("**What this design can certify, and when**")
+    st.caption(views.certify_caption(certify))
+    downloads.show_table("certificate_plan", certify.strata)
     layout.flash(state.AUDIT_DRAW_FLASH)
     current = data.cached("week_sample", week)
     if current is not None:
@@ -224,7 +233,7 @@ week = st.selectbox("Audit week", list(reversed(weeks)), key=state.AUDIT_WEEK)
 # Lazy tabs: only the open tab runs its queries (the trend and alerts are the costly ones).
 layout.lazy_tabs(
     {
-        "Design and draw": lambda: _design_section(identity, week),
+        "Design and draw": lambda: _design_section(identity, week, bar),
         "Labelling progress": lambda: _progress_section(week),
         "Trend and alerts": lambda: _trend_and_alerts_section(week, scope, bar),
         "Adjudication": lambda: _adjudication_section(identity, scope),

@@ -34,10 +34,13 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from fieldtrust.labels.label_studio import TaskPage
+    from fieldtrust.sampling.certify_plan import CertificatePlan
     from fieldtrust.sampling.planner import DesignPreview
     from fieldtrust.store.locations import Location
 
 _CELL_COLUMNS = ["cell", "n_population", "n_sample", "inclusion_prob"]
+_CERTIFY_COLUMNS = ["doc_type", "field", "n_population", "threshold", "labels_per_week",
+                    "share_labelled", "certify_week", "reason"]
 
 _DESIGN = click.option(
     "--design",
@@ -311,18 +314,39 @@ def _document_opener(
     return read
 
 
-@click.command(epilog="Example: fieldtrust plan --week 2026-W48 --design design.toml")
+@click.command(
+    epilog="Example: fieldtrust plan --week 2026-W48 --design design.toml\n\n"
+    "Sized from a goal: fieldtrust plan --week 2026-W48 --goal \"invoice/total within 4"
+    " weeks\"\n\n"
+    "Below the cells, per (doc_type, field): the likely threshold (the design's band edge"
+    " where a certificate comes soonest), the labels a week the design draws above it,"
+    " the week a certificate becomes possible if errors keep the rates of past labels"
+    " (1 = this week), or why none can within the policy's window. A planning figure at"
+    " 80% power, each coming week assumed like WEEK; the certificate itself is decided"
+    " on the labels."
+)
 @click.option("--week", type=WEEK, required=True, help="ISO week to plan, e.g. 2026-W48 (UTC).")
 @_DESIGN
+@click.option("--goal", "goal_text", metavar="TEXT",
+              help='Size the design for a goal: "DOC_TYPE/FIELD within N weeks".')
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
-def plan(ctx: click.Context, week: Week, design_file: str | None, as_json: bool) -> None:
-    """Preview a design on a week: cells, sizes, inclusion probabilities, expected margins."""
+def plan(ctx: click.Context, week: Week, design_file: str | None, goal_text: str | None,
+         as_json: bool) -> None:
+    """Preview a design on a week: cells, sizes, margins, and what it can certify when."""
+    from fieldtrust.sampling.certify_plan import Goal, plan_certificates
     from fieldtrust.sampling.planner import preview_design
 
-    _print_preview(
-        preview_design(open_db(ctx, read_only=True), week, _design(design_file)), as_json
-    )
+    design = _design(design_file)
+    goal = Goal.parse(goal_text) if goal_text else None
+    con = open_db(ctx, read_only=True)
+    preview = preview_design(con, week, design)
+    certify = plan_certificates(con, week, design, held_bar(ctx, con), goal=goal)
+    if as_json:
+        echo_json({**preview.to_dict(), "certify": certify.to_dict()})
+        return
+    _print_preview(preview, as_json=False)
+    _print_certify(certify)
 
 
 def _print_preview(preview: DesignPreview, as_json: bool) -> None:
@@ -337,6 +361,21 @@ def _print_preview(preview: DesignPreview, as_json: bool) -> None:
         else f" (budget {budget}{', minimums exceed it' if preview.over_budget else ''})"
     )
     echo(f"total: {preview.n_sample} of {preview.n_population} extractions{tail}")
+
+
+def _print_certify(certify: CertificatePlan) -> None:
+    echo("")
+    echo(f"what it can certify: {certify.population}")
+    echo_table(certify.strata.to_pylist(), _CERTIFY_COLUMNS)
+    sizing = certify.sizing
+    if sizing is None:
+        return
+    goal = f"{sizing.goal.doc_type}/{sizing.goal.field} within {sizing.goal.weeks} weeks"
+    if sizing.labels_per_week is None:
+        echo(f"goal {goal}: {sizing.reason}")
+        return
+    echo(f"goal {goal}: label {sizing.labels_per_week} a week above {sizing.threshold:g}"
+               f" ({sizing.share_labelled:.0%} of its {sizing.n_above} items a week)")
 
 
 @click.command(epilog="Example: fieldtrust report --weeks 8 --json")

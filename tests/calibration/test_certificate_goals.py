@@ -124,6 +124,21 @@ def test_labels_by_design_beside_todays_bound() -> None:
 
 
 @pytest.mark.slow
+def test_neyman_and_boosted_designs_need_no_more_labels_than_proportional() -> None:
+    rows = goals.allocation_power(reps=RUNS)
+    _show(rows)
+    by = {row.measured: row for row in rows}
+    neyman = by["neyman (sampling design) / proportional labels, same bound"]
+    boosted = by["boosted / proportional labels, same bound"]
+    # What fieldtrust sample draws with allocation = "neyman" saves labels (point value).
+    assert neyman.value <= 1.0
+    # Neither needs significantly more than proportional: the paired interval reaches 1.
+    assert neyman.low <= 1.0 and boosted.low <= 1.0
+    # The ratio is measured, not degenerate: both designs reach 80% power on the grid.
+    assert all(by[f"labels for 80% power, {name}"].value < 2000 for name in goals.ALLOCATED)
+
+
+@pytest.mark.slow
 def test_a_small_teams_stratum_certifies_and_the_open_week_stays_out() -> None:
     rows = goals.small_team(reps=200)
     _show(rows)

@@ -689,3 +689,32 @@ def test_a_page_shown_before_the_policy_was_raised_cannot_approve_on_it(
     assert f"{doc_type}/{field} is not an automation candidate (" in errors
     assert "as a whole stratum at the store's policy settings" in errors
     assert file_rows(demo_db, "SELECT count(*) FROM decisions") == [(0,)]
+
+
+def test_the_planner_shows_the_librarys_certificate_table_with_its_n(
+    shared_demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    from fieldtrust.sampling.certify_plan import plan_certificates
+    from fieldtrust.sampling.design import Design
+    from fieldtrust.store.bar import resolve_bar
+
+    use_db(shared_demo_db)
+    at = _open("audit", user="ben")
+    at.session_state[state.AUDIT_TAB] = "Design and draw"
+    at.run()
+    week = at.selectbox(key=state.AUDIT_WEEK).value
+    at.selectbox(key=state.AUDIT_ALLOCATION).set_value("neyman").run()
+    assert not at.exception, at.exception[0].message
+    caption = next(c.value for c in at.caption if "can certify within the window" in c.value)
+    assert re.search(r"\d+ strata, n = [\d,]+ extractions: extractions of " + week, caption)
+    shown = next(d.value for d in at.dataframe if "certify_week" in d.value.columns)
+    con = store.connect(shared_demo_db, read_only=True)
+    try:
+        bar = resolve_bar(con)
+        library = plan_certificates(con, week, Design(allocation="neyman"), bar).strata
+    finally:
+        con.close()
+    assert shown["certify_week"].fillna(-1).tolist() == [
+        -1 if w is None else w for w in library.column("certify_week").to_pylist()]
+    assert shown["reason"].fillna("").tolist() == [
+        r or "" for r in library.column("reason").to_pylist()]
