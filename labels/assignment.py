@@ -28,6 +28,7 @@ import duckdb
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
+from fieldtrust.store.lookup import item_facts
 from fieldtrust.store.retry import first_row, write_with_retry
 
 from fieldtrust.errors import InputError
@@ -51,12 +52,12 @@ class ReviewItem:
     assigned_at: dt.datetime
 
 
+# The reviewer's items from the small tables alone; their values are looked up
+# by id afterwards (store.lookup), never by joining every extraction row.
 _ITEM_SQL = """
-SELECT a.sample_id, a.extraction_id, a.review_round, i.cell, e.doc_id, e.doc_type,
-       e.form_version, e.field, e.value, e.value_status, e.source_excerpt, a.assigned_at
+SELECT a.sample_id, a.extraction_id, a.review_round, i.cell, a.assigned_at
 FROM assignments a
 JOIN audit_items i USING (sample_id, extraction_id)
-JOIN extractions e USING (extraction_id)
 WHERE a.sample_id = $sample AND a.reviewer = $actor
   AND ($extraction IS NULL OR a.extraction_id = $extraction)
   AND ($open_only = false OR NOT EXISTS (
@@ -311,4 +312,10 @@ def _items(
         "sample": sample_id, "actor": actor, "extraction": extraction_id, "open_only": open_only,
     }
     rows = con.execute(_ITEM_SQL, params).fetchall()
-    return [ReviewItem(*row) for row in rows]
+    facts = item_facts(con, [row[1] for row in rows])
+    return [
+        ReviewItem(sample, extraction, rnd, cell, f.doc_id, f.doc_type, f.form_version, f.field,
+                   f.value, f.value_status, f.source_excerpt, assigned_at)
+        for sample, extraction, rnd, cell, assigned_at in rows
+        if (f := facts.get(extraction)) is not None
+    ]
