@@ -173,22 +173,25 @@ def _fetch(uri: str, url: str) -> Source | Notice:
 
 def page_image(
     source: Source, page: int | None, bbox: tuple[float, float, float, float] | None,
-    *, zoom: bool = False,
+    *, zoom: bool = False, window: int | None = None,
 ) -> PageImage | Notice:
     """Page ``page`` (1-based; None: the first) of ``source`` with ``bbox`` drawn, cached.
 
-    With ``zoom`` the image is the box's region with a margin, enlarged.
-    Returns a :class:`Notice` when the bytes are no readable PDF or image, or
-    the page is not in the document.
+    With ``zoom`` the image is the box's region with a margin, enlarged. With
+    ``window`` (pixels of the rendered page) a taller page is cut to that
+    height around the box, its full width kept, so the value and what is
+    around it fit a screen. Returns a :class:`Notice` when the bytes are no
+    readable PDF or image, or the page is not in the document.
     """
-    key = (source.key, page or 1, bbox, zoom)
-    result = PAGES.get(key, lambda: _render(source, page or 1, bbox, zoom))
+    key = (source.key, page or 1, bbox, zoom, window)
+    result = PAGES.get(key, lambda: _render(source, page or 1, bbox, zoom, window))
     assert isinstance(result, PageImage | Notice)
     return result
 
 
 def _render(
-    source: Source, page: int, bbox: tuple[float, float, float, float] | None, zoom: bool
+    source: Source, page: int, bbox: tuple[float, float, float, float] | None, zoom: bool,
+    window: int | None = None,
 ) -> PageImage | Notice:
     try:
         image, pages = _page(source.data, page)
@@ -203,6 +206,8 @@ def _render(
                round(x1 * image.width), round(y1 * image.height))
     if zoom and box is not None:
         image, box = _zoomed(image, box)
+    elif window is not None and box is not None and image.height > window:
+        image, box = _windowed(image, box, window)
     if box is not None:
         draw = ImageDraw.Draw(image)
         pad = BOX_WIDTH
@@ -213,21 +218,17 @@ def _render(
     return PageImage(buffer.getvalue(), image.width, image.height, page, pages, box)
 
 
+#: PDFium must never be called from two threads at once, not even on different
+#: documents (it crashes or corrupts the process: pypdfium2's docs); the server
+#: renders for every session and prepares the next item's page in the background.
+_PDFIUM = threading.Lock()
+
+
 def _page(data: bytes, page: int) -> tuple[Image.Image, int]:
     """Page ``page`` as an RGB image about :data:`PAGE_WIDTH` wide, and the page count."""
     if data.startswith(b"%PDF-"):
-        pdf = pdfium.PdfDocument(data)
-        try:
-            pages = len(pdf)
-            if not 1 <= page <= pages:
-                raise IndexError(page)
-            handle = pdf[page - 1]
-            width, _ = handle.get_size()
-            image = handle.render(scale=PAGE_WIDTH / width).to_pil().convert("RGB")
-            handle.close()
-            return image, pages
-        finally:
-            pdf.close()
+        with _PDFIUM:
+            return _pdf_page(data, page)
     with Image.open(io.BytesIO(data)) as opened:
         pages = getattr(opened, "n_frames", 1)
         if not 1 <= page <= pages:
@@ -237,6 +238,22 @@ def _page(data: bytes, page: int) -> tuple[Image.Image, int]:
     if image.width > PAGE_WIDTH:
         image = image.resize((PAGE_WIDTH, round(image.height * PAGE_WIDTH / image.width)))
     return image, pages
+
+
+def _pdf_page(data: bytes, page: int) -> tuple[Image.Image, int]:
+    """:func:`_page` of a PDF (the caller holds :data:`_PDFIUM`)."""
+    pdf = pdfium.PdfDocument(data)
+    try:
+        pages = len(pdf)
+        if not 1 <= page <= pages:
+            raise IndexError(page)
+        handle = pdf[page - 1]
+        width, _ = handle.get_size()
+        image = handle.render(scale=PAGE_WIDTH / width).to_pil().convert("RGB")
+        handle.close()
+        return image, pages
+    finally:
+        pdf.close()
 
 
 def _zoomed(
@@ -254,3 +271,13 @@ def _zoomed(
     moved = (round((x0 - left) * scale), round((y0 - top) * scale),
              round((x1 - left) * scale), round((y1 - top) * scale))
     return crop, moved
+
+
+def _windowed(
+    image: Image.Image, box: tuple[int, int, int, int], height: int
+) -> tuple[Image.Image, tuple[int, int, int, int]]:
+    """``height`` rows of the page centred on the box (inside the page); the box moved too."""
+    middle = (box[1] + box[3]) // 2
+    top = min(max(0, middle - height // 2), image.height - height)
+    moved = (box[0], box[1] - top, box[2], box[3] - top)
+    return image.crop((0, top, image.width, top + height)), moved
