@@ -74,14 +74,18 @@ _CANDIDATES_SQL = """
 WITH items AS (
     SELECT extraction_id, cell, prn, double_review FROM audit_items WHERE sample_id = $sample
 ),
+labelled AS (  -- the labels of this sample's items only: every other label is read once
+    SELECT l.extraction_id, l.review_round, l.reviewer
+    FROM labels l SEMI JOIN items USING (extraction_id)
+),
 mine AS (
     SELECT extraction_id FROM skips WHERE sample_id = $sample AND reviewer = $actor
     UNION SELECT extraction_id FROM assignments WHERE reviewer = $actor
-    UNION SELECT extraction_id FROM labels WHERE reviewer = $actor
+    UNION SELECT extraction_id FROM labelled WHERE reviewer = $actor
 ),
 taken AS (
     SELECT extraction_id, review_round FROM assignments WHERE sample_id = $sample
-    UNION SELECT extraction_id, review_round FROM labels
+    UNION SELECT extraction_id, review_round FROM labelled
 ),
 primary_free AS (
     SELECT extraction_id, cell, prn, 'primary' AS review_round FROM items i

@@ -176,6 +176,7 @@ SELECT l.label_id, l.extraction_id, l.sample_id, l.review_round, l.reviewer, l.v
 FROM labels l
 WHERE l.reviewer = $actor AND l.review_round IN ('primary', 'second')
   AND ($sample IS NULL OR l.sample_id = $sample)
+  AND ($label IS NULL OR l.label_id = $label)
   AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)
 ORDER BY l.labeled_at DESC, l.label_id DESC
 LIMIT $limit
@@ -220,11 +221,39 @@ def recent_labels(
     actor = user_name(actor, what="acting user")
     if limit < 1:
         raise InputError(f"limit must be at least 1, got {limit}")
-    rows = con.execute(_RECENT_SQL, {"actor": actor, "sample": sample_id, "limit": limit}
-                       ).fetchall()
+    return _own_labels(con, actor, sample_id, None, limit, now or utc_now())
+
+
+def own_label(
+    con: duckdb.DuckDBPyConnection, actor: str, label_id: str, *,
+    now: dt.datetime | None = None,
+) -> OwnLabel:
+    """``actor``'s standing verdict ``label_id``, as :func:`recent_labels` lists it.
+
+    Raises
+    ------
+    InputError
+        ``label_id`` is no standing review verdict of ``actor``'s (someone else's,
+        superseded, an import or adjudication, or no label at all).
+    """
+    actor = user_name(actor, what="acting user")
+    found = _own_labels(con, actor, None, label_id, 1, now or utc_now())
+    if not found:
+        raise InputError(
+            f"label {label_id!r} is not a verdict of {actor}'s that still stands: pick one of"
+            " your recent labels"
+        )
+    return found[0]
+
+
+def _own_labels(
+    con: duckdb.DuckDBPyConnection, actor: str, sample_id: str | None, label_id: str | None,
+    limit: int, when: dt.datetime,
+) -> list[OwnLabel]:
+    rows = con.execute(_RECENT_SQL, {"actor": actor, "sample": sample_id, "label": label_id,
+                                     "limit": limit}).fetchall()
     facts = item_facts(con, [row[1] for row in rows])
     roles = current_roles(con, actor)
-    when = now or utc_now()
     found = []
     for (label_id, extraction_id, sample, rnd, reviewer, verdict, value, status, error_type,
          detail, labeled_at, first_at, adjudicated_by) in rows:

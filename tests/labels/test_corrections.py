@@ -8,13 +8,13 @@ import duckdb
 import pytest
 from fieldtrust.labels import corrections, verdicts
 from fieldtrust.labels.agreement import adjudicate
-from fieldtrust.labels.corrections import OWN_CORRECTION_WINDOW, recent_labels
+from fieldtrust.labels.corrections import OWN_CORRECTION_WINDOW, own_label, recent_labels
 from fieldtrust.labels.verdicts import get_label, label_history, record_verdict, supersede
 from fieldtrust.store.access import revoke_role
 from fieldtrust.store.rollup import copy_is_complete
 
 from fieldtrust import store
-from fieldtrust.errors import PermissionDenied, Refused
+from fieldtrust.errors import InputError, PermissionDenied, Refused
 from tests.conftest import Builder, table_fingerprint
 
 
@@ -164,3 +164,20 @@ def test_a_verdict_outside_any_sample_keeps_the_sampled_copy_whole(
     assert review_store.execute(
         "SELECT doc_id, field FROM sampled_extractions WHERE extraction_id = 'q1'"
     ).fetchall() == [("doc-q1", "total")]
+
+
+def test_own_label_is_one_of_ones_standing_verdicts_only(
+    review_store: duckdb.DuckDBPyConnection,
+) -> None:
+    mine = record_verdict(review_store, actor="alice", extraction_id="e01", verdict="correct")
+    theirs = record_verdict(review_store, actor="bob", extraction_id="e02", verdict="correct")
+    found = own_label(review_store, "alice", mine.label_id)
+    assert (found.label_id, found.verdict, found.changeable) == (mine.label_id, "correct", True)
+    assert found.item is not None and found.item.extraction_id == "e01"
+    with pytest.raises(InputError, match=rf"label '{theirs.label_id}' is not a verdict of"
+                                         r" alice's that still stands"):
+        own_label(review_store, "alice", theirs.label_id)
+    newer = supersede(review_store, actor="alice", label_id=mine.label_id, verdict="unclear")
+    with pytest.raises(InputError, match="still stands"):
+        own_label(review_store, "alice", mine.label_id)  # superseded: the newer one stands
+    assert own_label(review_store, "alice", newer.label_id).verdict == "unclear"
