@@ -178,10 +178,11 @@ def page_image(
     """Page ``page`` (1-based; None: the first) of ``source`` with ``bbox`` drawn, cached.
 
     With ``zoom`` the image is the box's region with a margin, enlarged. With
-    ``window`` (pixels of the rendered page) a taller page is cut to that
-    height around the box, its full width kept, so the value and what is
-    around it fit a screen. Returns a :class:`Notice` when the bytes are no
-    readable PDF or image, or the page is not in the document.
+    ``window`` (rows of a page :data:`PAGE_WIDTH` wide; a narrower image gets
+    as many in proportion) a taller page is cut to that height around the
+    box, its full width kept, so the value and what is around it fit a screen.
+    Returns a :class:`Notice` when the bytes are no readable PDF or image, or
+    the page is not in the document.
     """
     key = (source.key, page or 1, bbox, zoom, window)
     result = PAGES.get(key, lambda: _render(source, page or 1, bbox, zoom, window))
@@ -206,8 +207,10 @@ def _render(
                round(x1 * image.width), round(y1 * image.height))
     if zoom and box is not None:
         image, box = _zoomed(image, box)
-    elif window is not None and box is not None and image.height > window:
-        image, box = _windowed(image, box, window)
+    elif window is not None and box is not None:
+        rows = round(window * image.width / PAGE_WIDTH)  # an image may be narrower than PDFs
+        if image.height > rows:
+            image, box = _windowed(image, box, rows)
     if box is not None:
         draw = ImageDraw.Draw(image)
         pad = BOX_WIDTH

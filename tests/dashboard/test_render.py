@@ -77,14 +77,15 @@ def test_a_window_keeps_the_box_on_a_page_cut_to_fit_the_screen(
     source = render.open_document(None, _location("receipt.png"), root=root)
     assert isinstance(source, render.Source)
     whole = render.page_image(source, 1, bbox)
-    cut = render.page_image(source, 1, bbox, window=300)
+    # The window counts rows of a page PAGE_WIDTH wide: this 400-pixel image gets 4/9 of it.
+    cut = render.page_image(source, 1, bbox, window=675)
     assert isinstance(whole, render.PageImage) and isinstance(cut, render.PageImage)
     assert (cut.width, cut.height) == (400, 300)  # the page's width, the window's height
     assert whole.box is not None and cut.box is not None
     assert cut.box == (whole.box[0], whole.box[1] - top, whole.box[2], whole.box[3] - top)
     assert _red(cut.png) is not None  # the box is drawn inside the window
     # A page that fits is shown whole.
-    assert render.page_image(source, 1, bbox, window=900).height == 600  # type: ignore[union-attr]
+    assert render.page_image(source, 1, bbox, window=1400).height == 600  # type: ignore[union-attr]
 
 
 def test_pdfium_is_never_called_from_two_threads_at_once(
