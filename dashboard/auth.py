@@ -74,8 +74,8 @@ def _no_sign_in() -> None:
     st.error(
         "Sign-in is not configured. Add an `[auth]` section to `.streamlit/secrets.toml`"
         " (docs/dashboard.md), or start the dashboard as one local user with"
-        " `fieldtrust serve --as NAME`, or with demo users on this machine with"
-        " `fieldtrust serve --demo`.",
+        " `fieldtrust serve --as NAME` (or `FIELDTRUST_USER=NAME fieldtrust serve`), or with"
+        " demo users on this machine with `fieldtrust serve --demo`.",
         icon=":material/lock:",
     )
     st.stop()

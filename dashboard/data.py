@@ -114,7 +114,13 @@ def run_reads(path: str) -> Iterator[None]:
     connection (and the process-wide lock) is held until the run ends or a
     write needs the file, which closes it first; other processes wait for the
     run (a second or so), as they waited for each read before.
+
+    Re-entrant: a fragment (the review page's) runs its reads in a run of its
+    own when it reruns alone, and inside the page run's when the page runs.
     """
+    if getattr(_RUN, "path", None) == path:
+        yield
+        return
     _RUN.path, _RUN.con = path, None
     try:
         yield

@@ -197,29 +197,33 @@ def _fetch(uri: str, url: str, hosts: frozenset[str]) -> Source | Notice:
 
 def page_image(
     source: Source, page: int | None, bbox: tuple[float, float, float, float] | None,
-    *, zoom: bool = False,
+    *, zoom: bool = False, window: int | None = None,
 ) -> PageImage | Notice:
     """Page ``page`` (1-based; None: the first) of ``source`` with ``bbox`` drawn, cached.
 
-    With ``zoom`` the image is the box's region with a margin, enlarged.
+    With ``zoom`` the image is the box's region with a margin, enlarged. With
+    ``window`` (rows of a page :data:`PAGE_WIDTH` wide; a narrower image gets
+    as many in proportion) a taller page is cut to that height around the
+    box, its full width kept, so the value and what is around it fit a screen.
     Returns a :class:`Notice` when the bytes are no readable PDF or image of
     an allowed format, the page is not in the document, or rendering it would
     take more pixels, memory or time than a page may.
     """
-    key = (source.key, page or 1, bbox, zoom)
-    result = PAGES.get(key, lambda: _checked_render(source, page or 1, bbox, zoom))
+    key = (source.key, page or 1, bbox, zoom, window)
+    result = PAGES.get(key, lambda: _checked_render(source, page or 1, bbox, zoom, window))
     assert isinstance(result, PageImage | Notice)
     return result
 
 
 def _checked_render(
-    source: Source, page: int, bbox: tuple[float, float, float, float] | None, zoom: bool
+    source: Source, page: int, bbox: tuple[float, float, float, float] | None, zoom: bool,
+    window: int | None = None,
 ) -> PageImage | Notice:
     try:
         document_format(source.data)  # nothing else is handed to the worker
     except DocumentError as exc:
         return Notice(f"Not shown: {exc}.", source.uri)
-    return RENDERER.render(source, page, bbox, zoom)
+    return RENDERER.render(source, page, bbox, zoom, window)
 
 
 # --- inside the render worker ------------------------------------------------------------------
@@ -245,7 +249,8 @@ def over_memory(uri: str, memory: int) -> Notice:
 
 
 def render_page(
-    source: Source, page: int, bbox: tuple[float, float, float, float] | None, zoom: bool
+    source: Source, page: int, bbox: tuple[float, float, float, float] | None, zoom: bool,
+    window: int | None = None,
 ) -> PageImage | Notice:
     """Render one page with its box, after the size checks; run by the render worker."""
     try:
@@ -263,6 +268,10 @@ def render_page(
                round(x1 * image.width), round(y1 * image.height))
     if zoom and box is not None:
         image, box = _zoomed(image, box)
+    elif window is not None and box is not None:
+        rows = round(window * image.width / PAGE_WIDTH)  # an image may be narrower than PDFs
+        if image.height > rows:
+            image, box = _windowed(image, box, rows)
     if box is not None:
         draw = ImageDraw.Draw(image)
         pad = BOX_WIDTH
@@ -290,6 +299,16 @@ def _zoomed(
     return crop, moved
 
 
+def _windowed(
+    image: Image.Image, box: tuple[int, int, int, int], height: int
+) -> tuple[Image.Image, tuple[int, int, int, int]]:
+    """``height`` rows of the page centred on the box (inside the page); the box moved too."""
+    middle = (box[1] + box[3]) // 2
+    top = min(max(0, middle - height // 2), image.height - height)
+    moved = (box[0], box[1] - top, box[2], box[3] - top)
+    return image.crop((0, top, image.width, top + height)), moved
+
+
 # --- the server's side of the worker ------------------------------------------------------------
 
 
@@ -308,12 +327,13 @@ class Renderer:
 
     def render(
         self, source: Source, page: int, bbox: tuple[float, float, float, float] | None,
-        zoom: bool,
+        zoom: bool, window: int | None = None,
     ) -> PageImage | Notice:
         """``page`` of ``source`` rendered in the worker, or the notice of why not."""
         from fieldtrust.dashboard.render_worker import write_frame
 
-        request = json.dumps({"uri": source.uri, "page": page, "bbox": bbox, "zoom": zoom})
+        request = json.dumps({"uri": source.uri, "page": page, "bbox": bbox, "zoom": zoom,
+                              "window": window})
         with self._lock:
             process = self._started()
             assert process.stdin is not None

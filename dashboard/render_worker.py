@@ -49,6 +49,11 @@ def limit_memory(extra: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (mapped + extra, mapped + extra))
 
 
+def _window(value: object) -> int | None:
+    """The rows a page is cut to, from the request (None: the whole page)."""
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def answer(request: dict[str, Any], data: bytes, memory: int) -> tuple[dict[str, Any], bytes]:
     """Render one request: the answer's header and PNG bytes."""
     from fieldtrust.dashboard import render
@@ -58,7 +63,8 @@ def answer(request: dict[str, Any], data: bytes, memory: int) -> tuple[dict[str,
     try:
         result = render.render_page(source, int(request["page"]),
                                     tuple(bbox) if bbox is not None else None,
-                                    bool(request.get("zoom")))
+                                    bool(request.get("zoom")),
+                                    _window(request.get("window")))
     except MemoryError:
         result = render.over_memory(source.uri, memory)
     except Exception as exc:  # a decoder's own failure on a hostile file: the worker goes on

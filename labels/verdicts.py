@@ -22,11 +22,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
+from fieldtrust.labels.corrections import check_may_supersede
 from fieldtrust.labels.verdict_rule import VERDICTS, verdict_fields, verdict_problems
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
+from fieldtrust.store.lookup import has_extraction, is_copied
 from fieldtrust.store.retry import first_row, write_with_retry
+from fieldtrust.store.rollup import record_sampled
 
 from fieldtrust.errors import InputError, Refused
 
@@ -147,23 +150,29 @@ def supersede(
 ) -> Label:
     """Correct a label by appending a row that supersedes it; the old row stays.
 
-    Only the label's own reviewer (still allowed to label) or a qa_lead may
-    supersede it; an adjudication only a qa_lead. The new row keeps the
-    extraction, sample and review round of the old one and names ``actor``
-    as its reviewer. Only the newest label of a chain can be superseded.
+    The one way a verdict changes: the review page's Undo and "My recent
+    labels" and ``fieldtrust labels correct`` all call it. Who may, and until
+    when, is :func:`fieldtrust.labels.corrections.check_may_supersede`: the
+    label's own reviewer within a week of their first verdict and before any
+    adjudication of the item; a qa_lead any review's label at any time; an
+    adjudication only a qa_lead. The new row keeps the extraction, sample and
+    review round of the old one and names ``actor`` as its reviewer. Only the
+    newest label of a chain can be superseded.
 
     Raises
     ------
     PermissionDenied, InputError, Refused
         As for :func:`record_verdict`; ``Refused`` when ``label_id`` was
-        already superseded (supersede the newer label instead).
+        already superseded (supersede the newer label instead), when the
+        reviewer's own window has passed or the item was adjudicated, or the
+        label was imported.
     """
     fields = verdict_fields(verdict, corrected_value, corrected_status, error_type, error_detail)
     actor = user_name(actor, what="acting user")
 
     def work(tx: duckdb.DuckDBPyConnection) -> Label:
         old = get_label(tx, label_id)
-        _check_may_supersede(tx, actor, old)
+        check_may_supersede(tx, actor, old)
         newer = first_row(tx.execute(
             "SELECT label_id, reviewer FROM labels WHERE supersedes = ?", [label_id]
         ).fetchall())
@@ -243,10 +252,12 @@ def insert_label(
         old = get_label(con, supersedes)
         if old.reviewer != reviewer and review_round != "adjudication":
             require(con, reviewer, "supersede_others")
-    if first_row(con.execute(
-        "SELECT 1 FROM extractions WHERE extraction_id = ? LIMIT 1", [extraction_id]
-    ).fetchall()) is None:
-        raise InputError(f"no extraction {extraction_id!r} in the store; check the id")
+    if not is_copied(con, extraction_id):
+        if not has_extraction(con, extraction_id):
+            raise InputError(f"no extraction {extraction_id!r} in the store; check the id")
+        # Label readers use the sampled copy alone while it holds every labelled
+        # item; a label from the priority queue (outside any sample) keeps it whole.
+        record_sampled(con, "SELECT ?::VARCHAR", [extraction_id])
     label = Label(
         label_id=str(uuid.uuid4()),
         extraction_id=extraction_id,
@@ -288,7 +299,6 @@ def live_label(
 # costs milliseconds, and reviewers label thousands of items a week.
 _CONTEXT_SQL = """
 SELECT
-    EXISTS (SELECT 1 FROM extractions WHERE extraction_id = $extraction) AS known,
     (SELECT i.sample_id FROM audit_items i JOIN audit_samples s USING (sample_id)
      WHERE i.extraction_id = $extraction AND ($sample IS NULL OR i.sample_id = $sample)
      ORDER BY s.week DESC, s.version DESC LIMIT 1) AS sample_id,
@@ -319,7 +329,8 @@ def _context(
         _CONTEXT_SQL, {"extraction": extraction_id, "actor": actor, "sample": sample_id}
     ).fetchall())
     assert row is not None
-    return _Context(bool(row[0]), row[1], row[2], row[3] or [], row[4] or [])
+    return _Context(has_extraction(con, extraction_id), row[0], row[1], row[2] or [],
+                    row[3] or [])
 
 
 def _check_context(
@@ -348,12 +359,3 @@ def _check_context(
             f"{actor} has the {other} review of extraction {extraction_id}: double review"
             f" needs a different person for the {rnd} review"
         )
-
-
-def _check_may_supersede(con: duckdb.DuckDBPyConnection, actor: str, old: Label) -> None:
-    if old.review_round == "adjudication":
-        require(con, actor, "adjudicate")
-    elif old.reviewer == actor:
-        require(con, actor, "label")
-    else:
-        require(con, actor, "supersede_others")

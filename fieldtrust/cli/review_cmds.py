@@ -54,6 +54,21 @@ _WEEKS = click.option("--weeks", type=click.IntRange(min=1), default=None,
                       help="Only the last N weeks (default: everything in the store).")
 
 
+def _verdict_options(command: _Command) -> _Command:
+    """What goes with an 'incorrect' verdict: the corrected value or its absence, and why."""
+    for option in reversed((
+        click.option("--corrected-value", default=None, help="incorrect: the right value."),
+        click.option("--corrected-status", type=click.Choice(list(CORRECTED_STATUSES)),
+                     default=None, help="incorrect without a value: null (field absent) or"
+                     " unclear (unreadable)."),
+        click.option("--error-type", type=click.Choice(list(ERROR_TYPES)), default=None,
+                     help="incorrect: why (docs/review.md lists the types)."),
+        click.option("--error-detail", default=None, help="Required with --error-type other."),
+    )):
+        command = option(command)
+    return command
+
+
 def _scope(con: duckdb.DuckDBPyConnection, weeks: int | None) -> Scope:
     if weeks is None:
         return Scope()
@@ -308,12 +323,7 @@ def agreement_cmd(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
 @click.argument("extraction_id", required=False)
 @click.argument("verdict", required=False, type=click.Choice(VERDICTS))
 @click.option("--queue", is_flag=True, help="List the disagreements waiting for a verdict.")
-@click.option("--corrected-value", default=None, help="incorrect: the right value.")
-@click.option("--corrected-status", type=click.Choice(list(CORRECTED_STATUSES)), default=None,
-              help="incorrect without a value: null (field absent) or unclear (unreadable).")
-@click.option("--error-type", type=click.Choice(list(ERROR_TYPES)), default=None,
-              help="incorrect: why (docs/review.md lists the types).")
-@click.option("--error-detail", default=None, help="Required with --error-type other.")
+@_verdict_options
 @click.option("--as", "actor", default=None, metavar="NAME",
               help="The qa_lead adjudicating [default: setting user].")
 @_JSON
@@ -378,6 +388,96 @@ def labels_export(ctx: click.Context, out: str, force: bool) -> None:
     echo(f"wrote {rows:,} labels to {out}")
 
 
+@click.command(
+    "correct",
+    epilog="Example: fieldtrust labels correct last incorrect --corrected-value 12.50"
+    " --error-type misread_characters --as ana   (or a label id from fieldtrust labels"
+    " recent instead of last)",
+)
+@click.argument("label_id")
+@click.argument("verdict", type=click.Choice(VERDICTS))
+@_verdict_options
+@_AS
+@_JSON
+@click.pass_context
+def labels_correct(
+    ctx: click.Context, label_id: str, verdict: str, corrected_value: str | None,
+    corrected_status: str | None, error_type: str | None, error_detail: str | None,
+    actor: str | None, as_json: bool,
+) -> None:
+    """Change a verdict: a new label supersedes LABEL_ID, which stays in the history.
+
+    LABEL_ID is an id from `fieldtrust labels recent`, or `last`: your newest
+    verdict that still stands. A reviewer changes their own review verdicts
+    within 7 days of their first verdict on the item, until a qa_lead has
+    adjudicated it; a qa_lead anyone's, at any time. The same rules as Undo
+    and "My recent labels" on the Review page (docs/review.md, "Fixing a slip").
+    """
+    from fieldtrust.errors import InputError
+    from fieldtrust.labels.corrections import recent_labels
+    from fieldtrust.labels.verdicts import get_label, supersede
+
+    actor = acting_user(ctx, actor, what="correcting a label")
+    con = open_db(ctx)
+    if label_id == "last":
+        newest = recent_labels(con, actor, limit=1)
+        if not newest:
+            raise InputError(f"{actor} has no verdict of their own that still stands")
+        label_id = newest[0].label_id
+    before = get_label(con, label_id)
+    label = supersede(con, actor=actor, label_id=label_id, verdict=verdict,
+                      corrected_value=corrected_value, corrected_status=corrected_status,
+                      error_type=error_type, error_detail=error_detail)
+    if as_json:
+        echo_json(label.to_dict())
+        return
+    click.echo(f"{label.extraction_id}: {label.verdict} (was {before.verdict}) by"
+               f" {label.reviewer}; label {label.label_id} supersedes {before.label_id},"
+               " which stays in the history")
+
+
+@click.command("recent", epilog="Example: fieldtrust labels recent --as ana --limit 5")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
+              help="How many verdicts, newest first.")
+@click.option("--sample", "sample_id", default=None,
+              help="Only verdicts given in this audit sample (e.g. 2026-W48/v1).")
+@click.option("--as", "actor", default=None, metavar="NAME",
+              help="Whose verdicts [default: setting user, env FIELDTRUST_USER].")
+@_JSON
+@click.pass_context
+def labels_recent(
+    ctx: click.Context, limit: int, sample_id: str | None, actor: str | None, as_json: bool,
+) -> None:
+    """Your newest verdicts that still stand, and whether you can still change each.
+
+    Change one with `fieldtrust labels correct LABEL_ID VERDICT`.
+    """
+    from fieldtrust.labels.corrections import recent_labels
+
+    actor = acting_user(ctx, actor, what="listing your labels")
+    mine = recent_labels(open_db(ctx, read_only=True), actor, sample_id=sample_id, limit=limit)
+    rows = [_recent_row(label) for label in mine]
+    if as_json:
+        echo_json(rows)
+        return
+    echo_table(rows, ["label_id", "labeled_at", "doc_id", "doc_type", "field", "value",
+                      "verdict", "corrected_value", "can_change"])
+
+
+def _recent_row(label: Any) -> dict[str, Any]:
+    item = label.item
+    return {
+        "label_id": label.label_id, "labeled_at": label.labeled_at.isoformat(timespec="seconds"),
+        "extraction_id": label.extraction_id, "sample_id": label.sample_id,
+        "review_round": label.review_round,
+        "doc_id": item.doc_id if item else None, "doc_type": item.doc_type if item else None,
+        "field": item.field if item else None, "value": item.value if item else None,
+        "verdict": label.verdict, "corrected_value": label.corrected_value,
+        "corrected_status": label.corrected_status, "error_type": label.error_type,
+        "can_change": "yes" if label.changeable else f"no: {label.why_fixed}",
+    }
+
+
 def register(group: click.Group) -> None:
     """Add this module's commands to ``group``."""
     group.add_command(users_group)
@@ -392,3 +492,5 @@ def register(group: click.Group) -> None:
     labels_cli = getattr(store_cmds, "labels_group", None)
     if isinstance(labels_cli, click.Group):
         labels_cli.add_command(labels_export)
+        labels_cli.add_command(labels_correct)
+        labels_cli.add_command(labels_recent)

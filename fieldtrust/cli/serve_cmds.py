@@ -94,12 +94,15 @@ def _ensure_store(db: str, *, demo: bool, default_db: bool) -> bool:
     return True
 
 
-def _granted(db: str, user: str) -> str:
-    """``user``, checked against the store's grants; a usage error when they hold no role."""
+def _granted(db: str, user: str, given_by: str = "--as") -> str:
+    """``user``, checked against the store's grants; a usage error when they hold no role.
+
+    ``given_by`` names where the name came from, for the message.
+    """
     from fieldtrust.store import connect
     from fieldtrust.store.access import current_role, user_name
 
-    name = user_name(user, what="--as")
+    name = user_name(user, what=given_by)
     con = connect(db, read_only=True)
     try:
         role = current_role(con, name)
@@ -107,7 +110,7 @@ def _granted(db: str, user: str) -> str:
         con.close()
     if role is None:
         raise click.UsageError(
-            f"--as {name}: {name} holds no role in {db}; an admin grants one"
+            f"{given_by} {name}: {name} holds no role in {db}; an admin grants one"
             f" (`fieldtrust users grant {name} ROLE --as ADMIN`)"
         )
     return name
@@ -133,7 +136,7 @@ def register(group: click.Group) -> None:
     @click.option(
         "--as", "user", metavar="NAME", default=None,
         help="Without sign-in: the one local user the dashboard acts as (their role is read"
-             " from the store's grants).",
+             " from the store's grants) [default: setting user].",
     )
     @click.option("--dev", is_flag=True,
                   help="Show Streamlit's developer menu and Deploy button (hidden by default).")
@@ -145,8 +148,9 @@ def register(group: click.Group) -> None:
         """Start the dashboard (Streamlit) on the store; stops with Ctrl+C.
 
         It listens on this machine only (127.0.0.1) unless --address says otherwise.
-        Without [auth] in .streamlit/secrets.toml, say who you are (--as NAME)
-        or ask for the demo user picker (--demo, this machine only).
+        Without [auth] in .streamlit/secrets.toml, say who you are (--as NAME, or
+        the user setting: FIELDTRUST_USER) or ask for the demo user picker (--demo,
+        this machine only; it ignores the user setting).
         """
         resolved = settings(ctx, port=port)
         db = str(Path(resolved.db).resolve())
@@ -166,6 +170,9 @@ def register(group: click.Group) -> None:
                 echo(f"demo: added {added}", err=True)
         if user is not None:
             user = _granted(db, user)
+        elif resolved.user and not (demo or built):
+            # The `user` setting says who you are, for serve as for every other command.
+            user = _granted(db, resolved.user, "the user setting (FIELDTRUST_USER) names")
         port = resolved.port
         picker = (demo or built) and address in _LOOPBACK
         # The demo picker is for this machine only: no other name reaches it.

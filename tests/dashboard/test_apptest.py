@@ -198,15 +198,32 @@ def test_calibration_metrics_carry_an_interval_and_their_label_count(
                         ece_caption)
 
 
+#: A reviewer's open items in the order the review page shows them (the first is on screen).
+_OPEN_ITEMS_SQL = """
+SELECT a.sample_id, a.extraction_id FROM assignments a JOIN audit_items i USING (sample_id,
+    extraction_id)
+WHERE a.reviewer = ? AND NOT EXISTS (SELECT 1 FROM labels l WHERE
+    l.extraction_id = a.extraction_id AND l.review_round = a.review_round)
+ORDER BY a.assigned_at, i.prn, a.extraction_id
+"""
+
+
+def _labels_now(db: Path) -> list[tuple[object, ...]]:
+    return file_rows(db, "SELECT count(*), sum(hash(label_id, verdict)) FROM labels")
+
+
+def _on_screen(db: Path, user: str) -> tuple[str, str]:
+    """(sample_id, extraction_id) of the item ``user``'s review page shows now."""
+    return file_rows(db, _OPEN_ITEMS_SQL, [user])[0]
+
+
 def test_labelling_writes_a_label_and_moves_on(
     demo_db: Path, use_db: Callable[[Path], None]
 ) -> None:
     use_db(demo_db)
     at = _open("review", user="ana")
-    held = file_rows(
-        demo_db, "SELECT sample_id, extraction_id FROM assignments WHERE reviewer = 'ana'"
-    )
-    assert len(held) == 1
+    held = file_rows(demo_db, _OPEN_ITEMS_SQL, ["ana"])
+    assert len(held) == 2  # the item on screen and the next (its page is being prepared)
     sample_id, extraction_id = held[0]
 
     at.button(key=state.REVIEW_CORRECT).click().run()
@@ -219,8 +236,8 @@ def test_labelling_writes_a_label_and_moves_on(
     )
     assert labels == [(sample_id, "correct", "ana", "primary")]
     assert any("Recorded **correct**" in s.value for s in at.success)
-    held = file_rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ana'")
-    assert len(held) == 2  # the next item is assigned and shown
+    now = file_rows(demo_db, _OPEN_ITEMS_SQL, ["ana"])
+    assert len(now) == 2 and now[0] == held[1]  # the held one is shown, one more is held
 
 
 @pytest.mark.parametrize(
@@ -233,7 +250,7 @@ def test_an_incorrect_verdict_records_the_correction_error_type_and_detail(
 ) -> None:
     use_db(demo_db)
     at = _open("review", user="ben")
-    (held,) = file_rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ben'")
+    held = _on_screen(demo_db, "ben")[1:]
     at.text_input(key=state.REVIEW_CORRECTED).set_value("12.50")
     at.selectbox(key=state.REVIEW_ERROR_TYPE).set_value(error_type)
     if detail is not None:
@@ -331,12 +348,120 @@ def test_next_skips_the_item_and_records_the_skip(
 ) -> None:
     use_db(demo_db)
     at = _open("review", user="ana")
-    (first,) = file_rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ana'")
+    first = _on_screen(demo_db, "ana")[1]
     at.button(key=state.REVIEW_SKIP).click().run()
     assert not at.exception
-    assert file_rows(demo_db, "SELECT extraction_id, reviewer FROM skips") == [(first[0], "ana")]
-    (now,) = file_rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ana'")
-    assert now[0] != first[0]
+    assert file_rows(demo_db, "SELECT extraction_id, reviewer FROM skips") == [(first, "ana")]
+    assert _on_screen(demo_db, "ana")[1] != first
+    held = file_rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ana'")
+    assert first not in {row[0] for row in held}  # given back to the pool
+
+
+def test_undo_brings_the_last_verdict_back_and_a_new_one_supersedes_it(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("review", user="ana")
+    _, first = _on_screen(demo_db, "ana")
+    at.button(key=state.REVIEW_CORRECT).click().run()
+    assert _on_screen(demo_db, "ana")[1] != first
+
+    before = _labels_now(demo_db)
+    at.button(key=state.REVIEW_UNDO).click().run()
+    assert not at.exception
+    assert any(s.value.startswith("Changing your verdict") for s in at.subheader)
+    assert "You said **correct**" in _texts(at)
+    assert _labels_now(demo_db) == before  # nothing is written until the new verdict
+
+    at.button(key=state.REVIEW_UNCLEAR).click().run()
+    assert not at.exception
+    rows = file_rows(
+        demo_db,
+        "SELECT verdict, supersedes IS NULL, label_id FROM labels WHERE extraction_id = ?"
+        " ORDER BY labeled_at", [first],
+    )
+    assert [(v, s) for v, s, _ in rows] == [("correct", True), ("unclear", False)]
+    (superseded,) = file_rows(demo_db, "SELECT supersedes FROM labels WHERE verdict = 'unclear'"
+                                       " AND extraction_id = ?", [first])
+    assert superseded[0] == rows[0][2]  # the new row points at the verdict it replaces
+    assert any("from **correct** to **unclear**" in s.value for s in at.success)
+    assert not any(s.value.startswith("Changing") for s in at.subheader)  # back to labelling
+
+
+def test_keep_leaves_the_verdict_and_writes_nothing(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("review", user="ana")
+    at.button(key=state.REVIEW_CORRECT).click().run()
+    before = _labels_now(demo_db)
+    at.button(key=state.REVIEW_UNDO).click().run()
+    at.button(key=state.REVIEW_KEEP).click().run()
+    assert not at.exception
+    assert "Kept your verdict" in _texts(at)
+    assert _labels_now(demo_db) == before
+
+
+def test_my_recent_labels_changes_an_earlier_verdict(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("review", user="ana")
+    _, first = _on_screen(demo_db, "ana")
+    at.button(key=state.REVIEW_CORRECT).click().run()
+    at.button(key=state.REVIEW_CORRECT).click().run()
+    at.toggle(key=state.REVIEW_RECENT).set_value(True).run()
+    (older,) = file_rows(demo_db, "SELECT label_id FROM labels WHERE extraction_id = ?", [first])
+    at.selectbox(key=state.REVIEW_RECENT_PICK).set_value(older[0]).run()
+    at.button(key=state.REVIEW_RECENT_EDIT).click().run()
+    assert not at.exception
+    assert "You said **correct**" in _texts(at)
+    at.text_input(key=state.REVIEW_CORRECTED).set_value("12.50")
+    at.selectbox(key=state.REVIEW_ERROR_TYPE).set_value("misread_characters")
+    at.button(key=state.REVIEW_INCORRECT).click().run()
+    assert not at.exception
+    assert not at.error, at.error[0].value
+    effective = file_rows(
+        demo_db, "SELECT verdict, corrected_value, reviewer FROM labels l WHERE extraction_id = ?"
+        " AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)", [first])
+    assert effective == [("incorrect", "12.50", "ana")]
+
+
+def test_undo_of_an_adjudicated_verdict_is_refused_in_the_library_words(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    (adjudicated,) = file_rows(
+        demo_db, "SELECT l.label_id, l.reviewer, l.sample_id FROM labels l WHERE l.review_round"
+        " = 'primary' AND EXISTS (SELECT 1 FROM labels a WHERE a.review_round = 'adjudication'"
+        " AND a.extraction_id = l.extraction_id) ORDER BY l.labeled_at LIMIT 1")
+    label_id, reviewer, _ = adjudicated
+    at = _open("review", user=reviewer)
+    at.session_state[state.REVIEW_CORRECTING] = label_id
+    before = _labels_now(demo_db)
+    at.run()
+    assert not at.exception
+    assert any("was adjudicated by" in _shown(w.value) for w in at.warning)
+    assert not any(s.value.startswith("Changing") for s in at.subheader)
+    assert _labels_now(demo_db) == before
+
+
+def test_a_verdict_from_the_priority_queue_is_recorded_outside_any_sample(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("review", user="ana")
+    at.session_state[state.REVIEW_TAB] = "Priority queue"
+    at.run()
+    picked = at.selectbox(key=state.VIEWER_QUEUE_ITEM).value
+    at.button(key=state.QUEUE_CORRECT).click().run()
+    assert not at.exception
+    assert not at.error, at.error[0].value
+    labels = file_rows(demo_db, "SELECT verdict, reviewer FROM labels WHERE extraction_id = ?",
+                       [picked])
+    assert labels == [("correct", "ana")]
+    assert any("Recorded **correct**" in s.value for s in at.success)
+    assert at.selectbox(key=state.VIEWER_QUEUE_ITEM).value != picked  # it left the queue
 
 
 def test_a_manager_sees_no_labelling_controls(

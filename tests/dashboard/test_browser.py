@@ -167,3 +167,46 @@ def test_the_served_dashboard_runs_on_the_settings_serve_resolved(
         _no_exception(page)
         shown = page.inner_text("[data-testid='stMain']")
         assert re.search(r"\d+ strata below 99%", shown), shown[:2000]
+
+
+def test_a_reviewer_undoes_a_slip_by_keyboard_and_everything_fits_the_window(
+    server: tuple[str, Path], page: Any
+) -> None:
+    url, db = server
+    page.goto(f"{url}/review")
+    _settle(page)
+    _act_as(page, "ana (reviewer)")
+    # At 1400 x 1000 the verdict buttons and the page image are on screen unscrolled.
+    correct = page.get_by_role("button", name=re.compile(r"^Correct")).first.bounding_box()
+    image = page.locator("[data-testid='stMain'] [data-testid='stImage'] img").first
+    image.wait_for()
+    shown = image.bounding_box()
+    assert correct is not None and correct["y"] + correct["height"] <= 1000, correct
+    assert shown is not None and shown["y"] + shown["height"] <= 1000, shown
+
+    page.locator("h1").click()  # focus the page, not a text field
+    page.keyboard.press("1")
+    page.get_by_text("Recorded correct").first.wait_for()
+    _settle(page)
+    page.locator("h1").click()
+    page.keyboard.press("u")
+    page.get_by_text("Changing your verdict").first.wait_for()
+    _settle(page)
+    _no_exception(page)
+    _shot(page, "review-changing-a-verdict")
+    page.locator("h1").click()
+    page.keyboard.press("3")
+    page.get_by_text("Changed your verdict").first.wait_for()
+    _settle(page)
+    _no_exception(page)
+
+    con = store.connect(db, read_only=True)
+    try:
+        chain = con.execute(
+            "SELECT n.verdict, o.verdict, n.reviewer FROM labels n JOIN labels o"
+            " ON n.supersedes = o.label_id WHERE n.reviewer = 'ana'"
+            " AND n.labeled_at > now() - INTERVAL 1 HOUR"
+        ).fetchall()
+    finally:
+        con.close()
+    assert chain == [("unclear", "correct", "ana")]

@@ -448,7 +448,7 @@ def test_the_review_page_shows_hostile_extractions_as_written(
     assert at.subheader[0].value == f"{plain(text)} · {plain(shown_field)}"
     assert [c.value for c in at.code][:1] == [text]  # the value, in a code block
     details = next(m.value for m in at.markdown if m.value.startswith("Document "))
-    assert details.startswith(f"Document {code_span(text)}  \nType **{plain(text)}**")
+    assert details.startswith(f"Document {code_span(text)} · type **{plain(text)}**")
 
 
 def test_the_review_form_stores_hostile_text_and_refuses_incomplete_input(
