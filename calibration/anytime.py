@@ -56,6 +56,10 @@ METHOD = ("anytime-valid: stratified betting e-processes over the closed weeks' 
 #: What the evidence says when the policy seeds no sample.
 NO_SEEDS = "reviewer misses not allowed for: no seeds"
 
+#: Chance the first threshold tested certifies at the prior error rate: the walk's
+#: one failure is not spent where evidence is likely short (design counts only).
+START_POWER = 0.9
+
 _FEW_WEEKS = ("fewer than two closed weeks hold labels above the threshold: a coming week"
               " cannot be bounded yet")
 
@@ -247,7 +251,8 @@ def anytime_certificate(
     candidates = closed.threshold_cells(grid.tolist(), prior_error=bar.prior_error,
                                         target=bar.target)
     start = walk_start(closed.planned_above()[grid], prior_error=bar.prior_error,
-                       target=bar.target, delta=delta, population=above[grid]) \
+                       target=bar.target, delta=delta, population=above[grid],
+                       power=START_POWER) \
         if grid.size else 0
     steps: list[WalkStep] = []
     certified = failure = None

@@ -75,8 +75,9 @@ _FIRST_SEEN_SQL = "SELECT doc_type, form_version, first_seen_at FROM form_versio
 
 def last_drawn_week(con: duckdb.DuckDBPyConnection) -> str | None:
     """The newest ISO week with a drawn sample: it and every earlier week are closed."""
-    row = con.execute(_LAST_DRAWN_SQL).fetchone()
-    return str(row[0]) if row and row[0] is not None else None
+    # fetchall: a fetchone() would leave the result open on the caller's connection.
+    rows = con.execute(_LAST_DRAWN_SQL).fetchall()
+    return str(rows[0][0]) if rows and rows[0][0] is not None else None
 
 
 @dataclass(frozen=True)

@@ -180,7 +180,8 @@ def _weekly_checks(
 ) -> list[WeekCheck]:
     items = design_based_items(con, Scope(doc_types=(doc_type,), fields=(field,)))
     week = np.asarray(items.column("week").to_pylist(), dtype=object)
-    keep = (np.asarray(items.column("confidence").to_numpy()) >= threshold) & (week >= approval_week)
+    above = np.asarray(items.column("confidence").to_numpy()) >= threshold
+    keep = above & (week >= approval_week)
     correct = np.asarray(items.column("correct").to_numpy(), dtype=float)[keep]
     weight = np.asarray(items.column("weight").to_numpy(), dtype=float)[keep]
     week = week[keep]

@@ -21,8 +21,8 @@ from fieldtrust.calibration.allocation import allocate
 from fieldtrust.calibration.bets import growth_bets, kelly_bet
 from fieldtrust.calibration.betting import CellLabels, LabelStack, least_evidence
 from fieldtrust.calibration.certificate import Allowances, ThresholdCells, labels_needed
-from fieldtrust.calibration.design import N_GRID, Design, Labels, error_bounds
-from fieldtrust.calibration.intervals import wilson_interval
+from fieldtrust.calibration.design import N_GRID, Blocks, Labels, error_bounds
+from fieldtrust.calibration.survey import wilson_interval
 from scipy.stats import binom
 
 from bench.certificates.engine import Outcome, simulate
@@ -306,7 +306,7 @@ def _one_look(populations: list[npt.NDArray[np.bool_]], sizes: npt.NDArray[np.in
         ours |= least_evidence(stack, budget).log_evalue >= math.log(1 / DELTA)
     hist = np.zeros((n_cells, N_GRID), dtype=np.int64)
     hist[:, 190] = cells
-    design = Design(hist, np.arange(n_cells), pi.astype(float), cells.astype(float))
+    design = Blocks(hist, np.arange(n_cells), pi.astype(float), cells.astype(float))
     today = np.zeros(reps, dtype=bool)
     u = np.random.default_rng(0).random(int(sizes.sum()))
     cell = np.repeat(np.arange(n_cells), sizes)
