@@ -102,6 +102,7 @@ class CandidateAssessment:
     n_labeled: int = 0
     weeks: tuple[str, ...] = ()  # weeks with extractions (the certification window's)
     audit_weeks: tuple[str, ...] = ()  # weeks of the audit samples behind the labels
+    thresholds: ThresholdResult | None = None  # the certificate's walk behind the candidacy
 
     @property
     def covered_versions(self) -> tuple[str, ...]:
@@ -203,6 +204,7 @@ def assess(
         n_labeled=data.n_labeled,
         weeks=tuple(sorted(data.week_hist)),
         audit_weeks=tuple(sorted({c.week for c in data.cells})),
+        thresholds=thresholds,
     )
 
 
@@ -381,6 +383,7 @@ def assess_anytime(
         n_labeled=closed.n_labels,
         weeks=closed.weeks,
         audit_weeks=tuple(sorted({c.week for c in closed.cells})),
+        thresholds=thresholds,
     )
 
 

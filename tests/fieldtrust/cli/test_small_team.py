@@ -121,6 +121,13 @@ def test_the_small_teams_stratum_certifies_and_the_open_week_does_not_remove_it(
     assert report["across_strata"]["certified_shown"] == 1
     assert report["across_strata"]["expected_wrong_certificates"] == pytest.approx(0.05)
 
+    # calibrate shows the same certificate and the same promise.
+    calibrated = json.loads(run("calibrate", "--json"))
+    strata = {(s["doc_type"], s["field"]): s for s in calibrated["strata"]}
+    assert strata[("invoice", "total")]["certified_threshold"] == total["threshold"]
+    assert strata[("invoice", "total")]["candidate"] is True
+    assert calibrated["across_strata"] == report["across_strata"]
+
     # The same store under today's one-look certificate: the open week wipes it out.
     run("policy", "settings", "--certificate", "fixed", "--as", "root")
     today = json.loads(run("candidates", "--json"))
