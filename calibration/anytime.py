@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from fieldtrust.calibration.certificate import (
     Allowances,
     LabelsNeeded,
@@ -248,8 +249,7 @@ def anytime_certificate(
     grid = candidate_grid(population) if closed.weeks else np.zeros(0, dtype=np.int64)
     above = closed.population_above() if closed.weeks else np.zeros(1, dtype=np.int64)
     total = int(above[0])
-    candidates = closed.threshold_cells(grid.tolist(), prior_error=bar.prior_error,
-                                        target=bar.target)
+    candidates = _Candidates(closed, grid, bar)
     start = walk_start(closed.planned_above()[grid], prior_error=bar.prior_error,
                        target=bar.target, delta=delta, population=above[grid],
                        power=START_POWER) \
@@ -267,9 +267,10 @@ def anytime_certificate(
             failure, refused = i, allowances.refused
             break
         certified = i
-    point_i = [i for i, c in enumerate(candidates) if c.n_labels and _accuracy(c) >= bar.target]
-    point = _point(candidates[point_i[-1]], int(above[grid[point_i[-1]]]), total, delta,
-                   bound=False) if point_i else None
+    accuracy = closed.accuracy_above()[grid] if grid.size else np.zeros(0)
+    point_i = np.flatnonzero(accuracy >= bar.target)  # NaN (no labels) never reaches it
+    point = _point(candidates[int(point_i[-1])], int(above[grid[point_i[-1]]]), total, delta,
+                   bound=False) if point_i.size else None
 
     if certified is not None:
         best = candidates[certified]
@@ -296,13 +297,31 @@ def anytime_certificate(
                          misses, labels_needed_cells=names, labels_needed_reason=reason)
 
 
+class _Candidates:
+    """The cells above each grid threshold, built when the walk reaches it (bets cost time)."""
+
+    def __init__(self, closed: ClosedCells, grid: npt.NDArray[np.int64], bar: Bar) -> None:
+        self._closed, self._grid, self._bar = closed, grid, bar
+        self._built: dict[int, ThresholdCells] = {}
+
+    def __len__(self) -> int:
+        return int(self._grid.size)
+
+    def __getitem__(self, i: int) -> ThresholdCells:
+        if i not in self._built:
+            (self._built[i],) = self._closed.threshold_cells(
+                [int(self._grid[i])], prior_error=self._bar.prior_error, target=self._bar.target)
+        return self._built[i]
+
+
 def _labels_needed(
-    closed: ClosedCells, candidates: list[ThresholdCells], failure: int | None, bar: Bar,
+    closed: ClosedCells, candidates: _Candidates, failure: int | None, bar: Bar,
     delta: float, seeds: SeedJudgements | None, refused: str | None,
 ) -> tuple[LabelsNeeded | None, tuple[CellLabelsNeeded, ...], str | None]:
     """Labels that would certify where the walk stopped, named by week and cell."""
     if failure is None:
-        return None, (), "no closed week holds extractions to certify" if not candidates else None
+        return None, (), "no closed week holds extractions to certify" if not len(
+            candidates) else None
     candidate = candidates[failure]
     allowances, between, _ = _allowances(closed, candidate, bar, delta, seeds)
     if not math.isfinite(between.allowance) and between.weeks < 2:

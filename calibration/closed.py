@@ -175,6 +175,27 @@ class ClosedCells:
         suffix = np.cumsum(self.cell_hist[:, ::-1], axis=1)[:, ::-1]
         return (self.planned_prob[:, None] * suffix).sum(axis=0)  # type: ignore[no-any-return]
 
+    def accuracy_above(self) -> FloatArray:
+        """Stratified accuracy of the labelled cells above each grid index (NaN without labels).
+
+        ``1 - sum_h W_h p_h`` over the cells with labels above the index, as
+        :func:`fieldtrust.calibration.weekly.week_rate` computes it for one set of cells.
+        """
+        n_cells = len(self.cells)
+        size = np.cumsum(self.cell_hist[:, ::-1], axis=1)[:, ::-1].astype(float)
+        flat = self.label_cell * N_GRID + self.label_k
+        counts = np.bincount(flat, minlength=n_cells * N_GRID).reshape(n_cells, N_GRID)
+        errors = np.bincount(flat, weights=self.label_error,
+                             minlength=n_cells * N_GRID).reshape(n_cells, N_GRID)
+        n = np.cumsum(counts[:, ::-1], axis=1)[:, ::-1].astype(float)
+        s = np.cumsum(errors[:, ::-1], axis=1)[:, ::-1]
+        labelled = n > 0
+        weight = np.where(labelled, size, 0.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rate = np.where(labelled, s / np.maximum(n, 1), 0.0)
+            out: FloatArray = 1.0 - (weight * rate).sum(axis=0) / weight.sum(axis=0)
+        return out
+
     def _blocks(self) -> tuple[Blocks, Labels]:
         design = Blocks(
             block_hist=self.week_hist if self.weeks else np.zeros((1, N_GRID), dtype=np.int64),
