@@ -35,6 +35,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -118,6 +119,10 @@ class StratumData:
         object.__setattr__(self, "design", design)
         object.__setattr__(self, "labels", labels)
 
+    def label_arrays(self, mask: npt.NDArray[np.bool_]) -> dict[str, Any]:
+        """The per-label arrays restricted to ``mask``, by field name (for ``replace``)."""
+        return {name: getattr(self, name)[mask] for name in LABEL_ARRAYS}
+
     @functools.cached_property
     def label_rows_by_week(self) -> dict[str, IntArray]:
         """Positions of the labels of each week (computed once: designs are built per week)."""
@@ -138,6 +143,11 @@ class StratumData:
     def coverage(self) -> Coverage:
         """Which weeks of the window the design-based labels cover, and how many extractions."""
         return coverage_of(self)
+
+
+#: The fields of :class:`StratumData` that hold one entry per design-based label.
+LABEL_ARRAYS = ("confidence", "correct", "weight", "inclusion_prob", "from_audit", "week",
+                "form_version", "u", "cell")
 
 
 def empty_stratum(doc_type: str, field_name: str) -> StratumData:
