@@ -695,6 +695,21 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        "0060_policy_anytime_certificate",
+        """
+        -- The bar gains the anytime-valid certificate's settings: which
+        -- certificate certifies ('fixed', today's one look, or 'anytime'),
+        -- familywise control across strata (0 or 1) and the seed rate of
+        -- known-answer items (0: reviewer misses not allowed for). NULL in a
+        -- row written before they existed, which held the defaults ('fixed',
+        -- 0, 0); fieldtrust.store.bar reads it so. The one writer checks the
+        -- values through the Bar (DuckDB cannot add a column with a CHECK).
+        ALTER TABLE policy_settings ADD COLUMN certificate VARCHAR;
+        ALTER TABLE policy_settings ADD COLUMN familywise INTEGER;
+        ALTER TABLE policy_settings ADD COLUMN seed_rate DOUBLE;
+        """,
+    ),
 )
 
 
