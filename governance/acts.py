@@ -30,6 +30,7 @@ from fieldtrust.governance.decisions import (
     Decision,
     current_policy,
 )
+from fieldtrust.governance.duties import check_own_labels, own_labels
 from fieldtrust.governance.evidence import (
     AuditDesign,
     Certification,
@@ -45,6 +46,7 @@ from fieldtrust.store.open_reviews import open_adjudications
 from fieldtrust.store.provenance import provenance
 from fieldtrust.store.retry import first_row, write_with_retry
 from fieldtrust.store.rollup import extraction_columns_sql
+from fieldtrust.store.signing import current_signer
 
 from fieldtrust.errors import Refused
 
@@ -92,7 +94,9 @@ def approve(
         No comment, open adjudications in the stratum (an approval waits for
         them), an unknown stratum, criteria looser than the store's
         policy, a stratum that is not a current candidate (the reason is
-        named), or ``threshold`` is below the certified one.
+        named), ``threshold`` is below the certified one, or ``actor`` gave a
+        larger share of the stratum's labels than the policy's
+        ``max_own_label_share`` (:mod:`fieldtrust.governance.duties`).
     """
     actor = _before_certifying(con, actor, "approve", doc_type, field, comment)
     _check_range(threshold)
@@ -109,6 +113,9 @@ def approve(
             f" stratum; {threshold} is below it: approve at or above the certified threshold"
             " (re-run `fieldtrust candidates` for fresh numbers)"
         )
+    # Segregation of duties, on the labels the certificate just read.
+    check_own_labels(own_labels(con, actor, doc_type, field, certification.window),
+                     resolve_bar(con, criteria))
     recorded = certification.threshold if threshold is None else threshold
     return _record(con, actor, "approve", doc_type, field, recorded, comment,
                    certification=certification)
@@ -206,6 +213,9 @@ def _record(
     schema versions.
     """
     actor = user_name(actor, what="acting user")
+    # The decision's chain entry is signed as it is written (store.signing): without the
+    # key the act is refused here, before its transaction.
+    current_signer()
     if action not in DECISION_ACTIONS:
         raise Refused(f"action {action!r} is not one of {', '.join(DECISION_ACTIONS)}")
     _check_comment(action, doc_type, field, comment)

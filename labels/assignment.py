@@ -28,6 +28,7 @@ import duckdb
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
+from fieldtrust.store.lookup import item_facts
 from fieldtrust.store.retry import first_row, write_with_retry
 
 from fieldtrust.errors import InputError
@@ -51,28 +52,26 @@ class ReviewItem:
     assigned_at: dt.datetime
 
 
-# A seed (labels.seed_verdicts) is shown as its host extraction with the
+# The reviewer's items from the small tables alone; their values are looked up
+# by id afterwards (store.lookup), never by joining every extraction row. A seed
+# (labels.seed_verdicts) is looked up as its host extraction and shown with the
 # seeded value in place of the host's: the same columns, in the same order.
 _ITEM_SQL = """
 SELECT * EXCLUDE (prn_) FROM (
-    SELECT a.sample_id, a.extraction_id, a.review_round, i.cell, e.doc_id, e.doc_type,
-           e.form_version, e.field, e.value, e.value_status, e.source_excerpt, a.assigned_at,
-           i.prn AS prn_
+    SELECT a.sample_id, a.extraction_id, a.review_round, i.cell, a.assigned_at,
+           CAST(NULL AS VARCHAR) AS host_, CAST(NULL AS VARCHAR) AS seed_value_, i.prn AS prn_
     FROM assignments a
     JOIN audit_items i USING (sample_id, extraction_id)
-    JOIN extractions e USING (extraction_id)
     WHERE a.sample_id = $sample AND a.reviewer = $actor
       AND ($extraction IS NULL OR a.extraction_id = $extraction)
       AND ($open_only = false OR NOT EXISTS (
             SELECT 1 FROM labels l WHERE l.extraction_id = a.extraction_id
                                      AND l.review_round = a.review_round))
     UNION ALL
-    SELECT a.sample_id, a.extraction_id, a.review_round, s.cell, e.doc_id, e.doc_type,
-           e.form_version, e.field, s.seed_value, 'present', e.source_excerpt, a.assigned_at,
-           s.prn AS prn_
+    SELECT a.sample_id, a.extraction_id, a.review_round, s.cell, a.assigned_at,
+           s.host_extraction_id, s.seed_value, s.prn
     FROM assignments a
     JOIN seed_items s ON s.seed_id = a.extraction_id AND s.sample_id = a.sample_id
-    JOIN extractions e ON e.extraction_id = s.host_extraction_id
     WHERE a.sample_id = $sample AND a.reviewer = $actor
       AND ($extraction IS NULL OR a.extraction_id = $extraction)
       AND ($open_only = false OR NOT EXISTS (
@@ -93,15 +92,19 @@ WITH items AS (
     UNION ALL
     SELECT seed_id, cell, prn, false FROM seed_items WHERE sample_id = $sample
 ),
+labelled AS (  -- the labels of this sample's items only: every other label is read once
+    SELECT l.extraction_id, l.review_round, l.reviewer
+    FROM labels l SEMI JOIN items USING (extraction_id)
+),
 mine AS (
     SELECT extraction_id FROM skips WHERE sample_id = $sample AND reviewer = $actor
     UNION SELECT extraction_id FROM assignments WHERE reviewer = $actor
-    UNION SELECT extraction_id FROM labels WHERE reviewer = $actor
+    UNION SELECT extraction_id FROM labelled WHERE reviewer = $actor
     UNION SELECT seed_id FROM seed_verdicts WHERE reviewer = $actor
 ),
 taken AS (
     SELECT extraction_id, review_round FROM assignments WHERE sample_id = $sample
-    UNION SELECT extraction_id, review_round FROM labels
+    UNION SELECT extraction_id, review_round FROM labelled
     UNION SELECT seed_id, 'primary' FROM seed_verdicts WHERE sample_id = $sample
 ),
 primary_free AS (
@@ -345,4 +348,11 @@ def _items(
         "sample": sample_id, "actor": actor, "extraction": extraction_id, "open_only": open_only,
     }
     rows = con.execute(_ITEM_SQL, params).fetchall()
-    return [ReviewItem(*row) for row in rows]
+    facts = item_facts(con, [host or extraction for _, extraction, _, _, _, host, _ in rows])
+    return [
+        ReviewItem(sample, extraction, rnd, cell, f.doc_id, f.doc_type, f.form_version, f.field,
+                   f.value if host is None else seeded,
+                   f.value_status if host is None else "present", f.source_excerpt, assigned_at)
+        for sample, extraction, rnd, cell, assigned_at, host, seeded in rows
+        if (f := facts.get(host or extraction)) is not None
+    ]

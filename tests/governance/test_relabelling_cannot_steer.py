@@ -112,8 +112,8 @@ def test_an_undeclared_relabel_is_refused_naming_the_row_and_the_store_is_unchan
                         " WHERE verdict = 'incorrect'").fetchall()[0][0]
     tables = ("labels", "label_imports", "label_import_second_looks", "history_chain")
     unchanged = table_fingerprint(audited, tables)
-    with pytest.raises(InputError, match=rf"row 1, column extraction_id: {first} already has a"
-                                         r" verdict .* --second-look verdict-dependent"):
+    with pytest.raises(InputError, match=rf"row 1, column extraction_id: '{first}' already has"
+                                         r" an? \w+ label by .* declare a second look"):
         import_labels(audited, recheck, actor="carol")
     assert table_fingerprint(audited, tables) == unchanged
 
@@ -125,7 +125,7 @@ def test_the_cli_refuses_an_undeclared_relabel_with_exit_code_2_and_accepts_a_de
     audited.close()
     args = ["--db", str(db_path), "labels", "import", str(recheck), "--as", "carol"]
     refused = CliRunner().invoke(cli, args)
-    assert refused.exit_code == 2 and "already has a verdict" in refused.output
+    assert refused.exit_code == 2 and "declare a second look" in refused.output
     assert "Traceback" not in refused.output
     ambiguous = CliRunner().invoke(cli, [*args, "--second-look", "symmetric"])
     assert ambiguous.exit_code == 2 and "share of every verdict" in ambiguous.output
@@ -140,7 +140,8 @@ def test_a_second_look_declared_on_a_file_of_new_items_is_refused(
     path = tmp_path / "fresh.csv"
     path.write_text("extraction_id,verdict\nfresh-1,correct\n", encoding="utf-8")
     with pytest.raises(InputError, match="gives no new verdict on an item already judged"):
-        import_labels(audited, path, actor="carol", second_look="verdict_dependent")
+        import_labels(audited, path, actor="carol", reviewer_default="carol",
+                      second_look="verdict_dependent")
 
 
 def test_an_approval_waits_for_the_strata_open_adjudications(
