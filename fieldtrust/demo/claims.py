@@ -26,7 +26,7 @@ import duckdb
 from fieldtrust.calibration.figures import share_text
 from fieldtrust.calibration.report import CalibrationReport, calibration_report
 from fieldtrust.sampling.alerts import Alert
-from fieldtrust.sampling.report import audit_report
+from fieldtrust.sampling.audit_report import audit_report
 from fieldtrust.store.bar import Bar, resolve_bar
 from fieldtrust.store.connection import connect
 from fieldtrust.store.scope import Scope, last_weeks
