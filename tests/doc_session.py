@@ -106,6 +106,8 @@ class Shell:
         words = shlex.split(command)
         if words[0] == "export":
             name, value = words[1].split("=", 1)
+            if value.startswith("~/"):  # as bash expands a tilde in an assignment
+                value = str(Path(self.env.get("HOME") or Path.home()) / value[2:])
             self.env[name] = value
             return subprocess.CompletedProcess(command, 0, "", "")
         if words[0] == "cd":
