@@ -109,7 +109,7 @@ def test_the_first_hour_ends_in_an_approval(tmp_path: Path,
                               "--out", str(sheet))
         labelled += _fill(sheet, "correct")
         out = run("labels", "import", str(sheet), "--reviewer", "ann")
-        assert "labels added" in out and " 0 without a verdict" in out
+        assert "new labels and" in out and " 0 without a verdict" in out
 
     candidates = json.loads(run("candidates", "--json"))["candidates"]
     assert [(c["doc_type"], c["field"]) for c in candidates] == [("invoice", "total")]
