@@ -83,7 +83,8 @@ ORDER BY assigned_at, prn_, extraction_id
 # Candidates for a primary review: not labelled (in any round that gives a
 # verdict), not handed out in this sample, not skipped by or second-reviewed
 # by the actor. Candidates for a second review: double-review items whose
-# primary review is with someone else and whose second review is free. Seeds
+# primary review is with someone else, whose second review is free and that
+# no QA lead has adjudicated yet (an adjudication settles the item). Seeds
 # join the items at their own random place in their cell's order, for one
 # (primary) review each.
 _CANDIDATES_SQL = """
@@ -118,7 +119,7 @@ second_free AS (
       AND EXISTS (SELECT 1 FROM taken t WHERE t.extraction_id = i.extraction_id
                   AND t.review_round = 'primary')
       AND NOT EXISTS (SELECT 1 FROM taken t WHERE t.extraction_id = i.extraction_id
-                      AND t.review_round = 'second')
+                      AND t.review_round IN ('second', 'adjudication'))
 ),
 candidates AS (
     SELECT * FROM (SELECT * FROM primary_free UNION ALL SELECT * FROM second_free) c

@@ -89,6 +89,7 @@ def _wrong_rate(accuracy: float, reps: int, seed: int) -> tuple[float, float]:
 
 
 @pytest.mark.slow
+@pytest.mark.bench
 @pytest.mark.parametrize("accuracy", [0.95, 0.94])
 def test_weekly_looks_as_labels_grow_certify_wrongly_at_most_delta(accuracy: float) -> None:
     rate, mc_error = _wrong_rate(accuracy, reps=100, seed=int(accuracy * 1000))

@@ -99,8 +99,9 @@ def test_the_small_teams_stratum_certifies_and_the_open_week_does_not_remove_it(
     for w, week in enumerate(WEEKS):
         run("ingest", str(_log(tmp_path / f"{week}.csv", w, PER_WEEK, truth)), "--quiet")
         sheet = tmp_path / f"sample-{week}.csv"
+        # The confidence column is shown: this team labels only the items above 0.9.
         run("sample", "--week", week, "--design", "design.toml", "--seed", "1",
-            "--out", str(sheet), "--as", "quinn")
+            "--out", str(sheet), "--show-confidence", "--as", "quinn")
         labelled += _label(sheet, truth)
         run("labels", "import", str(sheet), "--as", "quinn")
     # Monday: the open week's first rows arrive after the last draw.
