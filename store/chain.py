@@ -81,6 +81,8 @@ CHAINED: Mapping[str, ChainedTable] = {
         ),
         ChainedTable("label_import_designs", ("batch_id",), ("declared_at", "batch_id")),
         ChainedTable("policy_settings", ("setting_id",), ("set_at", "setting_id")),
+        ChainedTable("monitoring_resumptions", ("resumption_id",),
+                     ("resumed_at", "resumption_id")),
     )
 }
 

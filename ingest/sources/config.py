@@ -15,6 +15,7 @@ KINDS = ("store", "parquet", "delta", "spark")
 SOURCE_COLUMNS = (
     "extraction_id", "doc_id", "doc_type", "form_version", "field", "value", "value_status",
     "confidence", "model", "extracted_at", "conflict", "conflict_value", "source_excerpt",
+    "extractor_version",
 )
 
 #: ``spark`` paths starting with this name a catalog table instead of Parquet files.

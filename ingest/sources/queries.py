@@ -149,7 +149,7 @@ RANK_DIGEST = "md5(CAST($seed AS VARCHAR) || ':' || $week || ':' || extraction_i
 
 _COPIED = (
     "extraction_id, doc_id, doc_type, form_version, field, value, value_status, confidence,"
-    " model, extracted_at, conflict, conflict_value, source_excerpt"
+    " model, extracted_at, conflict, conflict_value, source_excerpt, extractor_version"
 )
 
 
