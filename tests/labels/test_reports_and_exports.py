@@ -69,11 +69,16 @@ def test_policy_export_lists_the_active_approvals(
     policy = export_policy(review_store)
     assert policy["thresholds"] == [{
         "doc_type": "invoice", "field": "total", "threshold": 0.95, "form_versions": ["v1"],
+        # Approved on a stated certification without a chart: every extractor, unwatched.
+        "extractor_versions": ["*"],
+        "segments": [{"form_version": "v1", "extractor_version": "*", "status": "not monitored",
+                      "reason": "approved before monitoring: no chart was frozen with the"
+                                " approval; re-approve to monitor it"}],
         "approved_by": "mona",
         "approved_at": total.decided_at.isoformat(), "evidence_id": total.evidence_id,
         "decision_id": total.decision_id,
     }]
-    assert policy["format"] == 2
+    assert policy["format"] == 3
     assert policy["fieldtrust_version"] == fieldtrust.__version__
     assert policy["schema_version"] == review_store.execute(
         "SELECT max(name) FROM schema_migrations").fetchone()[0]  # type: ignore[index]
