@@ -416,6 +416,14 @@ def revocations(con: duckdb.DuckDBPyConnection, bar: Bar) -> Any:
     return revocation_recommendations(con, bar)
 
 
+@query("monitoring")
+def monitoring(con: duckdb.DuckDBPyConnection) -> Any:
+    """Each approved segment's monitoring chart (governance.monitoring.monitor_approvals)."""
+    from fieldtrust.governance.monitoring import monitor_approvals
+
+    return monitor_approvals(con)
+
+
 @query("policy_export")
 def policy_export(con: duckdb.DuckDBPyConnection) -> Any:
     """The policy file production reads (governance.policy.export_policy)."""

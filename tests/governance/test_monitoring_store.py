@@ -22,7 +22,6 @@ import pytest
 from click.testing import CliRunner
 from fieldtrust.calibration.monitoring import STRATUM_ARL0
 from fieldtrust.calibration.run_length import alarm_threshold, average_run_length
-from fieldtrust.cli.main import cli
 from fieldtrust.governance import monitoring
 from fieldtrust.governance.acts import approve, resume, revoke
 from fieldtrust.governance.bar_admin import set_policy_settings
@@ -32,6 +31,7 @@ from fieldtrust.governance.policy import export_policy
 from fieldtrust.store.weeks import Week, iso_week
 
 from fieldtrust import store
+from fieldtrust.cli.main import cli
 from fieldtrust.errors import PermissionDenied, Refused
 
 NOW = iso_week(store.utc_now())

@@ -23,8 +23,8 @@ from decided import approve_as_stated
 from fieldtrust.calibration.segments import SegmentCheck
 from fieldtrust.governance import acts
 from fieldtrust.governance.acts import reject, resume
-from fieldtrust.governance.monitoring_plan import plan_monitoring
 from fieldtrust.governance.bar_admin import set_policy_settings
+from fieldtrust.governance.monitoring_plan import plan_monitoring
 from fieldtrust.governance.policy import export_policy
 from fieldtrust.labels.assignment import next_items, skip
 from fieldtrust.labels.label_import import import_labels
@@ -80,7 +80,8 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _resumed_alarm(con: duckdb.DuckDBPyConnection) -> None:
     """invoice/date approved in the demo's first week on a stated chart its labels alarm
-    (in control at 99.5%, form version v2), then resumed by the manager: a row of monitoring_resumptions."""
+    (form version v2 in control at 99.5%), then resumed by the manager: a row of
+    monitoring_resumptions."""
     week = Week(con.execute("SELECT min(week) FROM audit_samples").fetchall()[0][0])
     check = SegmentCheck("v2", "unknown", 1_000, 1.0, 100, 0.995, 0.99, True)
     plan = plan_monitoring([check], [check.key], target=0.95, audit_weeks=10)
