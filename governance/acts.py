@@ -119,7 +119,7 @@ def approve(
     recorded = certification.threshold if threshold is None else threshold
     monitoring = plan_monitoring(certification.segments, certification.covered_segments,
                                  target=certification.target,
-                                 audit_weeks=len(certification.audit_weeks))
+                                 weeks=len(certification.weeks))
     return _record(con, actor, "approve", doc_type, field, recorded, comment,
                    certification=certification, monitoring=monitoring)
 

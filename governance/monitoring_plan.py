@@ -81,14 +81,15 @@ def plan_monitoring(
     covered: Sequence[tuple[str, str]],
     *,
     target: float,
-    audit_weeks: int,
+    weeks: int,
     stratum_arl0: float = STRATUM_ARL0,
 ) -> MonitoringPlan:
     """The charts of an approval's ``covered`` segments, from their checks at approval.
 
-    ``audit_weeks`` is the number of audited weeks the certification rests
-    on: a segment's labels above the threshold over them is the labels a
-    week the audit gives it, and the threshold is set for that.
+    ``weeks`` is the number of weeks of the certification window with
+    extractions of the stratum: a segment's labels above the threshold over
+    them is the labels a week its audit gives it, and the threshold is set
+    for that.
     """
     checks = {c.key: c for c in segments}
     arl0 = segment_arl0(stratum_arl0, max(1, len(covered)))
@@ -96,7 +97,7 @@ def plan_monitoring(
     for key in covered:
         check = checks[key]
         in_control = _in_control(check, target)
-        per_week = max(1, math.ceil(check.labels_above / max(1, audit_weeks)))
+        per_week = max(1, math.ceil(check.labels_above / max(1, weeks)))
         h = alarm_threshold(arl0, in_control=in_control, target=target,
                             labels_per_week=per_week)
         plans.append(SegmentPlan(

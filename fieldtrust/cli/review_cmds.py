@@ -170,9 +170,12 @@ def decide_cmd(
     if decision.action == "approve" and decision.evidence_id is not None:
         certification = load_evidence(con, decision.evidence_id).certification
         covered = certification.covered_versions if certification else ()
+        segments = certification.covered_segments if certification else ()
         click.echo(
-            f"covers form versions {', '.join(covered) or '(none)'}; production sends any"
-            " other version to a human"
+            f"covers form versions {', '.join(covered) or '(none)'}; segments (form x"
+            f" extractor version) {', '.join(f'{f} x {e}' for f, e in segments) or '(none)'};"
+            " production sends any other to a human, and `fieldtrust monitor` charts each"
+            " covered segment from this week on"
         )
 
 
@@ -186,7 +189,13 @@ def policy_group() -> None:
               help="Write to this file (default: print to stdout).")
 @click.pass_context
 def policy_export(ctx: click.Context, out: str | None) -> None:
-    """Write the approved thresholds as JSON, for production pipelines to read."""
+    """Write the approved thresholds as JSON, for production pipelines to read.
+
+    Each approved stratum lists its covered segments (form version x extractor
+    version) with a status: a segment its monitoring chart flagged is
+    "suspended" and goes to people until a manager revokes or resumes it
+    (`fieldtrust monitor`).
+    """
     from fieldtrust.governance.policy import export_policy, policy_json
 
     text = policy_json(export_policy(open_db(ctx, read_only=True)))

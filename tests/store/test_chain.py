@@ -84,7 +84,7 @@ def _resumed_alarm(con: duckdb.DuckDBPyConnection) -> None:
     monitoring_resumptions."""
     week = Week(con.execute("SELECT min(week) FROM audit_samples").fetchall()[0][0])
     check = SegmentCheck("v2", "unknown", 1_000, 1.0, 100, 0.995, 0.99, True)
-    plan = plan_monitoring([check], [check.key], target=0.95, audit_weeks=10)
+    plan = plan_monitoring([check], [check.key], target=0.95, weeks=10)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(acts, "utc_now", lambda: week.start + dt.timedelta(hours=1))
         approve_as_stated(con, MANAGER, "invoice", "date", 0.0, "watched", monitoring=plan)
