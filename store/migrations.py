@@ -638,8 +638,6 @@ MIGRATIONS: tuple[Migration, ...] = (
         -- stored before it existed, and files that do not say, hold 'unknown'.
         ALTER TABLE extractions ADD COLUMN extractor_version VARCHAR DEFAULT 'unknown';
         ALTER TABLE sampled_extractions ADD COLUMN extractor_version VARCHAR DEFAULT 'unknown';
-        UPDATE sampled_extractions s SET extractor_version = e.extractor_version
-            FROM extractions e WHERE e.extraction_id = s.extraction_id;
         -- When each (doc_type, form_version, extractor_version) was first seen:
         -- a form version whose extractor changed lately is new in the draw
         -- (boosted) as a new form version is.
