@@ -35,8 +35,6 @@ from fieldtrust.governance.evidence import (
     Certification,
     Evidence,
     _freeze,  # the acts alone freeze evidence
-    _freeze_json,
-    canonical_json,
 )
 from fieldtrust.governance.monitoring import SegmentMonitor, monitor_approvals
 from fieldtrust.governance.monitoring_plan import MonitoringPlan, plan_monitoring
@@ -221,7 +219,7 @@ def resume(
                 f" {extractor_version!r} is not suspended, so there is nothing to resume"
                 " (`fieldtrust monitor` lists the segments)"
             )
-        evidence_id = _freeze_json(tx, canonical_json(found.to_dict()))
+        evidence_id = _freeze(tx, found.to_dict())
         inserted = tx.execute(
             "INSERT INTO monitoring_resumptions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " RETURNING *",

@@ -202,13 +202,13 @@ def evidence_id_of(payload_json: str) -> str:
     return hashlib.sha256(payload_json.encode("utf-8")).hexdigest()
 
 
-def _freeze(con: duckdb.DuckDBPyConnection, evidence: Evidence) -> str:
-    """Store ``evidence`` as a snapshot (in the caller's transaction); return its id."""
-    return _freeze_json(con, evidence.to_json())
+def _freeze(con: duckdb.DuckDBPyConnection, evidence: Evidence | Mapping[str, Any]) -> str:
+    """Store ``evidence`` as a snapshot (in the caller's transaction); return its id.
 
-
-def _freeze_json(con: duckdb.DuckDBPyConnection, text: str) -> str:
-    """Store canonical JSON ``text`` as a snapshot (in the caller's transaction); its id."""
+    A decision's :class:`Evidence`, or the JSON-ready record another act
+    rests on (a resumed segment's chart).
+    """
+    text = evidence.to_json() if isinstance(evidence, Evidence) else canonical_json(evidence)
     evidence_id = evidence_id_of(text)
     # The same payload twice is stored, and chained, once: a conflict returns no row.
     inserted = con.execute(
