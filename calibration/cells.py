@@ -1,6 +1,6 @@
 """Today's design arrays as the cells of the anytime-valid certificate.
 
-:class:`~fieldtrust.calibration.design.Design` and
+:class:`~fieldtrust.calibration.design.Blocks` and
 :class:`~fieldtrust.calibration.design.Labels` (what
 :mod:`fieldtrust.calibration.population` builds from the store) plus three
 things the store knows and the thinning bound did not need:
@@ -27,7 +27,7 @@ import numpy.typing as npt
 from fieldtrust.calibration.bets import DEFAULT_MAX_BET, growth_bets
 from fieldtrust.calibration.betting import CellLabels
 from fieldtrust.calibration.certificate import ThresholdCells
-from fieldtrust.calibration.design import GRID, N_GRID, Design, Labels
+from fieldtrust.calibration.design import GRID, N_GRID, Blocks, Labels
 
 from fieldtrust.errors import InputError
 
@@ -35,7 +35,7 @@ IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
 
-def _check(design: Design, labels: Labels, cell_hist: IntArray, prn_rank: IntArray,
+def _check(design: Blocks, labels: Labels, cell_hist: IntArray, prn_rank: IntArray,
            planned_pi: FloatArray, cell_week: IntArray) -> None:
     n_cells = design.cell_pi.size
     if cell_hist.shape != (n_cells, N_GRID):
@@ -51,7 +51,7 @@ def _check(design: Design, labels: Labels, cell_hist: IntArray, prn_rank: IntArr
 
 
 def threshold_cells(
-    design: Design,
+    design: Blocks,
     labels: Labels,
     ks: Sequence[int],
     *,

@@ -1,4 +1,4 @@
-"""Today's Design and Labels turned into the certificate's cells."""
+"""Today's Blocks and Labels turned into the certificate's cells."""
 
 from __future__ import annotations
 
@@ -6,19 +6,19 @@ import numpy as np
 import pytest
 from fieldtrust.calibration.bets import growth_bets
 from fieldtrust.calibration.cells import threshold_cells
-from fieldtrust.calibration.design import N_GRID, Design, Labels
+from fieldtrust.calibration.design import N_GRID, Blocks, Labels
 
 from fieldtrust.errors import InputError
 
 
-def _two_cells() -> tuple[Design, Labels, np.ndarray, np.ndarray]:
+def _two_cells() -> tuple[Blocks, Labels, np.ndarray, np.ndarray]:
     # One week, one band (one block) split into two status cells; 30 late rows in the block.
     cell_hist = np.zeros((2, N_GRID), dtype=np.int64)
     cell_hist[0, 180], cell_hist[0, 195] = 600, 400
     cell_hist[1, 190] = 200
     block = cell_hist.sum(axis=0, keepdims=True)
     block[0, 199] += 30
-    design = Design(block, np.array([0, 0]), np.array([0.05, 0.25]), np.array([1000.0, 200.0]))
+    design = Blocks(block, np.array([0, 0]), np.array([0.05, 0.25]), np.array([1000.0, 200.0]))
     k = np.array([195, 180, 195, 190, 190, 180])
     correct = np.array([1.0, 1.0, 0.0, 1.0, 0.0, 1.0])
     cell = np.array([0, 0, 0, 1, 1, -1])  # the last label is not usable for the bound
