@@ -370,6 +370,12 @@ def _sql_estimates(state: dict[str, Any]) -> object:
     return baselines.weighted_accuracy_sql(state["con"], list(state["weeks"]))
 
 
+def _sql_estimates_side(title: str, prepare: Callable[[Context], dict[str, Any]]) -> Side:
+    """The baseline of the estimates and the alerts: Hajek point estimates of the state's weeks
+    in one SQL query."""
+    return Side(title, prepare, _sql_estimates, None, _close)
+
+
 ESTIMATES = Case(
     name="estimates",
     title="Weekly estimates per (week, doc_type, field), 8 weeks",
@@ -380,13 +386,7 @@ ESTIMATES = Case(
         None,
         _close,
     ),
-    baseline=Side(
-        "one SQL query: Hajek point estimates only",
-        _calibrate_prepare,
-        _sql_estimates,
-        None,
-        _close,
-    ),
+    baseline=_sql_estimates_side("one SQL query: Hajek point estimates only", _calibrate_prepare),
     goal=Goal(),
 )
 
@@ -408,12 +408,8 @@ ALERTS = Case(
     name="alerts",
     title="Alerts for the newest week (below target, drop vs 8 weeks, sustained, new versions)",
     library=Side("sampling.alerts.weekly_alerts", _alerts_prepare, _alerts, None, _close),
-    baseline=Side(
-        "one SQL query: Hajek estimates of the 10 weeks compared (no tests)",
-        _alerts_prepare,
-        _sql_estimates,
-        None,
-        _close,
+    baseline=_sql_estimates_side(
+        "one SQL query: Hajek estimates of the 10 weeks compared (no tests)", _alerts_prepare
     ),
     goal=Goal(),
 )

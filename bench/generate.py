@@ -41,8 +41,9 @@ import pyarrow.parquet as pq
 
 #: Rows generated per chunk: peak memory of the generator is about 0.8 GB.
 CHUNK_ROWS = 1_000_000
-#: Bump when the data a size produces changes, so stale caches are rebuilt.
-GENERATOR_VERSION = 2
+#: Bump when the data a size produces changes, so stale caches are rebuilt
+#: (3: every row has the demo's document location, so the review page shows a page).
+GENERATOR_VERSION = 3
 #: Base rate of the audit design the history is drawn with. The default design
 #: (1%, boosted 5x for new form versions, which every version is in a store's
 #: first two weeks) labels about 2.2% of 10M rows; half the base rate gives the
@@ -156,6 +157,8 @@ def _renamed(column: pa.ChunkedArray, chunk: int) -> pa.ChunkedArray:
 
 def write_chunks(folder: Path, rows: int, seed: int) -> None:
     """Demo populations of at most :data:`CHUNK_ROWS` rows each, as Parquet files."""
+    from fieldtrust.demo.layout import with_locations
+
     from fieldtrust.demo import generate_demo
 
     n_chunks = max(1, math.ceil(rows / CHUNK_ROWS))
@@ -169,6 +172,9 @@ def write_chunks(folder: Path, rows: int, seed: int) -> None:
         truth = data.truth.set_column(
             0, "extraction_id", _renamed(data.truth["extraction_id"], chunk)
         )
+        # The page, box and uri of each value, as `fieldtrust demo` stores them: the
+        # review benchmarks render the page a reviewer sees (uris name the renamed ids).
+        extractions = with_locations(extractions, truth)
         pq.write_table(extractions, folder / f"extractions-{chunk:03d}.parquet")
         pq.write_table(truth, folder / f"truth-{chunk:03d}.parquet")
         del data, extractions, truth
@@ -224,7 +230,7 @@ def build_store(path: Path, parquet: Path, chunks: Path, seed: int) -> dict[str,
     ensure_demo_ready(building)
     con = store.connect(building)
     try:
-        _approve_one(con)
+        _approve_one(con, signing_key(path))
         con.execute("CHECKPOINT")
         counts = _counts(con)
     finally:
@@ -249,17 +255,29 @@ def _with_design(simulate: Any, con: Any, seed: int) -> None:
         setattr(reviewers, "Design", original)  # noqa: B010
 
 
-def _approve_one(con: Any) -> None:
+def signing_key(store_path: Path) -> Path:
+    """The key the benchmark store's decisions are signed with, beside it (made on first use)."""
+    from fieldtrust.store.signing import create_key
+
+    key = store_path.with_name("signing.key")
+    if not key.exists():
+        create_key(key)
+    return key
+
+
+def _approve_one(con: Any, key: Path) -> None:
     """Approve the first automation candidate, so the policy pages show a decision."""
     from fieldtrust.calibration.candidates import automation_candidates
     from fieldtrust.governance.acts import approve
     from fieldtrust.store.scope import Scope, last_weeks
+    from fieldtrust.store.signing import using
 
     scope = Scope(weeks=last_weeks(con.cursor(), 8))
     found = [a for a in automation_candidates(con, scope) if a.candidate]
     if found:
-        approve(con, "maya", found[0].doc_type, found[0].field,
-                "benchmark: approve one candidate")
+        with using(str(key)):
+            approve(con, "maya", found[0].doc_type, found[0].field,
+                    "benchmark: approve one candidate")
 
 
 def _counts(con: Any) -> dict[str, Any]:

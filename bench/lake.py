@@ -171,14 +171,12 @@ def bare_top_n(folder: Path, per_cell: dict[str, int]) -> float:
 
 
 def _store(path: Path) -> duckdb.DuckDBPyConnection:
-    from fieldtrust.store.access import bootstrap_admin, grant_role
-
+    """A new store with the demo's people, alice its one reviewer (quinn draws the sample)."""
     from fieldtrust import store
+    from fieldtrust.demo.users import grant_demo_roles
 
     con = store.connect(path)
-    bootstrap_admin(con, "root")
-    grant_role(con, "root", "quinn", "qa_lead")
-    grant_role(con, "root", "alice", "reviewer")
+    grant_demo_roles(con, ("alice",))
     return con
 
 

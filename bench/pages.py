@@ -25,7 +25,7 @@ from typing import Any
 
 from fieldtrust.store.bar import Bar, resolve_bar
 
-from bench.generate import bench_design
+from bench.generate import bench_design, signing_key
 from fieldtrust.settings import Settings
 
 #: A page's reads: (registered query name, arguments built from the page inputs).
@@ -163,10 +163,13 @@ def render_page(page: str, store_path: Path, inputs: PageInputs, settings: Setti
                 ) -> dict[str, float]:
     """Seconds of each read of one render of ``page`` (entry point reads first)."""
     from fieldtrust.dashboard import data
+    from fieldtrust.store.signing import using
 
     path = str(store_path)
     timings: dict[str, float] = {}
-    with data.run_reads(path):  # one connection for the render, as the dashboard's entry point
+    # One connection for the render, as the dashboard's entry point; the policy export
+    # signs with the store's key, as a served dashboard does.
+    with data.run_reads(path), using(str(signing_key(store_path))):
         started = time.perf_counter()
         data.data_version(path)
         timings["data_version"] = time.perf_counter() - started

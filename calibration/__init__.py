@@ -7,6 +7,8 @@ passed whole (STATS.md sections 1-7, 10, 11). Modules, from the arithmetic up:
 * ``survey``: interval and bound arithmetic, the one place for it: exact
   (Clopper-Pearson) bounds, Wilson and Jeffreys intervals, Korn-Graubard,
   the label counts a bound implies, Hajek and stratified estimates;
+* ``figures``: how an estimated share is written for people, with its n and
+  interval, or a note when the interval says nothing;
 * ``design``: the population of a stratum in blocks and audit cells
   (``Blocks``), its labels (``Labels``) and the upper bound on the error rate
   above a threshold that is valid under the audit design;

@@ -259,6 +259,33 @@ def _planned_stack(cells: Sequence[CellLabels], extra: IntArray, rates: FloatArr
                       stack.low, stack.high, 1)
 
 
+def planned_evidence(
+    cells: Sequence[CellLabels],
+    extra: npt.ArrayLike,
+    *,
+    rates: npt.ArrayLike,
+    future_bets: npt.ArrayLike,
+    budget: float,
+    power: float = 0.5,
+) -> float:
+    """The log evidence expected once cell ``h`` has ``extra[h]`` more labels at ``rates[h]``.
+
+    The least over the null's boundary (``budget`` errors in all: ``max_error``
+    times the items, less those no cell accounts for), less ``z_power``
+    standard deviations of the future labels' contribution (``power`` 0.5:
+    the expected value itself). Certification is planned where it reaches
+    ``log(1 / delta)``; :func:`labels_needed` searches the labels for it, a
+    planner asks it of a design's coming weeks.
+    """
+    more = np.asarray(extra, dtype=np.int64).reshape(-1)
+    p = np.broadcast_to(np.asarray(rates, dtype=float), more.shape)
+    c = np.broadcast_to(np.asarray(future_bets, dtype=float), more.shape)
+    spread = p * (1 - p) * np.log1p(-np.minimum(c, MAX_BET)) ** 2
+    margin = float(ndtri(power)) * math.sqrt(float(np.sum(more * spread)))
+    stack = _planned_stack(cells, more, p, c)
+    return float(least_evidence(stack, [budget]).log_evalue[0]) - margin
+
+
 def labels_needed(
     candidate: ThresholdCells,
     *,
@@ -319,15 +346,12 @@ def labels_needed(
     plan = np.where(plan > 0, plan, 0.0)
 
     check_fraction("power", power)
-    z = float(ndtri(power))
-    spread = rates * (1 - rates) * np.log1p(-np.minimum(future, MAX_BET)) ** 2
 
     def evidence(scale: float) -> tuple[float, IntArray]:
         goal = np.minimum(np.ceil(scale * plan), size)
         extra = np.clip(goal - n, 0, size - n).astype(np.int64)
-        stack = _planned_stack(cells, extra, rates, future)
-        margin = z * math.sqrt(float(np.sum(extra * spread)))
-        return float(least_evidence(stack, [budget]).log_evalue[0]) - margin, extra
+        return planned_evidence(cells, extra, rates=rates, future_bets=future, budget=budget,
+                                power=power), extra
 
     now, _ = evidence(0.0)
     if now >= allowances.log_threshold:

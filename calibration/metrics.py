@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from fieldtrust.calibration.bins import BinStats, bin_stats, check_inputs
+from fieldtrust.calibration.bins import BinStats, FloatArray, bin_stats, check_inputs
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,11 @@ def brier_score(
     c, y, w = check_inputs(confidence, correct, weight)
     if c.size == 0:
         return float("nan")
+    return _brier(c, y, w)
+
+
+def _brier(c: FloatArray, y: FloatArray, w: FloatArray) -> float:
+    """The Brier score of checked, non-empty arrays (the bootstrap skips checking each resample)."""
     return float(np.sum(w * (c - y) ** 2) / np.sum(w))
 
 
@@ -172,7 +177,7 @@ def metric_intervals(
         pick = rng.integers(0, c.size, c.size)
         stats = bin_stats(c[pick], y[pick], weight=w[pick], n_bins=n_bins, strategy=strategy)
         ece[r] = ece_from_bins(stats)
-        brier[r] = np.sum(w[pick] * (c[pick] - y[pick]) ** 2) / np.sum(w[pick])
+        brier[r] = _brier(c[pick], y[pick], w[pick])
     tail = 100 * (1 - level) / 2
     ece_low, ece_high = np.nanpercentile(ece, [tail, 100 - tail])
     brier_low, brier_high = np.percentile(brier, [tail, 100 - tail])

@@ -45,6 +45,7 @@ from fieldtrust.calibration.design import GRID, N_GRID, Blocks, Labels, grid_ind
 from fieldtrust.store.labelled import PROVENANCES, labelled_items
 from fieldtrust.store.rollup import is_current, population_counts, segment_counts
 from fieldtrust.store.scope import Scope
+from fieldtrust.store.weeks import Week
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -347,11 +348,28 @@ class Coverage:
     n_population_covered: int
 
     def text(self) -> str:
-        """"covers W48: 4,000 of 32,000 extractions" (or "covers no week ...")."""
+        """"covers W48: 4,000 of 32,000 extractions" (or "covers no week ...").
+
+        Runs of consecutive weeks read as one: "covers W41..W48, W50".
+        """
         if not self.covered_weeks:
             return f"covers no week: 0 of {self.n_population:,} extractions have an audit"
-        weeks = ", ".join(w.split("-", 1)[-1] for w in self.covered_weeks)
+        weeks = ", ".join(_week_runs(self.covered_weeks))
         return f"covers {weeks}: {self.n_population_covered:,} of {self.n_population:,} extractions"
+
+
+def _week_runs(weeks: tuple[str, ...]) -> list[str]:
+    """ISO weeks as runs, without the year unless they span two: ("W41..W44", "W46")."""
+    runs: list[list[str]] = []
+    for week in sorted(weeks):
+        if runs and Week(runs[-1][-1]).shift(1) == week:
+            runs[-1].append(week)
+        else:
+            runs.append([week])
+    short = {w: w.split("-", 1)[-1] for run in runs for w in run}
+    if len({w.split("-", 1)[0] for w in weeks}) > 1:  # across a new year: keep the year
+        short = {w: w for w in short}
+    return [short[r[0]] if len(r) == 1 else f"{short[r[0]]}..{short[r[-1]]}" for r in runs]
 
 
 def coverage_of(data: StratumData) -> Coverage:

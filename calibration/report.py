@@ -15,6 +15,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 from fieldtrust.calibration.candidates import CandidateAssessment, assess
+from fieldtrust.calibration.figures import interval_note
 from fieldtrust.calibration.population import (
     Coverage,
     StratumData,
@@ -22,7 +23,7 @@ from fieldtrust.calibration.population import (
     load_strata,
     strata_names,
 )
-from fieldtrust.calibration.survey import korn_graubard_interval
+from fieldtrust.calibration.survey import effective_size, korn_graubard_interval
 from fieldtrust.calibration.table import StratumTable, stratum_bins, stratum_table
 from fieldtrust.calibration.thresholds import ThresholdResult, select_thresholds
 from fieldtrust.store.bar import Bar, resolve_bar
@@ -57,10 +58,19 @@ class StratumReport:
     def field(self) -> str:
         return self.table.field
 
+    @property
+    def effective_labels(self) -> float | None:
+        """The Korn-Graubard effective size of the accuracy (None without labels)."""
+        t = self.table
+        if not t.n_labeled or math.isnan(t.accuracy):
+            return None
+        return float(effective_size(t.accuracy, t.accuracy_variance, t.n_labeled))
+
     def to_dict(self, *, include_bins: bool = False) -> dict[str, Any]:
         """The stratum as the ``--json`` output shows it (null where undefined)."""
         t, th, a = self.table, self.thresholds, self.assessment
         point, cert = th.point, th.certified
+        n_eff = self.effective_labels
         out: dict[str, Any] = {
             "doc_type": t.doc_type,
             "field": t.field,
@@ -74,6 +84,10 @@ class StratumReport:
             "accuracy": _num(t.accuracy),
             "accuracy_low": _num(t.accuracy_low),
             "accuracy_high": _num(t.accuracy_high),
+            # What the labels weigh as under the design (Korn-Graubard), and why the
+            # interval says nothing when it does not (calibration.figures).
+            "n_eff": _num(n_eff),
+            "interval_note": interval_note(t.accuracy_low, t.accuracy_high, t.n_labeled, n_eff),
             "mean_confidence": _num(t.mean_confidence),
             "ece": _num(t.ece),
             "ece_debiased": _num(t.ece_debiased),
@@ -118,6 +132,28 @@ class OverallSummary:
     n_significantly_below: int  # upper end of the interval below target
     n_candidates: int
     summary: str
+    # Every label with a verdict in scope, design-based or not, and the non-random ones
+    # (queue, ad hoc, undeclared imports): why n_labeled is smaller than "labels".
+    n_labels_in_scope: int = 0
+    n_non_random: int = 0
+
+    def labels_text(self) -> str:
+        """``4,367 design-based labels (of 4,994 in scope: 600 non-random, 27 waiting)``.
+
+        Design-based labels are the ones every estimate uses; the others are
+        counted so a reader sees why the figure is smaller than a count of
+        every label.
+        """
+        text = f"{self.n_labeled:,} design-based labels"
+        others = self.n_labels_in_scope - self.n_labeled
+        if others <= 0:
+            return text
+        waiting = others - self.n_non_random
+        parts = [f"{self.n_non_random:,} non-random (review queue, ad hoc, undeclared"
+                 " imports)"] if self.n_non_random else []
+        if waiting > 0:
+            parts.append(f"{waiting:,} waiting behind an unlabelled item of their audit cell")
+        return f"{text} (of {self.n_labels_in_scope:,} in scope: {'; '.join(parts)})"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -132,6 +168,8 @@ class OverallSummary:
             "n_significantly_below": self.n_significantly_below,
             "n_candidates": self.n_candidates,
             "summary": self.summary,
+            "n_labels_in_scope": self.n_labels_in_scope,
+            "n_non_random": self.n_non_random,
         }
 
 
@@ -221,6 +259,8 @@ def _overall(strata: list[StratumReport], bar: Bar) -> OverallSummary:
         n_significantly_below=sum(t.accuracy_high < target for t in labelled),
         n_candidates=n_candidates,
         summary=summary,
+        n_labels_in_scope=sum(sum((s.labels_by_provenance or {}).values()) for s in strata),
+        n_non_random=sum((s.labels_by_provenance or {}).get("non_random", 0) for s in strata),
     )
 
 

@@ -18,7 +18,7 @@ import streamlit as st
 from fieldtrust.dashboard import auth, boundary, data, layout, sidebar, state
 from fieldtrust.dashboard.navigation import pages_for
 
-st.set_page_config(page_title="fieldtrust", page_icon=":material/fact_check:", layout="wide")
+st.set_page_config(page_title="fieldtrust", page_icon=layout.page_icon(), layout="wide")
 
 def _acting_roles() -> frozenset[str]:
     """The roles of the user acting in this run, as far as known before the pages run."""

@@ -8,6 +8,8 @@ role does not allow (a reviewer's forged "approve" request fails in
 * With an ``[auth]`` section in ``.streamlit/secrets.toml``, ``st.login``
   signs the user in with OpenID Connect; the store's role grants
   (``user_roles``, managed by an admin) map the signed-in e-mail to a role.
+  Only an e-mail the provider verified signs anyone in
+  (:func:`fieldtrust.store.access.signed_in_user`), never a display name.
 * Without it, ``fieldtrust serve --as NAME`` makes the dashboard act as that
   one local user (their role read from the store's grants on every run).
 * ``fieldtrust serve --demo`` (this machine only) runs it in DEMO MODE: a
@@ -23,7 +25,10 @@ from dataclasses import dataclass
 
 import streamlit as st
 from fieldtrust.dashboard import data, layout, state
-from fieldtrust.store.access import ROLES
+from fieldtrust.store import hosts
+from fieldtrust.store.access import ROLES, signed_in_user
+
+from fieldtrust.errors import PermissionDenied
 
 
 @dataclass(frozen=True)
@@ -69,8 +74,8 @@ def _no_sign_in() -> None:
     st.error(
         "Sign-in is not configured. Add an `[auth]` section to `.streamlit/secrets.toml`"
         " (docs/dashboard.md), or start the dashboard as one local user with"
-        " `fieldtrust serve --as NAME`, or with demo users on this machine with"
-        " `fieldtrust serve --demo`.",
+        " `fieldtrust serve --as NAME` (or `FIELDTRUST_USER=NAME fieldtrust serve`), or with"
+        " demo users on this machine with `fieldtrust serve --demo`.",
         icon=":material/lock:",
     )
     st.stop()
@@ -113,7 +118,14 @@ def _oidc_identity() -> Identity:
         st.write("Sign in to see where the extraction model can be trusted.")
         st.button("Sign in", on_click=st.login, type="primary")
         st.stop()
-    user = str(st.user.get("email") or st.user.get("name") or st.user.get("sub"))
+    try:
+        user = signed_in_user({claim: st.user.get(claim) for claim in ("email", "email_verified")})
+    except PermissionDenied as exc:
+        st.title("fieldtrust")
+        st.error(f"Your sign-in did not give a verified e-mail address, so you are nobody"
+                 f" here. {layout.plain(exc)}", icon=":material/lock:")
+        st.button("Sign out", on_click=st.logout)
+        st.stop()
     roles = frozenset(data.cached("role_of", user))
     identity = Identity(user=user, roles=roles, demo=False)
     st.sidebar.markdown(
@@ -126,6 +138,8 @@ def _oidc_identity() -> Identity:
 
 
 def _demo_identity(has_store: bool) -> Identity | None:
+    if not _reached_on_loopback():
+        _no_sign_in()
     st.sidebar.warning(
         "**DEMO MODE**: no sign-in; act as any user below. Configure `[auth]` in"
         " `.streamlit/secrets.toml` for real sign-in.",
@@ -148,6 +162,17 @@ def _demo_identity(has_store: bool) -> Identity | None:
     )
     st.session_state[state.AUTH_DEMO_KEPT] = user
     return Identity(user=user, roles=frozenset(roles[user]), demo=True)
+
+
+def _reached_on_loopback() -> bool:
+    """Whether this session's page was asked for by a loopback name (the demo picker's only one).
+
+    ``fieldtrust serve`` already refuses other names; this holds for a dashboard
+    started some other way too. A session without request headers (a test) came
+    through no network.
+    """
+    host = st.context.headers.get("Host")
+    return host is None or hosts.is_loopback_host(host)
 
 
 def default_user(roles: dict[str, tuple[str, ...]]) -> str:

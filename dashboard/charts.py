@@ -63,7 +63,8 @@ def accuracy_heatmap(strata: pd.DataFrame, *, target: float) -> go.Figure:
                 custom_row.append([0, None, None, None])
                 continue
             z_row.append(acc)
-            text_row.append(f"{100 * acc:.1f}%")  # type: ignore[operator]
+            # Every cell says how many labels it rests on, not only in the hover.
+            text_row.append(f"{100 * acc:.1f}%<br>n={row.n_labeled:,}")  # type: ignore[operator]
             custom_row.append([row.n_labeled, row.accuracy_low, row.accuracy_high, row.ece])
         z.append(z_row)
         text.append(text_row)
@@ -159,13 +160,41 @@ def reliability_diagram(
             ),
             row=2, col=1,
         )
-    figure.update_xaxes(range=[0, 1.01], row=1, col=1)
-    figure.update_xaxes(range=[0, 1.01], title="stated confidence", row=2, col=1)
+    low = confidence_axis_start(bins, confidences)
+    zoomed = f" (zoomed: from {low:.2f})" if low > 0 else ""
+    figure.update_xaxes(range=[low, 1.0 + (1.0 - low) / 100], row=1, col=1)
+    figure.update_xaxes(range=[low, 1.0 + (1.0 - low) / 100],
+                        title=f"stated confidence{zoomed}", row=2, col=1)
     figure.update_yaxes(title="accuracy", tickformat=".0%", row=1, col=1)
     figure.update_yaxes(title="count", row=2, col=1)
     figure.update_layout(title=as_text(title), margin=_MARGIN, height=520,
                          legend={"orientation": "h", "y": -0.18})
     return figure
+
+
+#: Share of a stratum's extractions the confidence axis may leave off on the left, so
+#: a handful of hard documents at 0.3 does not squeeze the rest against the right edge.
+AXIS_TAIL = 0.005
+
+
+def confidence_axis_start(bins: pd.DataFrame, confidences: pd.DataFrame | None = None) -> float:
+    """Where a reliability diagram's stated-confidence axis starts (it always ends at 1).
+
+    Models such as LLMs state 0.95, 0.98, 0.99: on a [0, 1] axis every bin sits
+    in the right tenth. The axis starts a little below the lowest bin with labels
+    and the confidence below which only :data:`AXIS_TAIL` of the extractions lie,
+    on a round number; 0 when that is under 0.5 (a zoom would gain little).
+    """
+    lows = [float(bins["confidence"].min())] if len(bins) else []
+    if confidences is not None and len(confidences) and confidences["count"].sum() > 0:
+        cumulative = confidences["count"].cumsum() / confidences["count"].sum()
+        lows.append(float(confidences.loc[cumulative > AXIS_TAIL, "bin_start"].min()))
+    if not lows:
+        return 0.0
+    lowest = min(lows)
+    start = lowest - max(0.1 * (1.0 - lowest), 0.01)
+    start = math.floor(start * 100) / 100
+    return 0.0 if start < 0.5 else start
 
 
 def threshold_curve(

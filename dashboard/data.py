@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import streamlit as st
 from fieldtrust.dashboard import state
+from fieldtrust.store import signing
 from fieldtrust.store.bar import Bar, resolve_bar
 from fieldtrust.store.scope import Scope
 
@@ -113,7 +114,13 @@ def run_reads(path: str) -> Iterator[None]:
     connection (and the process-wide lock) is held until the run ends or a
     write needs the file, which closes it first; other processes wait for the
     run (a second or so), as they waited for each read before.
+
+    Re-entrant: a fragment (the review page's) runs its reads in a run of its
+    own when it reruns alone, and inside the page run's when the page runs.
     """
+    if getattr(_RUN, "path", None) == path:
+        yield
+        return
     _RUN.path, _RUN.con = path, None
     try:
         yield
@@ -263,8 +270,12 @@ def uncached(name: str, *args: Any, **kwargs: Any) -> Any:
 
 
 def write(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call the library writer ``fn(con, ...)`` on a short read-write connection."""
-    with writing(db_path()) as con:
+    """Call the library writer ``fn(con, ...)`` on a short read-write connection.
+
+    Decisions and policy settings are signed with the settings' key
+    (:func:`signing_keys`).
+    """
+    with writing(db_path()) as con, signing_keys():
         return fn(con, *args, **kwargs)
 
 
@@ -285,6 +296,19 @@ def configured_source() -> Iterator[Source | None]:
     finally:
         if source is not None:
             source.close()
+
+
+@contextlib.contextmanager
+def signing_keys() -> Iterator[None]:
+    """Sign and check with the keys of the settings (``signing_key_file``,
+    ``trusted_key_files``) inside the block, as the CLI does; with neither set, the keys a
+    caller installed (none in the dashboard, the benchmark's in ``bench``)."""
+    resolved = settings()
+    if not (resolved.signing_key_file or resolved.trusted_key_files):
+        yield
+        return
+    with signing.using(resolved.signing_key_file, resolved.trusted_key_files):
+        yield
 
 
 def current_version() -> DataVersion:
@@ -424,12 +448,21 @@ def monitoring(con: duckdb.DuckDBPyConnection) -> Any:
     return monitor_approvals(con)
 
 
+@query("own_labels")
+def own_labels(con: duckdb.DuckDBPyConnection, user: str, doc_type: str, field: str) -> Any:
+    """How many of a stratum's labels the would-be approver gave (governance.duties)."""
+    from fieldtrust.governance.duties import own_labels as own
+
+    return own(con, user, doc_type, field)
+
+
 @query("policy_export")
 def policy_export(con: duckdb.DuckDBPyConnection) -> Any:
     """The policy file production reads (governance.policy.export_policy)."""
     from fieldtrust.governance.policy import export_policy
 
-    return export_policy(con)
+    with signing_keys():  # the file is signed, and only a verified store is exported
+        return export_policy(con)
 
 
 @query("preview_design")
@@ -439,6 +472,15 @@ def preview_design(con: duckdb.DuckDBPyConnection, week: str, design_json: str) 
     from fieldtrust.sampling.planner import preview_design as preview
 
     return preview(con, week, Design.from_json(design_json))
+
+
+@query("certificate_plan")
+def certificate_plan(con: duckdb.DuckDBPyConnection, week: str, design_json: str, bar: Bar) -> Any:
+    """What a design can certify per stratum, and when (sampling.certify_plan, as `plan`)."""
+    from fieldtrust.sampling.certify_plan import plan_certificates
+    from fieldtrust.sampling.design import Design
+
+    return plan_certificates(con, week, Design.from_json(design_json), bar)
 
 
 @query("weekly_estimates")

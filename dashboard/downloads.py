@@ -86,7 +86,7 @@ def show_table(
 
 #: Columns holding shares in [0, 1], shown as percentages (the files keep the numbers).
 _PERCENT_WORDS = ("accuracy", "coverage", "share", "estimate", "lower", "upper", "unweighted",
-                  "inclusion_prob", "percent_agreement")
+                  "inclusion_prob", "percent_agreement", "stated confidence", "upper end")
 
 
 def _percent_columns(frame: pd.DataFrame) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import streamlit as st
 from fieldtrust.dashboard import data, state
-from fieldtrust.labels.forms import form_fields
+from fieldtrust.labels.verdict_rule import Choice, form_fields
 
 EMPTY_HINT = (
     "No extractions yet: run `fieldtrust demo` (a demo store to explore) or"
@@ -20,16 +20,26 @@ EMPTY_HINT = (
 #: Characters Streamlit markdown gives a meaning: CommonMark's, its :color[...] and
 #: :emoji: directives (the colon) and $math$.
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+#: Where GitHub-flavoured markdown starts a link of its own in plain text, escapes or not:
+#: ``www.``, ``scheme://`` and an e-mail address's ``@``.
+_AUTOLINK = re.compile(r"(?i)(?<=www)(?=\.)|(?<=:)(?=//)|(?<=@)")
+#: U+2060 WORD JOINER: invisible, and not a character a link can be made of.
+_JOINER = "\u2060"
 
 
 def plain(text: object) -> str:
-    """``text`` escaped so markdown shows it as written, for values from documents and files.
+    """``text`` escaped so markdown shows it as written: the one escape of every text from
+    documents, files, the store or a sign-in that a page draws as markdown.
 
     A doc_type like ``[click](http://...)`` or ``:red[ALERT]`` must read as those
-    characters, not become a link or a red word on a reviewer's screen. (HTML is
-    never rendered: no page passes ``unsafe_allow_html``.)
+    characters, not become a link or a red word on a reviewer's screen: each
+    character markdown gives a meaning is backslash-escaped. GitHub-flavoured
+    markdown also turns ``https://...``, ``www.example`` and ``ana@example.com``
+    into links after escapes are undone, so an invisible word joiner goes where
+    such a link would begin; the text reads the same (copied, it holds U+2060
+    there). HTML is never rendered: no page passes ``unsafe_allow_html``.
     """
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text))
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", _AUTOLINK.sub(_JOINER, str(text)))
 
 
 def code_span(text: object) -> str:
@@ -38,6 +48,18 @@ def code_span(text: object) -> str:
     longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
     fence = "`" * (longest + 1)
     return f"{fence} {value} {fence}" if longest else f"`{value}`"
+
+
+def page_icon() -> Any:
+    """The browser tab's icon, drawn here: a material icon as page icon is an image the
+    browser fetches from Google's font host, on every page, for every reviewer."""
+    from PIL import Image, ImageDraw
+
+    icon = Image.new("RGBA", (32, 32), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(icon)
+    draw.rounded_rectangle((1, 1, 30, 30), radius=7, fill=(38, 110, 80, 255))
+    draw.line((8, 17, 14, 23, 24, 10), fill=(255, 255, 255, 255), width=4)
+    return icon
 
 
 def empty_state(path: str) -> None:
@@ -88,7 +110,8 @@ def sidebar_footer(path: str, version: data.DataVersion) -> None:
     st.sidebar.divider()
     st.sidebar.caption(
         f"Store {code_span(path)}  \n{version.extractions:,} extractions"
-        f" · {version.labels:,} labels · {version.decisions:,} decisions"
+        f" · {version.labels:,} labels recorded (every review; estimates use the"
+        f" design-based ones) · {version.decisions:,} decisions"
     )
 
 
@@ -124,10 +147,39 @@ def verdict_fields(verdict: str, form: state.VerdictForm) -> dict[str, str | Non
     return form_fields(
         verdict,
         corrected_value=st.session_state.get(form.corrected_value),
-        field_absent=bool(st.session_state.get(form.field_absent)),
+        corrected_status=st.session_state.get(form.corrected_status),
         error_type=st.session_state.get(form.error_type),
         error_detail=st.session_state.get(form.error_detail),
     )
+
+
+def verdict_details(form: state.VerdictForm, *, columns: int = 2) -> None:
+    """The details of an 'incorrect' verdict, in the rule's own words
+    (:mod:`fieldtrust.labels.verdict_rule`): nothing is picked until the reviewer picks it.
+    """
+    from fieldtrust.labels.verdict_rule import CORRECTION_CHOICES, error_choices
+
+    left, right = st.columns(2) if columns == 2 else (st.container(), st.container())
+    left.text_input("Corrected value", key=form.corrected_value)
+    _choice_box(left, "What the document holds", CORRECTION_CHOICES, form.corrected_status)
+    _choice_box(right, "Error type", error_choices(), form.error_type)
+    right.text_input("Detail (needed for 'Other')", key=form.error_detail)
+
+
+def _choice_box(place: Any, label: str, choices: tuple[Choice, ...], key: str) -> None:
+    """A selectbox of ``choices`` showing their labels, each one's help in the tooltip."""
+    labels = {c.value: c.label for c in choices}
+    place.selectbox(label, [c.value for c in choices], key=key,
+                    format_func=lambda value: labels.get(value, str(value)),
+                    help="\n\n".join(f"**{c.label}**: {c.help}" for c in choices))
+
+
+def reset_verdict_form(form: state.VerdictForm) -> None:
+    """Empty a verdict form for the next item (callbacks only: before its widgets are drawn)."""
+    st.session_state[form.corrected_value] = ""
+    st.session_state[form.error_detail] = ""
+    st.session_state[form.corrected_status] = None
+    st.session_state[form.error_type] = None
 
 
 def lazy_tabs(sections: Mapping[str, Callable[[], None]], key: str) -> None:

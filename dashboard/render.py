@@ -4,38 +4,51 @@ No Streamlit here (:mod:`fieldtrust.dashboard.viewer` draws); the benchmark
 times these functions. A document is found by :func:`open_document`, which
 decides with :func:`fieldtrust.store.locations.resolve_document` before it
 reads anything: a file inside the documents root, a remote document on an
-allowed host, a document drawn from the store's rows, or a :class:`Notice`
-saying why there is nothing to show. :func:`page_image` renders one page
-(PDF through pypdfium2, images through Pillow) with the box and returns
-PNG bytes; results are kept in a small LRU cache (:data:`CACHE_PAGES`).
+allowed host (redirects followed among allowed hosts only), a document drawn
+from the store's rows, or a :class:`Notice` saying why there is nothing to
+show. :func:`page_image` renders one page (PDF through pypdfium2, PNG, JPEG,
+TIFF and WebP through Pillow) with the box and returns PNG bytes; results are
+kept in a small LRU cache (:data:`CACHE_PAGES`).
+
+What a render may cost is bounded twice. Before anything is decoded, the
+format, the page size and the pixels are checked
+(:mod:`fieldtrust.store.documents`: at most 40 megapixels). And the render
+itself runs in a worker process (:mod:`fieldtrust.dashboard.render_worker`)
+whose address space the kernel caps at :data:`RENDER_MEMORY` beyond its own,
+for :data:`RENDER_TIMEOUT` seconds at most: a document that needs more gets
+a notice, and the server goes on.
 
 Drawn documents are the demo's (its documents are never files). The
 dashboard does not import the demo: a package that draws documents names
-its function as an entry point of group :data:`DRAWERS` (the demo does, in
-pyproject.toml), and :func:`open_document` asks each for a missing file.
+its function as an entry point
+(:data:`fieldtrust.store.locations.DRAWERS`; the demo does, in pyproject.toml),
+and :func:`open_document` asks each for a missing file.
 """
 
 from __future__ import annotations
 
-import functools
 import io
+import json
+import os
+import select
+import subprocess
+import sys
 import threading
-import urllib.request
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from pathlib import Path
 
 import duckdb
-import pypdfium2 as pdfium
-from fieldtrust.store.locations import Location, resolve_document
-from PIL import Image, ImageDraw, UnidentifiedImageError
+from fieldtrust.store import pages as page_images
+from fieldtrust.store.documents import document_format, fetch_remote
+from fieldtrust.store.locations import Location, document_drawers, resolve_document
+from fieldtrust.store.pages import PAGE_WIDTH
+from PIL import Image, ImageDraw
 
 from fieldtrust.errors import DocumentError
 
-#: Width in pixels pages are rendered at (an A4 page: about 110 dpi).
-PAGE_WIDTH = 900
 #: Width of the zoomed view of the value's region.
 ZOOM_WIDTH = 900
 #: Rendered pages kept (about 0.2 MB each).
@@ -45,9 +58,13 @@ MAX_REMOTE_BYTES = 20 * 1024 * 1024
 REMOTE_TIMEOUT = 5.0
 #: Entry-point group of the functions that draw documents from a store's rows:
 #: ``draw(con, location) -> bytes | None`` (None: not one of theirs).
-DRAWERS = "fieldtrust.document_drawers"
 BOX_COLOUR = (230, 20, 60)
 BOX_WIDTH = 4
+#: Memory a render may take beyond the worker process's own (its address space, capped by
+#: the kernel); a page of the whole pixel budget takes about 310 MB (docs/reliability.md).
+RENDER_MEMORY = 1024 * 2**20
+#: Seconds a render may take before its worker is stopped.
+RENDER_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -139,7 +156,8 @@ def open_document(
         return Notice("A remote document: it is not fetched by the server (its host is not in"
                       " documents_remote_hosts). Open it in your browser.", uri, resolved.url)
     if resolved.kind == "remote":
-        fetched = SOURCES.get(("remote", uri), lambda: _fetch(uri, str(resolved.url)))
+        fetched = SOURCES.get(("remote", uri),
+                              lambda: _fetch(uri, str(resolved.url), remote_hosts))
         assert isinstance(fetched, Source | Notice)
         return fetched
     path = resolved.path
@@ -159,57 +177,87 @@ def open_document(
         return Notice(f"The document cannot be read ({exc.strerror}).", uri)
 
 
-Drawer = Callable[[duckdb.DuckDBPyConnection, Location], bytes | None]
-
-
-@functools.cache
-def drawers() -> tuple[Drawer, ...]:
-    """The installed document drawers (entry points of :data:`DRAWERS`), loaded once."""
-    return tuple(entry.load() for entry in entry_points(group=DRAWERS))
-
 
 def _drawn(con: duckdb.DuckDBPyConnection, location: Location) -> Source | None:
     uri = location.document_uri
-    for draw in drawers():
+    for draw in document_drawers():
         data = draw(con, location)
         if data is not None and uri:
             return Source(("drawn", uri, data), data, uri)
     return None
 
 
-def _fetch(uri: str, url: str) -> Source | Notice:
+def _fetch(uri: str, url: str, hosts: frozenset[str]) -> Source | Notice:
     try:
-        with urllib.request.urlopen(url, timeout=REMOTE_TIMEOUT) as response:
-            data = response.read(MAX_REMOTE_BYTES + 1)
-    except (OSError, ValueError) as exc:
-        return Notice(f"The remote document could not be fetched ({exc}).", uri, url)
-    if len(data) > MAX_REMOTE_BYTES:
-        return Notice("The remote document is over 20 MB; open it in your browser.", uri, url)
+        data = fetch_remote(url, hosts, max_bytes=MAX_REMOTE_BYTES, timeout=REMOTE_TIMEOUT)
+    except DocumentError as exc:
+        return Notice(f"Not shown: {exc}.", uri, url)
     return Source(("remote", url, hash(data)), data, uri)
 
 
 def page_image(
     source: Source, page: int | None, bbox: tuple[float, float, float, float] | None,
-    *, zoom: bool = False,
+    *, zoom: bool = False, window: int | None = None,
 ) -> PageImage | Notice:
     """Page ``page`` (1-based; None: the first) of ``source`` with ``bbox`` drawn, cached.
 
-    With ``zoom`` the image is the box's region with a margin, enlarged.
-    Returns a :class:`Notice` when the bytes are no readable PDF or image, or
-    the page is not in the document.
+    With ``zoom`` the image is the box's region with a margin, enlarged. With
+    ``window`` (rows of a page :data:`PAGE_WIDTH` wide; a narrower image gets
+    as many in proportion) a taller page is cut to that height around the
+    box, its full width kept, so the value and what is around it fit a screen.
+    Returns a :class:`Notice` when the bytes are no readable PDF or image of
+    an allowed format, the page is not in the document, or rendering it would
+    take more pixels, memory or time than a page may.
     """
-    key = (source.key, page or 1, bbox, zoom)
-    result = PAGES.get(key, lambda: _render(source, page or 1, bbox, zoom))
+    key = (source.key, page or 1, bbox, zoom, window)
+    result = PAGES.get(key, lambda: _checked_render(source, page or 1, bbox, zoom, window))
     assert isinstance(result, PageImage | Notice)
     return result
 
 
-def _render(
-    source: Source, page: int, bbox: tuple[float, float, float, float] | None, zoom: bool
+def _checked_render(
+    source: Source, page: int, bbox: tuple[float, float, float, float] | None, zoom: bool,
+    window: int | None = None,
 ) -> PageImage | Notice:
     try:
-        image, pages = _page(source.data, page)
-    except (pdfium.PdfiumError, UnidentifiedImageError, OSError, ValueError) as exc:
+        document_format(source.data)  # nothing else is handed to the worker
+    except DocumentError as exc:
+        return Notice(f"Not shown: {exc}.", source.uri)
+    return RENDERER.render(source, page, bbox, zoom, window)
+
+
+# --- inside the render worker ------------------------------------------------------------------
+
+
+def prepare_decoders() -> None:
+    """Load the decoders a render uses; the worker calls this before it caps its memory, so
+    what it caps is the render.
+
+    Pillow's own guard is off: :func:`_page` checks every image's header against the
+    pixel budget right after opening it, before any pixel is decoded, and says why.
+    """
+    from PIL import JpegImagePlugin, PngImagePlugin, TiffImagePlugin, WebPImagePlugin
+
+    del JpegImagePlugin, PngImagePlugin, TiffImagePlugin, WebPImagePlugin
+    Image.MAX_IMAGE_PIXELS = None
+
+
+def over_memory(uri: str, memory: int) -> Notice:
+    """The notice of a render that needed more memory than :data:`RENDER_MEMORY`."""
+    return Notice(f"The page needs more than the {memory // 2**20} MB of memory a render may"
+                  " take; open the document itself.", uri)
+
+
+def render_page(
+    source: Source, page: int, bbox: tuple[float, float, float, float] | None, zoom: bool,
+    window: int | None = None,
+) -> PageImage | Notice:
+    """Render one page with its box, after the size checks; run by the render worker."""
+    try:
+        image, pages = page_images.render_page(source.data, page, width=PAGE_WIDTH)
+    except DocumentError as exc:
+        return Notice(f"Not shown: {exc}.", source.uri)
+    except page_images.UNREADABLE as exc:
         return Notice(f"The document cannot be read as a PDF or an image ({exc}).", source.uri)
     except IndexError:
         return Notice(f"The document has no page {page}.", source.uri)
@@ -220,6 +268,10 @@ def _render(
                round(x1 * image.width), round(y1 * image.height))
     if zoom and box is not None:
         image, box = _zoomed(image, box)
+    elif window is not None and box is not None:
+        rows = round(window * image.width / PAGE_WIDTH)  # an image may be narrower than PDFs
+        if image.height > rows:
+            image, box = _windowed(image, box, rows)
     if box is not None:
         draw = ImageDraw.Draw(image)
         pad = BOX_WIDTH
@@ -228,32 +280,6 @@ def _render(
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", compress_level=1)
     return PageImage(buffer.getvalue(), image.width, image.height, page, pages, box)
-
-
-def _page(data: bytes, page: int) -> tuple[Image.Image, int]:
-    """Page ``page`` as an RGB image about :data:`PAGE_WIDTH` wide, and the page count."""
-    if data.startswith(b"%PDF-"):
-        pdf = pdfium.PdfDocument(data)
-        try:
-            pages = len(pdf)
-            if not 1 <= page <= pages:
-                raise IndexError(page)
-            handle = pdf[page - 1]
-            width, _ = handle.get_size()
-            image = handle.render(scale=PAGE_WIDTH / width).to_pil().convert("RGB")
-            handle.close()
-            return image, pages
-        finally:
-            pdf.close()
-    with Image.open(io.BytesIO(data)) as opened:
-        pages = getattr(opened, "n_frames", 1)
-        if not 1 <= page <= pages:
-            raise IndexError(page)
-        opened.seek(page - 1)
-        image = opened.convert("RGB")
-    if image.width > PAGE_WIDTH:
-        image = image.resize((PAGE_WIDTH, round(image.height * PAGE_WIDTH / image.width)))
-    return image, pages
 
 
 def _zoomed(
@@ -271,3 +297,105 @@ def _zoomed(
     moved = (round((x0 - left) * scale), round((y0 - top) * scale),
              round((x1 - left) * scale), round((y1 - top) * scale))
     return crop, moved
+
+
+def _windowed(
+    image: Image.Image, box: tuple[int, int, int, int], height: int
+) -> tuple[Image.Image, tuple[int, int, int, int]]:
+    """``height`` rows of the page centred on the box (inside the page); the box moved too."""
+    middle = (box[1] + box[3]) // 2
+    top = min(max(0, middle - height // 2), image.height - height)
+    moved = (box[0], box[1] - top, box[2], box[3] - top)
+    return image.crop((0, top, image.width, top + height)), moved
+
+
+# --- the server's side of the worker ------------------------------------------------------------
+
+
+class Renderer:
+    """The render worker of this process: started on first use, restarted after a failure.
+
+    One render at a time (the lock): the server's memory for rendering is one
+    worker's, whatever the number of reviewers.
+    """
+
+    def __init__(self, memory: int = RENDER_MEMORY, timeout: float = RENDER_TIMEOUT) -> None:
+        self.memory = memory
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def render(
+        self, source: Source, page: int, bbox: tuple[float, float, float, float] | None,
+        zoom: bool, window: int | None = None,
+    ) -> PageImage | Notice:
+        """``page`` of ``source`` rendered in the worker, or the notice of why not."""
+        from fieldtrust.dashboard.render_worker import write_frame
+
+        request = json.dumps({"uri": source.uri, "page": page, "bbox": bbox, "zoom": zoom,
+                              "window": window})
+        with self._lock:
+            process = self._started()
+            assert process.stdin is not None
+            try:
+                write_frame(process.stdin, request.encode())
+                write_frame(process.stdin, source.data)
+                process.stdin.flush()
+                deadline = time.monotonic() + self.timeout
+                header = self._frame(process, deadline)
+                png = self._frame(process, deadline)
+            except (OSError, TimeoutError) as exc:
+                self.stop()
+                if isinstance(exc, TimeoutError):
+                    return Notice(f"The page took more than the {self.timeout:.0f} s a render may"
+                                  " take; open the document itself.", source.uri)
+                return over_memory(source.uri, self.memory)
+        reply = json.loads(header)
+        if "notice" in reply:
+            return Notice(str(reply["notice"]), source.uri)
+        box = tuple(reply["box"]) if reply["box"] is not None else None
+        return PageImage(png, int(reply["width"]), int(reply["height"]), int(reply["page"]),
+                         int(reply["pages"]), box)
+
+    def stop(self) -> None:
+        """End the worker (the next render starts another)."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.kill()
+        if process is not None:
+            process.wait()
+
+    def _started(self) -> subprocess.Popen[bytes]:
+        if self._process is None or self._process.poll() is not None:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "fieldtrust.dashboard.render_worker", str(self.memory)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            )
+        return self._process
+
+    @staticmethod
+    def _frame(process: subprocess.Popen[bytes], deadline: float) -> bytes:
+        """One frame of the worker's answer, by ``deadline``; OSError when the worker died."""
+        assert process.stdout is not None
+        length = int.from_bytes(_read(process, 4, deadline), "big")
+        return _read(process, length, deadline)
+
+
+def _read(process: subprocess.Popen[bytes], size: int, deadline: float) -> bytes:
+    assert process.stdout is not None
+    descriptor = process.stdout.fileno()
+    chunks, left = [], size
+    while left:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([descriptor], [], [], remaining)[0]:
+            raise TimeoutError
+        chunk = os.read(descriptor, min(left, 1 << 20))
+        if not chunk:
+            raise OSError("the render worker ended")  # killed at its memory cap, or crashed
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+#: The renderer every page of this server process goes through.
+RENDERER = Renderer()

@@ -1,17 +1,34 @@
-"""``python -m fieldtrust.dashboard.serve_main run app.py ...``: Streamlit, with no outside lookups.
+"""``python -m fieldtrust.dashboard.serve_main [--allowed-hosts H,...] run app.py ...``: Streamlit,
+answering only its own host names, with no outside lookups.
 
 ``fieldtrust serve`` runs the dashboard through this instead of ``python -m
-streamlit``. Streamlit asks an outside service (checkip.amazonaws.com) for the
-machine's public address when it listens on every interface, and again to
-vet a browser's origin; a dashboard on a private network must not tell anyone
-it is running. Usage statistics are off by the command line
-(``--browser.gatherUsageStats false``).
+streamlit``, for two things Streamlit does not do by itself:
+
+* every request and WebSocket passes :class:`HostCheck` first, so a page
+  on another site that reaches this server through DNS rebinding gets a 400
+  and nothing else (the names it answers: :mod:`fieldtrust.store.hosts`,
+  the bind address's and ``--allowed-hosts``, which ``fieldtrust serve``
+  fills from the ``allowed_hosts`` setting);
+* Streamlit asks an outside service (checkip.amazonaws.com) for the
+  machine's public address when it listens on every interface, and again to
+  vet a browser's origin; a dashboard on a private network must not tell
+  anyone it is running. Usage statistics are off by the command line
+  (``--browser.gatherUsageStats false``).
 """
 
 from __future__ import annotations
 
-from streamlit import net_util
+import sys
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import Any
+
+from fieldtrust.store import hosts
+from streamlit import config, net_util
 from streamlit.web import cli
+from streamlit.web.server.starlette import starlette_app
+
+#: The option naming host names to answer besides the bind address's own.
+ALLOWED_HOSTS_OPTION = "--allowed-hosts"
 
 
 def _no_outside_lookup() -> str | None:
@@ -19,8 +36,74 @@ def _no_outside_lookup() -> str | None:
     return None
 
 
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class HostCheck:
+    """ASGI middleware: a request or WebSocket naming another host gets a 400 and nothing else."""
+
+    def __init__(self, app: App, allowed: Iterable[hosts.AllowedHost]) -> None:
+        self.app = app
+        self.allowed = tuple(allowed)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket") or hosts.host_allowed(
+            _host_header(scope), self.allowed, scheme=str(scope.get("scheme", "http"))
+        ):
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            await receive()  # websocket.connect; closing before accepting answers 403
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        body = hosts.REFUSAL.encode()
+        await send({"type": "http.response.start", "status": 400, "headers": [
+            (b"content-type", b"text/plain; charset=utf-8"),
+            (b"content-length", str(len(body)).encode()),
+        ]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def _host_header(scope: Scope) -> str | None:
+    values = [v for k, v in scope.get("headers", ()) if k.lower() == b"host"]
+    # Two Host headers are ambiguous (which one a proxy read is unknown): neither counts.
+    return values[0].decode("latin-1") if len(values) == 1 else None
+
+
+def _take_allowed_hosts(argv: list[str]) -> tuple[hosts.AllowedHost, ...]:
+    """Remove ``--allowed-hosts VALUE`` from the front of ``argv``; the hosts it names."""
+    if len(argv) >= 3 and argv[1] == ALLOWED_HOSTS_OPTION:
+        value = argv.pop(2)
+        argv.pop(1)
+        return hosts.setting_hosts(value)
+    return ()
+
+
+def _with_host_check(extra: tuple[hosts.AllowedHost, ...]) -> Any:
+    """Streamlit's middleware factory with :class:`HostCheck` in front of everything."""
+    streamlit_middleware = starlette_app.create_streamlit_middleware
+
+    def middleware() -> list[Any]:
+        from starlette.middleware import Middleware
+
+        # Read when the app is built: the port and address Streamlit settled on.
+        allowed = hosts.allowed_hosts(
+            str(config.get_option("server.address") or ""),
+            int(config.get_option("server.port")), extra,
+        )
+        return [Middleware(HostCheck, allowed=allowed), *streamlit_middleware()]
+
+    return middleware
+
+
 def main() -> None:
-    """Start Streamlit's command line with the public-address lookup replaced."""
+    """Start Streamlit's command line with the host check in and the public lookup out."""
+    extra = _take_allowed_hosts(sys.argv)
+    starlette_app.create_streamlit_middleware = _with_host_check(extra)
     net_util.get_external_ip = _no_outside_lookup
     cli.main(prog_name="streamlit")
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+from fieldtrust.calibration.figures import interval_note, interval_text, share_text
+from fieldtrust.calibration.survey import effective_size
 from fieldtrust.dashboard import layout
 from fieldtrust.store.bar import Bar
 
@@ -117,9 +119,18 @@ class Stratum:
         return f"{self.doc_type} · {self.field}" + (f"  ({', '.join(tags)})" if tags else "")
 
 
-def accuracy_text(acc: Any, low: Any, high: Any, n: Any) -> str:
-    """``97.1% [96.5, 97.6] (n = 1,204)``."""
-    return layout.with_interval(acc, low, high, n)
+def accuracy_text(acc: Any, low: Any, high: Any, n: Any, variance: Any = None) -> str:
+    """``97.1% [96.5%, 97.6%] (n = 1,204)``, or a note instead of an interval that says
+    nothing (:func:`fieldtrust.calibration.figures.share_text`; ``variance`` gives its
+    effective n)."""
+    return share_text(acc, low, high, n, _effective_n(acc, variance, n))
+
+
+def _effective_n(estimate: Any, variance: Any, n: Any) -> float | None:
+    """The Korn-Graubard effective size of an estimate (None without its variance)."""
+    if variance is None or not n or estimate is None or estimate != estimate:
+        return None
+    return float(effective_size(estimate, variance, n))
 
 
 def range_text(low: float, high: float, n: int) -> str:
@@ -142,6 +153,18 @@ def plan_summary(preview: Any, design: Any) -> str:
         f"**{cells.num_rows:,} cells**, **{preview.n_sample:,} items** to label from"
         f" {preview.n_population:,} extractions; {boosted} cells of new form"
         f" versions boosted x{design.boost:g}; {budget}; minimum {design.minimum} per cell."
+    )
+
+
+def certify_caption(plan: Any) -> str:
+    """What the planner's table covers (sampling.certify_plan.CertificatePlan), in one line."""
+    strata = plan.strata
+    soon = [w for w in strata.column("certify_week").to_pylist() if w is not None]
+    return (
+        f"{strata.num_rows} strata, n = {sum(strata.column('n_population').to_pylist()):,}"
+        f" extractions: {plan.population}. {len(soon)} can certify within the window;"
+        " certify_week 1 is the planned week. A planning figure at 80% power, from past"
+        " labels' error rates; the certificate itself is decided on the labels."
     )
 
 
@@ -192,18 +215,21 @@ def adjudication_frame(queue: Sequence[Any]) -> pd.DataFrame:
 
 
 def candidates_frame(assessments: Sequence[Any]) -> pd.DataFrame:
-    """Automation candidates with the evidence a manager approves on."""
+    """Automation candidates with the evidence a manager approves on (human headers)."""
     rows = []
     for a in assessments:
         if not a.candidate:
             continue
         e = a.evidence
         rows.append({
-            "doc_type": a.doc_type, "field": a.field, "certified_threshold": a.threshold,
-            "coverage": e.get("coverage"), "labels_above": e.get("labels_above"),
-            "accuracy_above": e.get("accuracy"), "accuracy_low": e.get("accuracy_low"),
-            "weeks_checked": len(a.weeks_checked), "form_versions": len(a.form_versions),
-            "n_labeled": e.get("n_labeled"), "n_population": e.get("n_population"),
+            "doc type": a.doc_type, "field": a.field, "certified threshold": a.threshold,
+            "coverage above it": e.get("coverage"), "labels above it": e.get("labels_above"),
+            "accuracy above it": e.get("accuracy"),
+            "lower bound of accuracy above it": e.get("accuracy_low"),
+            "recent weeks checked": len(a.weeks_checked),
+            "form versions covered": ", ".join(a.covered_versions),
+            "covers": e.get("coverage_text") or "",
+            "design-based labels": e.get("n_labeled"), "extractions": e.get("n_population"),
         })
     return pd.DataFrame(rows)
 
@@ -212,11 +238,12 @@ def non_candidates_frame(report: Any) -> pd.DataFrame:
     """Strata that are not candidates: why (every failing condition) and labels needed."""
     rows = [
         {
-            "doc_type": row["doc_type"], "field": row["field"], "why": row["reason_text"],
-            "reasons": ", ".join(row["reasons"]), "accuracy": row["accuracy"],
-            "n_labeled": row["n_labeled"], "certified_threshold": row["certified_threshold"],
-            "labels_needed": row["labels_needed"],
-            "labels_needed_above": row["labels_needed_threshold"],
+            "doc type": row["doc_type"], "field": row["field"], "why not": row["reason_text"],
+            "failing conditions": ", ".join(row["reasons"]), "accuracy": row["accuracy"],
+            "design-based labels": row["n_labeled"],
+            "certified threshold": row["certified_threshold"],
+            "labels needed": row["labels_needed"],
+            "labels needed above": row["labels_needed_threshold"],
         }
         for row in (s.to_dict() for s in report.strata)
         if not row["candidate"]
@@ -267,25 +294,112 @@ def not_approvable_text(bar: Bar) -> str | None:
 
 
 def strata_frame(report: Any) -> pd.DataFrame:
-    """One row per stratum, the calibration report's ``--json`` columns."""
+    """One row per stratum, the calibration report's ``--json`` columns (what charts read)."""
     return pd.DataFrame([s.to_dict() for s in report.strata])
 
 
+def strata_table(report: Any) -> pd.DataFrame:
+    """One row per stratum for people: human headers, each accuracy with its interval or
+    the note that replaces it, the labels split by how they were chosen, what it covers."""
+    rows = []
+    for stratum in report.strata:
+        row, t = stratum.to_dict(), stratum.table
+        kinds = row["labels_by_provenance"]
+        rows.append({
+            "doc type": row["doc_type"], "field": row["field"],
+            "extractions": row["n_population"], "design-based labels": row["n_labeled"],
+            "accuracy": row["accuracy"],
+            "95% interval": row["interval_note"]
+            or interval_text(t.accuracy_low, t.accuracy_high) or "",
+            "mean stated confidence": row["mean_confidence"], "ECE": row["ece"],
+            "Brier score": row["brier"], "point threshold": row["point_threshold"],
+            "certified threshold": row["certified_threshold"],
+            "lower bound above certified": row["certified_accuracy_low"],
+            "coverage above certified": row["coverage"], "labels needed": row["labels_needed"],
+            "candidate": "yes" if row["candidate"] else row["reason_text"],
+            "covers": row["covers"] or "",
+            "audit labels": kinds.get("audit", 0),
+            "declared random-sample labels": kinds.get("random_import", 0),
+            "non-random labels (not in estimates)": kinds.get("non_random", 0),
+        })
+    return pd.DataFrame(rows)
+
+
 def headline(report: Any) -> str:
-    """``97.1% overall [96.5, 97.6] (n = 1,204 labels); 3 strata below 95%``."""
+    """``97.1% [96.5%, 97.6%] (n = 1,204) overall, ...; 3 strata below 95%``."""
     overall = report.overall
     below = len(overall.strata_below_target)
     noun = "stratum" if below == 1 else "strata"
+    figure = share_text(overall.accuracy, overall.accuracy_low, overall.accuracy_high,
+                        overall.n_labeled)
     return (
-        f"{layout.with_interval(overall.accuracy, overall.accuracy_low, overall.accuracy_high)}"
-        f" overall (n = {overall.n_labeled:,} labels of {overall.n_population:,} extractions);"
+        f"{figure} overall, over {overall.n_population:,} extractions;"
         f" **{below} {noun} below {report.target:.0%}**"
     )
 
 
+def labels_caption(report: Any, recorded: int) -> str:
+    """Why the overview's n differs from the sidebar's count of labels."""
+    return (
+        f"n counts {layout.plain(report.overall.labels_text())}: one label per item (an"
+        " adjudication stands for the two reviews it settles), from audit samples and files"
+        " declared a random sample, in the weeks chosen. The sidebar's"
+        f" {recorded:,} labels are every label recorded: second reviews, adjudications,"
+        " corrections, unclear verdicts and every week included."
+    )
+
+
 def below_target_frame(report: Any) -> pd.DataFrame:
-    """The strata whose estimate is below target, worst first."""
-    return pd.DataFrame(list(report.overall.strata_below_target))
+    """The strata whose estimate is below target, worst first (human headers)."""
+    return pd.DataFrame([
+        {"doc type": row["doc_type"], "field": row["field"], "accuracy": row["accuracy"],
+         "upper end of 95% interval": row["accuracy_high"],
+         "design-based labels": row["n_labeled"]}
+        for row in report.overall.strata_below_target
+    ])
+
+
+def bins_table(bins: pa.Table) -> pd.DataFrame:
+    """Reliability bins for people: edges, labels, stated confidence, accuracy with interval."""
+    return pd.DataFrame([
+        {"from confidence": b["lower"], "to": b["upper"], "labels": b["n"],
+         "mean stated confidence": b["mean_confidence"], "accuracy": b["accuracy"],
+         "95% interval": interval_note(b["accuracy_low"], b["accuracy_high"], b["n"])
+         or interval_text(b["accuracy_low"], b["accuracy_high"]) or "",
+         "under 30 labels": b["small"]}
+        for b in bins.to_pylist()
+    ])
+
+
+def curve_table(curve: pd.DataFrame) -> pd.DataFrame:
+    """The threshold table for people: what holds above each threshold, and on how many."""
+    if curve.empty:
+        return curve
+    return pd.DataFrame({
+        "threshold": curve["threshold"], "coverage above it": curve["coverage"],
+        "extractions above it": curve["n_population_above"],
+        "labels above it": curve["labels_above"], "accuracy above it": curve["accuracy"],
+        "lower bound of accuracy above it": curve["accuracy_low"],
+        "tested": curve["tested"], "certified": curve["certified"], "point": curve["point"],
+    })
+
+
+def estimates_table(trend: pd.DataFrame) -> pd.DataFrame:
+    """Weekly estimates for people: each week's accuracy with n and its interval or note."""
+    if trend.empty:
+        return trend
+    rows = []
+    for r in trend.to_dict(orient="records"):
+        note = interval_note(r["lower"], r["upper"], r["n"], r["n_eff"])
+        rows.append({
+            "week": r["week"], "doc type": r["doc_type"], "field": r["field"],
+            "accuracy": r["estimate"],
+            "95% interval": note or interval_text(r["lower"], r["upper"]) or "",
+            "labels": r["n"], "effective labels": r["n_eff"],
+            "extractions covered": r["population"], "audit cells": r["strata"],
+            "unweighted share correct": r["unweighted"],
+        })
+    return pd.DataFrame(rows)
 
 
 def bins_frame(bins: pa.Table) -> pd.DataFrame:
@@ -320,9 +434,12 @@ def threshold_text(stratum: Any) -> str:
     th = stratum.thresholds
     parts = []
     if th.point is not None:
-        parts.append(f"Point threshold **{th.point.threshold:.3f}** (estimate, no guarantee):"
-                     f" accuracy above {layout.pct(th.point.accuracy)},"
-                     f" coverage {layout.pct(th.point.coverage)}.")
+        p = th.point
+        parts.append(f"Point threshold **{p.threshold:.3f}** (estimate, no guarantee):"
+                     f" accuracy above {layout.pct(p.accuracy)} on n = {p.labels_above:,}"
+                     f" labels above, coverage {layout.pct(p.coverage)} of"
+                     f" {stratum.table.n_population:,} extractions"
+                     f" ({p.n_population_above:,} above).")
     if th.certified is not None:
         c = th.certified
         parts.append(f"Certified threshold **{c.threshold:.3f}**: accuracy above"

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from fieldtrust.store.connection import utc_now
+from fieldtrust.store.files import OutputKind, file_head, write_output
 
 from fieldtrust.errors import InputError
 
@@ -71,11 +72,18 @@ def load_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def save_manifest(path: str | os.PathLike[str], manifest: dict[str, Any]) -> None:
-    """Write ``manifest`` atomically (temporary file, then rename)."""
-    file = Path(path)
-    tmp = file.with_name(file.name + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=1, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, file)
+    """Write ``manifest`` atomically (``store.files.write_output``: a temporary file, then
+    a rename), over an earlier manifest only, never over a store or its log."""
+    write_output(path, json.dumps(manifest, indent=1, ensure_ascii=False), MANIFEST_FILE)
+
+
+def _is_manifest(path: Path) -> bool:
+    # By its first bytes, as save_manifest writes them: a manifest is saved after every
+    # change of state, and reading all of a large one each time would double the cost.
+    return file_head(path, 64).startswith(b'{\n "version": %d,\n "run_id": ' % VERSION)
+
+#: A batch run's manifest, as :func:`save_manifest` writes it.
+MANIFEST_FILE = OutputKind("batch manifest", _is_manifest)
 
 
 def check_matches(

@@ -20,6 +20,8 @@ Which class to raise:
 * :class:`PermissionDenied`: the acting user's role does not allow the act.
 * :class:`StoreError`: the store file itself (missing, locked, not a store,
   disk full, history altered, writers kept colliding).
+* :class:`SigningError`: no signing key, an unusable key file, or a
+  signature that does not hold (a forged decision, an edited policy file).
 * :class:`SourceError`: a lake or Spark source cannot be read.
 * :class:`ExtractionError`: the extractor cannot run (no API key, the API).
 
@@ -114,6 +116,10 @@ class NotAStoreError(StoreError):
 
 class NoSpaceError(StoreError):
     """The disk filled up during a write; the transaction was rolled back."""
+
+
+class SigningError(FieldtrustError):
+    """A signing key is missing or unusable, or a signature does not hold; nothing was written."""
 
 
 class SourceError(FieldtrustError):

@@ -33,6 +33,8 @@ from typing import Any
 from fieldtrust.errors import InputError
 from fieldtrust.store.bar import SETTINGS as BAR_SETTINGS
 from fieldtrust.store.bar import Ask, Criteria, setting_problem, setting_type
+from fieldtrust.store.files import read_capped
+from fieldtrust.store.hosts import setting_hosts
 
 ENV_PREFIX = "FIELDTRUST_"
 CONFIG_ENV = "FIELDTRUST_CONFIG"
@@ -70,8 +72,18 @@ class Settings:
     source_spark: str = _setting(
         "local[2]", "Spark master for source spark: local[N], or Spark Connect sc://host:port."
     )
+    columns: str = _setting(
+        "", "Your column names, as ours=theirs,... (the TOML table [columns]): read by ingest"
+        " and a lake source alike."
+    )
     source_columns: str = _setting(
-        "", "Column names of the source, as ours=theirs,... (the TOML table [source.columns])."
+        "", "A lake source's column names over those of columns, as ours=theirs,... (the TOML"
+        " table [source.columns])."
+    )
+    label_studio_pages_url: str = _setting(
+        "", "URL prefix of the pages folder `sample --format label-studio` writes, as the"
+        " annotators' browsers reach it (empty: Label Studio's local files, its document root"
+        " the folder holding the pages folder)."
     )
     earliest_time: str = _setting(
         "2000-01-01", "Earliest extraction or label time accepted at ingest (ISO date, UTC)."
@@ -81,6 +93,19 @@ class Settings:
     )
     user: str = _setting(
         "", "Who you are: the acting user of commands run without --as (empty: none)."
+    )
+    signing_key_file: str = _setting(
+        "", "Private key file decisions, policy settings and policy exports are signed with"
+        " (`fieldtrust keys create PATH`); outside the store's folder, readable only by"
+        " those who decide."
+    )
+    trusted_key_files: str = _setting(
+        "", "Public key files (comma-separated) signatures are checked with (empty: the"
+        " signing key's own public half)."
+    )
+    allowed_hosts: str = _setting(
+        "", "Host names the dashboard answers besides its address's own (comma-separated,"
+        " name or name:port): the name colleagues or a reverse proxy reach it by."
     )
     #: The bar settings asked for (TOML, environment, flags), each with where from.
     criteria: Criteria = field(default=Criteria(), metadata={"bar": True})
@@ -156,6 +181,11 @@ def _problem(name: str, value: Any) -> str | None:
             return "is not an ISO date (like 2000-01-01)"
     if name == "future_days" and not 0 <= value <= 3650:
         return "must be between 0 and 3650"
+    if name == "allowed_hosts":
+        try:
+            setting_hosts(value)
+        except ValueError as exc:
+            return f"names {exc}"
     return None
 
 
@@ -165,10 +195,13 @@ def _shown(value: object) -> str:
 
 
 def _coerce(name: str, raw: object, kind: type) -> object:
-    """``raw`` as a value of ``kind``; a number is never rounded or read from a boolean."""
+    """``raw`` as a value of ``kind``; a number is never rounded or read from a boolean,
+    and a text setting takes text (``db = 5`` is no file name)."""
     inexact = isinstance(raw, float) and kind is int and not raw.is_integer()
     if (isinstance(raw, bool) and kind is not bool) or inexact:
         raise InputError(f"setting {name}: {raw!r} is not a valid {kind.__name__}")
+    if kind is str and not isinstance(raw, str | dt.date):  # a TOML date is a date
+        raise InputError(f"setting {name}: {raw!r} is not text (write it in quotes)")
     try:
         return kind(raw)
     except (TypeError, ValueError) as exc:
@@ -229,10 +262,14 @@ def _file_settings(path: Path) -> dict[str, Any]:
     a file that is not TOML.
     """
     try:
-        with path.open("rb") as handle:
-            document = tomllib.load(handle)
+        # Read with a bound: a settings file is a few lines, never a device or a dump.
+        document = tomllib.loads(read_capped(path, what="settings file").decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: not a TOML file ({exc})") from exc
+    except RecursionError as exc:
+        raise InputError(f"{path}: nested too deeply to be settings") from exc
     table = {name: raw for name, raw in document.items() if name != "fieldtrust"}
     inner = document.get("fieldtrust", {})
     if not isinstance(inner, dict):
@@ -249,6 +286,8 @@ def _file_settings(path: Path) -> dict[str, Any]:
         table.update(_source_table(path, source))
     elif source is not None:
         table["source"] = source
+    if isinstance(table.get("columns"), dict):  # [columns]: your name for each of ours
+        table["columns"] = ",".join(f"{k}={v}" for k, v in sorted(table["columns"].items()))
     return table
 
 

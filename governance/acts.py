@@ -30,6 +30,7 @@ from fieldtrust.governance.decisions import (
     Decision,
     current_policy,
 )
+from fieldtrust.governance.duties import check_own_labels, own_labels
 from fieldtrust.governance.evidence import (
     AuditDesign,
     Certification,
@@ -46,6 +47,7 @@ from fieldtrust.store.connection import utc_now
 from fieldtrust.store.provenance import provenance
 from fieldtrust.store.retry import first_row, write_with_retry
 from fieldtrust.store.rollup import extraction_columns_sql
+from fieldtrust.store.signing import current_signer
 
 from fieldtrust.errors import Refused
 
@@ -92,7 +94,9 @@ def approve(
     Refused
         No comment, an unknown stratum, criteria looser than the store's
         policy, a stratum that is not a current candidate (the reason is
-        named), or ``threshold`` is below the certified one.
+        named), ``threshold`` is below the certified one, or ``actor`` gave a
+        larger share of the stratum's labels than the policy's
+        ``max_own_label_share`` (:mod:`fieldtrust.governance.duties`).
     """
     actor = _before_certifying(con, actor, "approve", doc_type, field, comment)
     _check_range(threshold)
@@ -114,6 +118,9 @@ def approve(
             f" {certification.threshold} certifies on its own labels (a new extractor version"
             " has no evidence yet); audit its extractions, then approve"
         )
+    # Segregation of duties, on the labels the certificate just read.
+    check_own_labels(own_labels(con, actor, doc_type, field, certification.window),
+                     resolve_bar(con, criteria))
     recorded = certification.threshold if threshold is None else threshold
     monitoring = plan_monitoring(certification.segments, certification.covered_segments,
                                  target=certification.target,
@@ -267,6 +274,9 @@ def _record(
     schema versions.
     """
     actor = user_name(actor, what="acting user")
+    # The decision's chain entry is signed as it is written (store.signing): without the
+    # key the act is refused here, before its transaction.
+    current_signer()
     if action not in DECISION_ACTIONS:
         raise Refused(f"action {action!r} is not one of {', '.join(DECISION_ACTIONS)}")
     _check_comment(action, doc_type, field, comment)

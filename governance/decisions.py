@@ -76,16 +76,34 @@ def decision_history(
     return [Decision(*row) for row in rows]
 
 
-def current_policy(con: duckdb.DuckDBPyConnection) -> list[PolicyEntry]:
+def current_policy(
+    con: duckdb.DuckDBPyConnection, *, up_to_seq: int | None = None
+) -> list[PolicyEntry]:
     """The latest decision of every stratum ever decided, sorted by stratum.
 
     Read from the view ``policy_in_force`` (migration 0025), which the review
-    queue reads too.
+    queue reads too. With ``up_to_seq``, the policy as it stood at that
+    history chain entry: of the decisions chained at or before it (what a
+    policy file with that ``history_head`` was exported from).
     """
-    rows = con.execute(
-        f"SELECT {DECISION_COLUMNS}, automated_above FROM policy_in_force"
-        " ORDER BY doc_type, field"
-    ).fetchall()
+    params: dict[str, int] = {}
+    if up_to_seq is None:
+        query = (f"SELECT {DECISION_COLUMNS}, automated_above FROM policy_in_force"
+                 " ORDER BY doc_type, field")
+    else:
+        query = (
+            f"SELECT {DECISION_COLUMNS},"
+            "  CASE WHEN action = 'approve' THEN threshold END AS automated_above FROM ("
+            "  SELECT *, row_number() OVER (PARTITION BY doc_type, field"
+            "                               ORDER BY decided_at DESC, decision_id DESC) AS rank_"
+            "  FROM decisions"
+            "  WHERE decision_id IN (SELECT json_extract_string(row_key, '$[0]')"
+            "                        FROM history_chain"
+            "                        WHERE table_name = 'decisions' AND seq <= $seq))"
+            " WHERE rank_ = 1 ORDER BY doc_type, field"
+        )
+        params = {"seq": up_to_seq}
+    rows = con.execute(query, params).fetchall()
     entries = []
     for *columns, automated_above in rows:
         decision = Decision(*columns)

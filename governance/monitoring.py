@@ -149,6 +149,21 @@ def covered_form_versions(con: duckdb.DuckDBPyConnection, evidence_id: str | Non
             if isinstance(v, dict) and v.get("covered")]
 
 
+def covered_segments(
+    con: duckdb.DuckDBPyConnection, evidence_id: str | None
+) -> list[tuple[str, str]]:
+    """The (form version, extractor version) segments an approval covers, as it froze them.
+
+    From the evidence alone, so the policy as it stood at any history entry
+    rebuilds them: the monitoring plan's segments, or, for evidence frozen
+    before monitoring, each covered form version with every extractor (``*``).
+    """
+    plan = approval_plan(con, evidence_id)
+    if plan is None:
+        return [(v, ANY_EXTRACTOR) for v in covered_form_versions(con, evidence_id)]
+    return [(s.form_version, s.extractor_version) for s in plan.segments]
+
+
 def _stratum_monitors(
     con: duckdb.DuckDBPyConnection, entry: PolicyEntry, last: Week,
     resumed: dict[tuple[str, str, str], str],

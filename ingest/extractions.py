@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from fieldtrust.ingest.readers import (
     detect_format,
     drop_snapshot,
     drop_staged,
+    map_columns,
     snapshot,
     stage_arrow,
     stage_file,
@@ -63,8 +64,15 @@ from fieldtrust.ingest.rules import (
 from fieldtrust.store.connection import transaction, utc_now
 from fieldtrust.store.locations import LOCATION_COLUMNS, LOCATION_STORED_COLUMNS
 from fieldtrust.store.queue_cache import append_batch as append_queue_batch
-from fieldtrust.store.rollup import append_batch, record_extractor_versions
+from fieldtrust.store.rollup import (
+    append_batch,
+    counted_sources,
+    record_extractor_versions,
+    store_name,
+)
 from fieldtrust.store.sql import quote_ident
+
+from fieldtrust.errors import InputError, Refused, ValidationError
 
 #: An extraction's columns, in stored order, before its document location.
 EXTRACTION_COLUMNS = (
@@ -117,6 +125,8 @@ class IngestResult:
     rows_in_file: int
     rows_added: int
     rows_already_stored: int
+    #: The file's columns left out (``ignore_unknown``): none of ours, after the mapping.
+    columns_ignored: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (what ``--json`` prints)."""
@@ -130,6 +140,37 @@ class _Input:
     sha256: str
     staged: Staged | None  # None: this content was ingested before
     copy: Snapshot | None = None  # the private copy the rows are read from
+    ignored: tuple[str, ...] = ()
+
+
+#: Every column an extraction file may have, in our names.
+INGEST_COLUMNS = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)
+#: What an extraction file's unknown column may be instead of an error.
+UNKNOWN_COLUMN_HINT = "; map it (--columns) or leave it out (--ignore-unknown)"
+
+
+def check_mapping(columns: Mapping[str, str]) -> dict[str, str]:
+    """A column mapping (ours -> the file's name) checked; ours must be ingest columns.
+
+    The same table maps a lake source's columns (``[columns]`` in the settings
+    file, :class:`fieldtrust.ingest.sources.SourceConfig`).
+
+    Raises
+    ------
+    InputError
+        A name of ours that is no ingest column, or an empty name of theirs.
+    """
+    checked: dict[str, str] = {}
+    for ours, theirs in columns.items():
+        if ours not in INGEST_COLUMNS:
+            raise InputError(
+                f"column mapping: {ours!r} is not an extraction column"
+                f" (known: {', '.join(INGEST_COLUMNS)})"
+            )
+        if not str(theirs).strip():
+            raise InputError(f"column mapping: {ours!r} maps to an empty name")
+        checked[ours] = str(theirs).strip()
+    return checked
 
 
 def ingest_files(
@@ -138,6 +179,8 @@ def ingest_files(
     *,
     progress: Progress | None = None,
     window: TimeWindow | None = None,
+    columns: Mapping[str, str] | None = None,
+    ignore_unknown: bool = False,
 ) -> list[IngestResult]:
     """Validate every file, then add all of them to the store in one transaction.
 
@@ -156,6 +199,12 @@ def ingest_files(
         file's rows. Last comes ``("done", rows, rows)``.
     window
         Accepted extraction times; default from 2000-01-01 to a day from now.
+    columns
+        Your column names: ours -> the file's (``{"doc_type": "kind"}``), the
+        ``[columns]`` table of the settings that a lake source reads too.
+    ignore_unknown
+        Leave out the file's columns that are none of ours (after the
+        mapping) instead of refusing the file; each result names them.
 
     Returns
     -------
@@ -169,8 +218,10 @@ def ingest_files(
         reported); nothing was written. The message lists the first 20
         problems by 1-based data row, and their count.
     """
+    refuse_counting_twice(con, ", ".join(Path(p).name for p in paths))
     tracker = RowProgress(con, progress)
     inputs: list[_Input] = []
+    mapping = check_mapping(columns or {})
     ensure_utc(con)
     try:
         tracker.start()
@@ -186,6 +237,11 @@ def ingest_files(
             inputs.append(_Input(source, fmt, copy.sha256, None, copy))  # dropped below
             staged = stage_file(con, copy, fmt, temp_name("ft_ingest"))
             inputs[-1] = replace(inputs[-1], staged=staged)
+            _refuse_unmapped(source, staged, mapping)
+            mapped = map_columns(con, staged, mapping, known=INGEST_COLUMNS,
+                                 ignore_unknown=ignore_unknown, source=source)
+            staged = mapped.staged
+            inputs[-1] = replace(inputs[-1], staged=staged, ignored=mapped.ignored)
             tracker.step(f"validating {source}", staged.rows)
             validate_extractions(con, staged, source=source, window=window, progress=tracker.part)
         results = []
@@ -234,6 +290,7 @@ def ingest_table(
     ValidationError
         A bad row; nothing was written.
     """
+    refuse_counting_twice(con, source)
     sha = source_sha256 or arrow_sha256(table)
     ensure_utc(con)
     if first_batch(con, sha) is not None:
@@ -247,6 +304,39 @@ def ingest_table(
             return _store(con, _Input(source, fmt, sha, staged))
     finally:
         drop_staged(con, staged)
+
+
+def refuse_counting_twice(con: duckdb.DuckDBPyConnection, source: str) -> None:
+    """Refuse to ingest ``source`` into a store that counts a lake source.
+
+    The lake's counts and the ingested rows would both count what the two
+    hold in common (the fault a refresh into a store with ingested rows had too).
+
+    Raises
+    ------
+    Refused
+        The store counts a lake source (``fieldtrust refresh``).
+    """
+    lakes = counted_sources(con)
+    if lakes:
+        raise Refused(
+            f"{store_name(con)} counts the lake source {lakes[0]}: ingesting {source} too"
+            " would count every row both hold twice; add the rows to the lake and run"
+            " `fieldtrust refresh`, or ingest them into a store of its own"
+        )
+
+
+def _refuse_unmapped(source: str, staged: Staged, mapping: dict[str, str]) -> None:
+    """A required column the mapping reads from a column the file lacks, said as such."""
+    lacking = [(ours, theirs) for ours, theirs in mapping.items()
+               if ours in REQUIRED_COLUMNS and theirs not in staged.dtypes
+               and ours not in staged.dtypes]
+    if lacking:
+        raise ValidationError(source, [
+            f"missing required column {ours}: the column mapping reads it from {theirs!r},"
+            f" which the file lacks (columns found: {', '.join(list(staged.dtypes)[:10])})"
+            for ours, theirs in lacking
+        ])
 
 
 # --- validation ---------------------------------------------------------------------
@@ -279,7 +369,8 @@ def validate_extractions(
     parts)`` hears how many of the check's queries are done.
     """
     dtypes = staged.dtypes
-    check_columns(source, dtypes, required=REQUIRED_COLUMNS, optional=OPTIONAL_COLUMNS)
+    check_columns(source, dtypes, required=REQUIRED_COLUMNS, optional=OPTIONAL_COLUMNS,
+                  unknown_hint=UNKNOWN_COLUMN_HINT)
     raise_problems(
         con, staged, extraction_rules(dtypes, window), [_unique_id(dtypes)], source=source,
         progress=progress,
@@ -499,4 +590,5 @@ def _store(con: duckdb.DuckDBPyConnection, item: _Input) -> IngestResult:
         "INSERT INTO ingest_batches VALUES (?, ?, ?, ?, ?, ?, ?)",
         [batch_id, item.source, item.sha256, item.fmt, staged.rows, added, utc_now()],
     )
-    return IngestResult(batch_id, item.source, item.fmt, staged.rows, added, staged.rows - added)
+    return IngestResult(batch_id, item.source, item.fmt, staged.rows, added, staged.rows - added,
+                        item.ignored)

@@ -97,7 +97,9 @@ def _bbox_rules(dtypes: dict[str, str]) -> list[Rule]:
     given = f"NOT {missing_sql('bbox', dtype)}"
     box = bbox_sql(dtype)
     raw = raw_sql("bbox", dtype)
-    readable = f"(len({box}) = 4 AND list_count(list_filter({box}, lambda v: isfinite(v))) = 4)"
+    # array_length, not len or list_count: the forms sqlglot writes for Spark too.
+    readable = (f"(array_length({box}) = 4"
+                f" AND array_length(list_filter({box}, lambda v: isfinite(v))) = 4)")
     inside = (f"({box}[1] >= 0 AND {box}[1] < {box}[3] AND {box}[3] <= 1"
               f" AND {box}[2] >= 0 AND {box}[2] < {box}[4] AND {box}[4] <= 1)")
     page_missing = missing_sql("page", dtypes["page"]) if "page" in dtypes else "true"

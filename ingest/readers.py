@@ -25,6 +25,7 @@ header of a CSV is not a row).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import errno
 import hashlib
 import json
@@ -228,10 +229,77 @@ def temp_name(prefix: str) -> str:
 
 
 def drop_staged(con: duckdb.DuckDBPyConnection, staged: Staged | None) -> None:
-    """Drop a staged table or view (if any)."""
+    """Drop a staged table or view (if any), and the file's own view under a mapped one."""
     if staged is not None:
         kind = "VIEW" if staged.is_view else "TABLE"
         con.execute(f"DROP {kind} IF EXISTS temp.{staged.relation}")
+        if staged.is_view:
+            con.execute(f"DROP VIEW IF EXISTS temp.{quote_ident(staged.name + _FILE_VIEW)}")
+
+
+#: Suffix of the view of a Parquet file's own columns, under the view of mapped ones.
+_FILE_VIEW = "_file"
+
+
+@dataclass(frozen=True)
+class Mapped:
+    """A staged input under our column names, and the file's columns it left out."""
+
+    staged: Staged
+    ignored: tuple[str, ...]
+
+
+def map_columns(
+    con: duckdb.DuckDBPyConnection,
+    staged: Staged,
+    mapping: dict[str, str],
+    *,
+    known: tuple[str, ...],
+    ignore_unknown: bool = False,
+    source: str,
+) -> Mapped:
+    """Rename the file's columns to ours (``mapping``: ours -> theirs) at the reading step.
+
+    With ``ignore_unknown`` the columns that are none of ``known`` after the
+    renaming are left out (a ``latency_ms`` the log also carries); without it
+    they stay, for the validation to name. Row numbers are the file's as before.
+
+    Raises
+    ------
+    ValidationError
+        A file column has our name while the mapping reads that name from
+        another column (which of the two is meant cannot be guessed).
+    """
+    renames = {theirs: ours for ours, theirs in mapping.items()
+               if theirs in staged.dtypes and theirs != ours}
+    clashes = [ours for theirs, ours in renames.items() if ours in staged.dtypes]
+    if clashes:
+        raise ValidationError(source, [
+            f"column {ours} is in the file and the column mapping reads {ours} from column"
+            f" {mapping[ours]} too: rename one of the two, or drop the mapping" for ours in clashes
+        ])
+    named = {renames.get(column, column): dtype for column, dtype in staged.dtypes.items()}
+    ignored = tuple(c for c in named if c not in known) if ignore_unknown else ()
+    if not renames and not ignored:
+        return Mapped(staged, ())
+    kept = {column: dtype for column, dtype in named.items() if column not in ignored}
+    if not staged.is_view:
+        for theirs, ours in renames.items():
+            con.execute(f"ALTER TABLE {staged.relation} RENAME COLUMN {quote_ident(theirs)}"
+                        f" TO {quote_ident(ours)}")
+        for column in ignored:
+            con.execute(f"ALTER TABLE {staged.relation} DROP COLUMN {quote_ident(column)}")
+        return Mapped(dataclasses.replace(staged, dtypes=kept), ignored)
+    # A Parquet file is a view, not a copy: the mapped view reads the file's own.
+    inner = quote_ident(staged.name + _FILE_VIEW)
+    con.execute(f"ALTER VIEW {staged.relation} RENAME TO {inner}")
+    back = {ours: theirs for theirs, ours in renames.items()}
+    select = ", ".join(
+        f"{quote_ident(back.get(column, column))} AS {quote_ident(column)}" for column in kept
+    )
+    con.execute(f"CREATE TEMP VIEW {staged.relation} AS SELECT {select}, file_row_number"
+                f" FROM {inner}")
+    return Mapped(dataclasses.replace(staged, dtypes=kept), ignored)
 
 
 def _drop_table(con: duckdb.DuckDBPyConnection, name: str) -> None:

@@ -125,11 +125,13 @@ def check_columns(
     required: Sequence[str],
     optional: Sequence[str],
     ignored: Sequence[str] = (),
+    unknown_hint: str = "",
 ) -> None:
     """Reject an input lacking a required column or holding one nobody knows.
 
     An unknown column is an error rather than being dropped, so a renamed
-    column (``confidance``) is caught instead of silently lost.
+    column (``confidance``) is caught instead of silently lost. ``unknown_hint``
+    ends that message with what the caller offers instead (a mapping, an option).
     """
     names = list(found)
     problems = []
@@ -144,7 +146,7 @@ def check_columns(
     if unknown:
         problems.append(
             f"unknown column{'s' if len(unknown) > 1 else ''} {_names(unknown)}"
-            f" (known columns: {', '.join([*required, *optional])})"
+            f" (known columns: {', '.join([*required, *optional])}){unknown_hint}"
         )
     if problems:
         raise ValidationError(source, problems)
@@ -235,6 +237,23 @@ def find_problems(
     unique: Sequence[Unique] = (),
 ) -> tuple[list[str], int]:
     """The first :data:`MAX_PROBLEMS` problem messages, ordered by row, and their total."""
+    found, total = problem_rows(con, staged, rules, unique)
+    return [f"row {row}, column {column}: {message}" for row, column, message in found], total
+
+
+def problem_rows(
+    con: duckdb.DuckDBPyConnection,
+    staged: Staged,
+    rules: Sequence[Rule],
+    unique: Sequence[Unique] = (),
+    *,
+    limit: int = MAX_PROBLEMS,
+) -> tuple[list[tuple[int, str, str]], int]:
+    """The first ``limit`` problems as (row, column, message), ordered by row, and their total.
+
+    For a caller that adds problems of its own before reporting them (labels
+    import): the message lacks the ``row N, column C:`` prefix.
+    """
     row_sql = staged.row_sql
     parts = [
         f"SELECT {row_sql} AS row_, {index} AS rule_, CAST({r.value} AS VARCHAR) AS value_,"
@@ -249,19 +268,21 @@ def find_problems(
         ") WHERE key_ IS NOT NULL AND row_ > first_"
         for index, u in enumerate(unique)
     ]
+    if not parts:
+        return [], 0
     sql = (
         "SELECT row_, rule_, value_, extra_, count(*) OVER () AS total_ FROM ("
         + " UNION ALL ".join(parts)
         + ") ORDER BY row_, rule_ LIMIT ?"
     )
-    rows = con.execute(sql, [MAX_PROBLEMS]).fetchall()
+    rows = con.execute(sql, [limit]).fetchall()
     checks: list[Rule | Unique] = [*rules, *unique]
-    messages = [
-        f"row {row}, column {checks[rule].column}: "
-        + checks[rule].message.format(value=shown(value), extra=shown(extra))
+    found = [
+        (int(row), checks[rule].column,
+         checks[rule].message.format(value=shown(value), extra=shown(extra)))
         for row, rule, value, extra, _ in rows
     ]
-    return messages, (int(rows[0][4]) if rows else 0)
+    return found, (int(rows[0][4]) if rows else 0)
 
 
 # --- typed views of a staged column -------------------------------------------------

@@ -6,6 +6,7 @@ that writes, the acting user's name, whose role is checked in
 
 * ``taxonomy``: the error types and corrected-value statuses;
 * ``verdicts``: recording and superseding labels (append-only);
+* ``corrections``: who may change a verdict and until when, and one's recent labels;
 * ``label_import``: labels from a CSV or JSON Lines file, held to the verdict rules;
 * ``assignment``: handing out sample items, skips, blind second review;
 * ``agreement``: percent agreement, Cohen's kappa, adjudication;

@@ -28,6 +28,7 @@ import duckdb
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
+from fieldtrust.store.lookup import item_facts
 from fieldtrust.store.retry import first_row, write_with_retry
 
 from fieldtrust.errors import InputError
@@ -51,12 +52,12 @@ class ReviewItem:
     assigned_at: dt.datetime
 
 
+# The reviewer's items from the small tables alone; their values are looked up
+# by id afterwards (store.lookup), never by joining every extraction row.
 _ITEM_SQL = """
-SELECT a.sample_id, a.extraction_id, a.review_round, i.cell, e.doc_id, e.doc_type,
-       e.form_version, e.field, e.value, e.value_status, e.source_excerpt, a.assigned_at
+SELECT a.sample_id, a.extraction_id, a.review_round, i.cell, a.assigned_at
 FROM assignments a
 JOIN audit_items i USING (sample_id, extraction_id)
-JOIN extractions e USING (extraction_id)
 WHERE a.sample_id = $sample AND a.reviewer = $actor
   AND ($extraction IS NULL OR a.extraction_id = $extraction)
   AND ($open_only = false OR NOT EXISTS (
@@ -73,14 +74,18 @@ _CANDIDATES_SQL = """
 WITH items AS (
     SELECT extraction_id, cell, prn, double_review FROM audit_items WHERE sample_id = $sample
 ),
+labelled AS (  -- the labels of this sample's items only: every other label is read once
+    SELECT l.extraction_id, l.review_round, l.reviewer
+    FROM labels l SEMI JOIN items USING (extraction_id)
+),
 mine AS (
     SELECT extraction_id FROM skips WHERE sample_id = $sample AND reviewer = $actor
     UNION SELECT extraction_id FROM assignments WHERE reviewer = $actor
-    UNION SELECT extraction_id FROM labels WHERE reviewer = $actor
+    UNION SELECT extraction_id FROM labelled WHERE reviewer = $actor
 ),
 taken AS (
     SELECT extraction_id, review_round FROM assignments WHERE sample_id = $sample
-    UNION SELECT extraction_id, review_round FROM labels
+    UNION SELECT extraction_id, review_round FROM labelled
 ),
 primary_free AS (
     SELECT extraction_id, cell, prn, 'primary' AS review_round FROM items i
@@ -311,4 +316,10 @@ def _items(
         "sample": sample_id, "actor": actor, "extraction": extraction_id, "open_only": open_only,
     }
     rows = con.execute(_ITEM_SQL, params).fetchall()
-    return [ReviewItem(*row) for row in rows]
+    facts = item_facts(con, [row[1] for row in rows])
+    return [
+        ReviewItem(sample, extraction, rnd, cell, f.doc_id, f.doc_type, f.form_version, f.field,
+                   f.value, f.value_status, f.source_excerpt, assigned_at)
+        for sample, extraction, rnd, cell, assigned_at in rows
+        if (f := facts.get(extraction)) is not None
+    ]

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 import duckdb
-from fieldtrust.store.connection import is_no_space, no_space_error
+from fieldtrust.store.files import OutputKind, file_head, store_files, write_output
 from fieldtrust.store.retry import first_row
 from fieldtrust.store.spreadsheet import escape_sql
 from fieldtrust.store.sql import quote_ident, quote_literal
@@ -50,14 +50,21 @@ LEFT JOIN (SELECT DISTINCT ON (extraction_id) extraction_id, doc_type, field, fo
 ORDER BY l.extraction_id, l.labeled_at, l.label_id
 """
 
-def export_labels(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str]) -> int:
+def export_labels(
+    con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str], *, force: bool = False
+) -> int:
     """Write all labels with history to ``path`` (``.csv`` or ``.parquet``); return the row count.
+
+    The file is written by ``store.files.write_output``: through a temporary
+    file renamed into place, never over the store, and over an existing file
+    only when it is an earlier labels export or ``force`` is set.
 
     Raises
     ------
     InputError
-        The extension is neither ``.csv`` nor ``.parquet``, or the file cannot
-        be written.
+        The extension is neither ``.csv`` nor ``.parquet``; the path is a
+        store, a folder, a device or another file (without ``force``); or the
+        file cannot be written.
     NoSpaceError
         The disk is full.
     """
@@ -71,19 +78,41 @@ def export_labels(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str]) 
         )
         query = f"SELECT {columns} FROM ({_HISTORY_SQL})"
         options = "FORMAT csv, HEADER true"
+        kind = LABELS_CSV
     elif suffix == ".parquet":
         query = _HISTORY_SQL
         options = "FORMAT parquet"
+        kind = LABELS_PARQUET
     else:
         raise InputError(f"cannot export labels to {target.name}: use a .csv or .parquet file")
-    # COPY cannot bind its file name; quote_literal is the one sanctioned way.
-    try:
-        con.execute(f"COPY ({query}) TO {quote_literal(str(target))} ({options})")
-    except duckdb.IOException as exc:
-        if is_no_space(exc):
-            raise no_space_error(str(target), exc) from exc
-        raise InputError(
-            f"cannot write {target}: {str(exc).splitlines()[0][:200]}"
-        ) from exc
+
+    def copy(temporary: Path) -> None:
+        # COPY cannot bind its file name; quote_literal is the one sanctioned way.
+        con.execute(f"COPY ({query}) TO {quote_literal(str(temporary))} ({options})")
+
+    write_output(target, copy, kind, force=force, protect=store_files(con))
     row = first_row(con.execute("SELECT count(*) FROM labels").fetchall())
     return int(row[0]) if row else 0
+
+
+_NAMES = [name for name, _ in _COLUMNS]
+
+
+def _is_labels_csv(path: Path) -> bool:
+    return file_head(path).split(b"\n", 1)[0].rstrip(b"\r") == ",".join(_NAMES).encode()
+
+
+def _is_labels_parquet(path: Path) -> bool:
+    import pyarrow.parquet as pq
+
+    if file_head(path, 4) != b"PAR1":
+        return False
+    try:
+        return list(pq.read_schema(path).names) == _NAMES
+    except (OSError, ValueError):  # pyarrow's ArrowInvalid is a ValueError
+        return False
+
+
+#: A labels export, as :func:`export_labels` writes it (CSV, Parquet).
+LABELS_CSV = OutputKind("labels export", _is_labels_csv)
+LABELS_PARQUET = OutputKind("labels export", _is_labels_parquet)

@@ -9,16 +9,20 @@ for the reviewer and are ignored here, and rows whose verdict is still blank
 are skipped and counted, so a half-labelled sample can be imported.
 
 The acting user must hold a role allowed to ``import_labels`` (qa_lead or
-admin, :data:`fieldtrust.store.access.PERMISSIONS`), and every row is held to the rules
-of recording a verdict (:func:`fieldtrust.labels.verdicts.verdict_problems`): an error
-type from the taxonomy, a detail for ``other``, nothing of the sort on
-``correct``. History that records only the verdict is accepted: an
-``incorrect`` row without an error type is stored with the type
-``not_recorded``, one without a corrected value keeps it unknown, and the
-result counts such rows (``rows_without_details``); and each reviewer
-name to those of a user name (one line, no control characters). A file is
-checked in two passes, its shape and ids in SQL and then those rules per
-row; either pass rejects the whole file, naming row, column and value.
+admin, :data:`fieldtrust.store.access.PERMISSIONS`), and every row is held to
+the one verdict rule (:mod:`fieldtrust.labels.verdict_rule`) the review page
+uses: an error type from the taxonomy, a detail for ``other``, nothing of the
+sort on ``correct``; an ``incorrect`` row without an error type is stored
+with the type ``not_recorded``, one without a corrected value keeps it
+unknown, and the result counts such rows (``rows_without_details``). Every
+reviewer is a person of the store: a user name that holds (or held) a role
+that labels, after the optional ``reviewer_map`` (Label Studio user ids or
+e-mails to store users); a placeholder is refused by name. A label for an
+item that already has labels is handled by :mod:`fieldtrust.labels.relabel`,
+the same for every format: already stored, replacing the same reviewer's
+older verdict, or refused. Every problem of the file is found in one run
+(its shape and ids in SQL, then the rules per row) and reported together,
+naming row, column and value; ``dry_run`` does all of it and writes nothing.
 
 Imported labels get ``review_round = 'import'``. Without a ``sample_id`` the
 extraction is in no audit design: its label is ``non_random`` (no weight)
@@ -28,7 +32,8 @@ unless the import declares the file a simple random sample
 
 Import is idempotent: a file already imported (same SHA-256, table
 ``label_imports``) adds nothing, and a label identical to a stored one (same
-extraction_id, verdict, reviewer and labeled_at) is not added again. Its
+extraction_id, verdict, reviewer and labeled_at), or saying what its
+reviewer's current label on the item says, is not added again. Its
 ``label_id`` is the SHA-256 of those four, so the same label always has the
 same id.
 """
@@ -38,6 +43,8 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +52,6 @@ from typing import Any
 import duckdb
 from fieldtrust.ingest.extractions import EXTRACTION_COLUMNS, first_batch
 from fieldtrust.ingest.readers import (
-    MAX_PROBLEMS,
     Snapshot,
     Staged,
     detect_format,
@@ -62,17 +68,19 @@ from fieldtrust.ingest.rules import (
     choice_rules,
     choice_sql,
     ensure_utc,
-    raise_problems,
+    problem_rows,
     raw_sql,
     required_rules,
     text_sql,
     timestamp_rules,
     timestamp_sql,
 )
-from fieldtrust.labels.verdicts import verdict_fields, verdict_problems
-from fieldtrust.store.access import require, user_name
+from fieldtrust.labels import relabel
+from fieldtrust.labels.verdict_rule import lacks_details, verdict_fields, verdict_problems
+from fieldtrust.store.access import labelling_users, require, user_name
 from fieldtrust.store.chain import chain_returned, chain_rows
 from fieldtrust.store.connection import utc_now
+from fieldtrust.store.locations import LOCATION_COLUMNS
 from fieldtrust.store.retry import write_with_retry
 from fieldtrust.store.rollup import record_sampled
 from fieldtrust.store.spreadsheet import unescape_sql
@@ -93,6 +101,7 @@ OPTIONAL_COLUMNS = (
 #: Columns a sample file carries for the reviewer's eyes; read past, not stored.
 CONTEXT_COLUMNS = (
     *(c for c in EXTRACTION_COLUMNS if c != "extraction_id"),
+    *LOCATION_COLUMNS,
     "cell",
     "inclusion_prob",
     # written by `labels export`: the label's history, read past so an export imports
@@ -110,15 +119,22 @@ VERDICTS = ("correct", "incorrect", "unclear")
 STATUSES = ("present", "null", "unclear", "other")
 #: A problem line is cut to this length: a 1 MB value must not make a 1 MB message.
 _SHOWN_LINE = 300
+#: Problems read from the SQL rules; past these only the count is kept.
+_SQL_PROBLEMS = 10_000
+#: Problem lines a rejection shows (the rest are counted).
+_SHOWN_PROBLEMS = 20
 
 
 @dataclass(frozen=True)
 class LabelImportResult:
     """What one labels file did to the store.
 
-    ``rows_already_stored`` counts rows with a verdict that added nothing (the
-    same label was stored before, or repeats in the file);
-    ``rows_without_verdict`` counts rows skipped because their verdict is blank.
+    ``rows_added`` counts new labels, ``rows_replaced`` labels that replaced
+    their reviewer's older verdict on the item (a superseding row; the old one
+    stays in the history); ``rows_already_stored`` rows with a verdict that
+    added nothing (the same label was stored before, or repeats in the file);
+    ``rows_without_verdict`` rows skipped because their verdict is blank.
+    ``dry_run``: nothing was written; the counts say what the import would do.
     """
 
     batch_id: str
@@ -132,6 +148,9 @@ class LabelImportResult:
     rows_without_details: int = 0
     #: Label Studio annotations that were cancelled (skipped), counted and not stored.
     rows_cancelled: int = 0
+    #: Labels that superseded their reviewer's older label on the same item.
+    rows_replaced: int = 0
+    dry_run: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (what ``--json`` prints)."""
@@ -139,7 +158,7 @@ class LabelImportResult:
 
 
 #: Columns only a Label Studio export brings (labels.label_studio.export_rows).
-LABEL_STUDIO_COLUMNS = ("review_round", "lead_time_seconds")
+LABEL_STUDIO_COLUMNS = ("review_round", "lead_time_seconds", "task_row", "task_id")
 #: Import formats: a labels file, or a Label Studio JSON export.
 FORMATS = ("auto", "label-studio")
 
@@ -149,10 +168,12 @@ def import_labels(
     path: str | os.PathLike[str],
     *,
     actor: str,
-    reviewer_default: str = "import",
+    reviewer_default: str | None = None,
+    reviewer_map: Mapping[str, str] | None = None,
     window: TimeWindow | None = None,
     random_sample: bool = False,
     format: str = "auto",
+    dry_run: bool = False,
 ) -> LabelImportResult:
     """Validate a labels file and add its labels to the store in one transaction.
 
@@ -166,7 +187,11 @@ def import_labels(
         Who imports; needs the role qa_lead or admin. Recorded in
         ``label_imports.imported_by``.
     reviewer_default
-        Reviewer recorded for rows that name none.
+        Reviewer recorded for rows that name none (None: such a row is refused).
+    reviewer_map
+        Names in the file (a Label Studio user id or e-mail, a name of another
+        tool) to store users: ``{"7": "ann", "bob@example.com": "bob"}``.
+        After it, every reviewer must hold or have held a role that labels.
     window
         Accepted ``labeled_at`` times, from its ``earliest`` (default
         2000-01-01); never later than now plus :data:`CLOCK_SKEW`.
@@ -180,6 +205,9 @@ def import_labels(
         label-studio`` (:mod:`fieldtrust.labels.label_studio`). Its first
         annotation of a task is the primary review, a second one a blind second
         review; cancelled annotations are counted in ``rows_cancelled``.
+    dry_run
+        Check everything and count what would be added and replaced, but
+        write nothing (a trial file never enters the append-only history).
 
     Returns
     -------
@@ -192,11 +220,14 @@ def import_labels(
     ValidationError
         The file cannot be read or has a bad row (an unknown extraction_id,
         a verdict outside correct / incorrect / unclear, an error type not in
-        the taxonomy, ...); nothing was written. The message lists the first
-        20 problems and their count.
+        the taxonomy, a reviewer without a reviewer role, another reviewer's
+        label on the item, ...); nothing was written. The message lists the
+        first 20 problems of the whole file and their count.
     """
     actor = user_name(actor, what="acting user")
-    reviewer_default = user_name(reviewer_default, what="default reviewer")
+    if reviewer_default is not None:
+        reviewer_default = user_name(reviewer_default, what="default reviewer")
+    names = _reviewer_map(reviewer_map or {}, label_studio=format == "label-studio")
     if format not in FORMATS:
         raise ValidationError(Path(path).name, [f"format {format!r} is not one of"
                                                 f" {', '.join(FORMATS)}"])
@@ -212,8 +243,8 @@ def import_labels(
         earlier = first_batch(con, sha, "label_imports")
         if earlier is not None:
             batch_id, rows = earlier
-            return LabelImportResult(batch_id, source, rows, 0, 0, 0)
-        options = _Options(actor, reviewer_default, window, random_sample)
+            return LabelImportResult(batch_id, source, rows, 0, 0, 0, dry_run=dry_run)
+        options = _Options(actor, reviewer_default, window, random_sample, names, dry_run)
         if format == "label-studio":
             return _import_label_studio(con, copy, source, sha, options)
         return _import_file(con, copy, fmt, source, sha, options)
@@ -223,13 +254,29 @@ def import_labels(
 
 @dataclasses.dataclass(frozen=True)
 class _Options:
-    """What one import was asked: who acts, the default reviewer, the time window, the design."""
+    """What one import was asked: who acts, the reviewers, the time window, the design."""
 
     actor: str
-    reviewer_default: str
+    reviewer_default: str | None
     window: TimeWindow | None
     random_sample: bool
+    reviewer_map: dict[str, str]
+    dry_run: bool
 
+
+def _reviewer_map(given: Mapping[str, str], *, label_studio: bool) -> dict[str, str]:
+    """The reviewer map checked; a Label Studio user id also names ``label-studio-user-ID``."""
+    from fieldtrust.labels.label_studio import user_key
+
+    names: dict[str, str] = {}
+    for key, name in given.items():
+        key = str(key).strip()
+        if not key:
+            raise InputError(f"reviewer map: an empty name maps to {name!r}")
+        names[key] = user_name(name, what=f"reviewer map: {key!r} maps to the user name")
+        if label_studio and key.isdigit():
+            names.setdefault(user_key(int(key)), names[key])
+    return names
 
 def _import_label_studio(
     con: duckdb.DuckDBPyConnection, copy: Snapshot, source: str, sha: str, options: _Options,
@@ -240,7 +287,7 @@ def _import_label_studio(
 
     from fieldtrust.labels.label_studio import export_rows
 
-    read = export_rows(copy.path)
+    read = export_rows(copy.path, source=source)
     if not read.rows:
         raise ValidationError(source, [
             f"no annotations to import ({read.cancelled} cancelled); label the tasks first"
@@ -250,12 +297,25 @@ def _import_label_studio(
         rows_file.write_text(
             "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in read.rows), encoding="utf-8"
         )
-        rows = snapshot(rows_file, "jsonl")
+        # Messages name the user's file, never this private one.
+        rows = dataclasses.replace(snapshot(rows_file, "jsonl"), source=source)
         try:
             result = _import_file(con, rows, "jsonl", source, sha, options, label_studio=True)
+        except ValidationError as exc:
+            raise _by_task(exc, read.task_rows) from exc
         finally:
             drop_snapshot(rows)
     return dataclasses.replace(result, rows_cancelled=read.cancelled)
+
+
+def _by_task(exc: ValidationError, task_rows: list[int]) -> ValidationError:
+    """``exc`` with its rows (one per annotation) renumbered as the export's tasks."""
+    def task(match: re.Match[str]) -> str:
+        number = int(match.group(1))
+        return f"row {task_rows[number - 1]}" if 0 < number <= len(task_rows) else match[0]
+
+    return ValidationError(exc.source, [re.sub(r"^row (\d+)", task, p) for p in exc.problems],
+                           exc.total)
 
 
 def _import_file(
@@ -276,15 +336,31 @@ def _import_file(
         )
         if fmt == "csv":
             _unescape(con, raw)
-        typed = _typed(con, raw, options.reviewer_default)
-        raise_problems(con, typed, _rules(raw.dtypes, options.window), source=source)
-        lacking = _check_verdicts(con, typed, source)
+        typed = _typed(con, raw, options)
+        found, total = problem_rows(con, typed, _rules(raw.dtypes, options.window),
+                                    limit=_SQL_PROBLEMS)
+        checked = _check_rows(con, typed, {(row, column) for row, column, _ in found}, options)
+        decided = relabel.plan(checked.incoming, _stored(con, typed))
+        problems = sorted([*found, *checked.problems, *decided.problems], key=lambda p: p[0])
+        if problems:
+            names = _row_names(con, typed) if label_studio else {}
+            lines = [_line(names.get(row, f"row {row}"), column, message)
+                     for row, column, message in problems[:_SHOWN_PROBLEMS]]
+            raise ValidationError(source, lines,
+                                  total + len(checked.problems) + len(decided.problems))
+        _write_back(con, typed, checked.cleaned)
+        counts = (decided.count("new"), decided.count("replaces"), decided.count("stored"))
+        if options.dry_run:
+            blank = typed.rows - len(decided.actions)
+            return LabelImportResult(f"labels-{sha[:16]}", source, typed.rows, counts[0],
+                                     counts[2], blank, checked.lacking, rows_replaced=counts[1],
+                                     dry_run=True)
         stored = write_with_retry(
             con,
-            lambda tx: _store(tx, typed, source, sha, options.actor, options.random_sample),
+            lambda tx: _store(tx, typed, decided, source, sha, options),
             what=f"importing {source}",
         )
-        return dataclasses.replace(stored, rows_without_details=lacking)
+        return dataclasses.replace(stored, rows_without_details=checked.lacking)
     finally:
         drop_staged(con, typed)
         drop_staged(con, raw)
@@ -308,7 +384,7 @@ def _col(dtypes: dict[str, str], name: str) -> tuple[str | None, str | None]:
     return (name, dtypes[name]) if name in dtypes else (None, None)
 
 
-def _typed(con: duckdb.DuckDBPyConnection, raw: Staged, reviewer_default: str) -> Staged:
+def _typed(con: duckdb.DuckDBPyConnection, raw: Staged, options: _Options) -> Staged:
     """A temp table of the raw columns next to the typed label (``l_*`` columns).
 
     Label files are small (a sample's worth), so the typed rows are
@@ -317,7 +393,12 @@ def _typed(con: duckdb.DuckDBPyConnection, raw: Staged, reviewer_default: str) -
     d = raw.dtypes
     parsed_at = timestamp_sql("labeled_at", d["labeled_at"]) if "labeled_at" in d else "NULL"
     labeled_at = f"coalesce({parsed_at}, CAST($now AS TIMESTAMP))"
-    reviewer = f"coalesce({text_sql(*_col(d, 'reviewer'))}, $reviewer)"
+    # The map's names are bound as lists: nothing from the file enters the SQL text.
+    given = text_sql(*_col(d, "reviewer"))
+    keys, names = "CAST($map_keys AS VARCHAR[])", "CAST($map_names AS VARCHAR[])"
+    position = f"coalesce(list_position({keys}, {given}), 0)"
+    mapped = f"CASE WHEN {position} > 0 THEN {names}[{position}] ELSE {given} END"
+    reviewer = f"coalesce({mapped}, $reviewer)"
     typed_columns = {
         "l_extraction_id": text_sql("extraction_id", d["extraction_id"]),
         "l_verdict": choice_sql("verdict", d["verdict"], VERDICTS),
@@ -331,6 +412,9 @@ def _typed(con: duckdb.DuckDBPyConnection, raw: Staged, reviewer_default: str) -
         "l_review_round": f"coalesce({text_sql(*_col(d, 'review_round'))}, 'import')",
         "l_lead_time": (f"TRY_CAST({quote_ident('lead_time_seconds')} AS DOUBLE)"
                         if "lead_time_seconds" in d else "CAST(NULL AS DOUBLE)"),
+        "l_task": (f"concat('row ', {raw_sql('task_row', d['task_row'])}, ' (task ',"
+                   f" {raw_sql('task_id', d['task_id'])}, ')')"
+                   if "task_row" in d and "task_id" in d else "CAST(NULL AS VARCHAR)"),
     }
     selects = ", ".join(f"{sql} AS {name}" for name, sql in typed_columns.items())
     name = temp_name("ft_labels")
@@ -345,9 +429,14 @@ def _typed(con: duckdb.DuckDBPyConnection, raw: Staged, reviewer_default: str) -
         " count(DISTINCT (l_verdict, l_corrected_value, l_corrected_status, l_error_type,"
         "   l_error_detail, l_sample_id))"
         f"   OVER (PARTITION BY {key}) AS l_variants,"
-        f" min(l_row) OVER (PARTITION BY {key}) AS l_first"
+        f" min(l_row) OVER (PARTITION BY {key}) AS l_first,"
+        # Who gave each item's primary review in this file: its blind second review
+        # must be by someone else.
+        " list(CASE WHEN l_review_round = 'primary' THEN l_reviewer END)"
+        "   OVER (PARTITION BY l_extraction_id) AS l_primary_reviewers"
         f" FROM (SELECT *, {raw.row_sql} AS l_row, {selects} FROM {raw.relation})",
-        {"now": utc_now(), "reviewer": reviewer_default},
+        {"now": utc_now(), "reviewer": options.reviewer_default,
+         "map_keys": list(options.reviewer_map), "map_names": list(options.reviewer_map.values())},
     )
     described = con.execute(f"DESCRIBE {quote_ident(name)}").fetchall()
     dtypes = {str(r[0]): str(r[1]) for r in described}
@@ -393,16 +482,13 @@ def _rules(dtypes: dict[str, str], window: TimeWindow | None) -> list[Rule]:
             "l_extraction_id",
         ),
         Rule(
-            "extraction_id",
-            "'{value}' already has a {extra} review in the store (recorded in the dashboard"
-            " or imported before): adjudicate or supersede it there instead",
-            "l_verdict IS NOT NULL AND l_review_round <> 'import' AND EXISTS"
-            " (SELECT 1 FROM labels l WHERE l.extraction_id = l_extraction_id"
-            "  AND l.review_round = l_review_round AND l.supersedes IS NULL"
-            "  AND NOT (l.verdict = l_verdict AND l.reviewer = l_reviewer"
-            "           AND l.labeled_at = l_labeled_at))",
+            "reviewer",
+            "'{value}' gave the primary review of extraction '{extra}' too; its second"
+            " review is blind, by another reviewer: delete one of the two annotations",
+            "l_verdict IS NOT NULL AND l_review_round = 'second'"
+            " AND list_contains(l_primary_reviewers, l_reviewer)",
+            "l_reviewer",
             "l_extraction_id",
-            "l_review_round",
         ),
         Rule(
             "extraction_id",
@@ -415,45 +501,128 @@ def _rules(dtypes: dict[str, str], window: TimeWindow | None) -> list[Rule]:
     ]
 
 
-def _check_verdicts(con: duckdb.DuckDBPyConnection, typed: Staged, source: str) -> int:
-    """Hold every row with a verdict to :func:`record_verdict`'s rules; store what it cleans.
+@dataclass
+class _Checked:
+    """The rows held to the verdict rule and the reviewer rules."""
 
-    Verdict-only history is accepted (``details_required=False``): an
-    'incorrect' row without an error type gets ``not_recorded``, one without a
-    corrected value keeps it unknown. Returns how many rows lacked such details.
+    problems: list[tuple[int, str, str]]
+    cleaned: list[list[Any]]  # [value, status, type, detail, row] to write back
+    incoming: list[relabel.Incoming]
+    lacking: int
 
-    Raises one :class:`ValidationError` naming row, column and value of every
-    problem. Otherwise writes the cleaned fields back to the staged rows (a
-    corrected value alone gets status ``present``, a detail loses its spaces),
-    so an imported label reads exactly like a recorded one.
+
+_ROWS_SQL = (
+    "SELECT l_row, l_verdict, l_corrected_value, l_corrected_status, l_error_type,"
+    " l_error_detail, l_reviewer, l_label_id, l_extraction_id, l_labeled_at, l_review_round,"
+    " l_sample_id FROM {relation} WHERE l_verdict IS NOT NULL ORDER BY l_row"
+)
+
+
+def _check_rows(
+    con: duckdb.DuckDBPyConnection, typed: Staged, flagged: set[tuple[int, str]],
+    options: _Options,
+) -> _Checked:
+    """Hold every row with a verdict to the verdict rule and the reviewer rules.
+
+    ``flagged`` are the (row, column) pairs an SQL rule reported already, so no
+    problem is told twice. What the rule cleans (a corrected value alone gets
+    status ``present``, a detail loses its spaces) is returned to be written
+    back, so an imported label reads exactly like a recorded one.
     """
+    rows = con.execute(_ROWS_SQL.format(relation=typed.relation)).fetchall()
+    labellers = labelling_users(con)
+    problems: list[tuple[int, str, str]] = []
+    unknown: dict[str, list[int]] = {}
+    result = _Checked(problems, [], [], 0)
+    for (number, verdict, value, status, kind, detail, reviewer, label_id, extraction_id,
+         labeled_at, review_round, sample_id) in rows:
+        found = [(number, e.column, _text(e)) for e in verdict_problems(
+            verdict, value, status, kind, detail) if (number, e.column) not in flagged]
+        who = _reviewer_problem(reviewer, options)
+        if who is not None:
+            found.append((number, "reviewer", who))
+        elif reviewer not in labellers:
+            unknown.setdefault(reviewer, []).append(number)
+        if found or any(row == number for row, _ in flagged):
+            problems += found
+            continue
+        fields = verdict_fields(verdict, value, status, kind, detail)
+        result.lacking += lacks_details(fields)
+        new = [fields["corrected_value"], fields["corrected_status"], fields["error_type"],
+               fields["error_detail"]]
+        if new != [value, status, kind, detail]:
+            result.cleaned.append([*new, number])
+        if reviewer in labellers:
+            result.incoming.append(relabel.Incoming(
+                number, label_id, extraction_id, reviewer, labeled_at, review_round,
+                (verdict, *new), sample_id,
+            ))
+    problems += [_not_a_reviewer(name, numbers) for name, numbers in unknown.items()]
+    return result
+
+
+def _reviewer_problem(reviewer: str | None, options: _Options) -> str | None:
+    """Why ``reviewer`` cannot be a label's reviewer as written, or None."""
+    if reviewer is None:
+        return ("blank, and no default reviewer was given: fill the column, or name who"
+                " labelled with --reviewer NAME (reviewer_default)")
+    try:
+        if user_name(reviewer, what="reviewer") != reviewer:
+            return f"{reviewer!r} has spaces around it"
+    except InputError as exc:
+        return str(exc).removeprefix("reviewer ")
+    return None
+
+
+def _not_a_reviewer(name: str, numbers: list[int]) -> tuple[int, str, str]:
+    """One problem per name that holds no reviewer role, at its first row."""
+    from fieldtrust.labels.label_studio import user_id
+
+    others = f" (rows {_rows_text(numbers)})" if len(numbers) > 1 else ""
+    ls_id = user_id(name)
+    key = name if ls_id is None else str(ls_id)
+    who = f"Label Studio user {ls_id}" if ls_id is not None else repr(name)
+    return (numbers[0], "reviewer", (
+        f"{who} is not a reviewer of this store{others}: map it to the store user who"
+        f" labelled (--reviewer-map {key}=NAME), or grant that name the role"
+        f" (fieldtrust users grant {key if ls_id is None else 'NAME'} reviewer --as ADMIN)"
+    ))
+
+
+def _rows_text(numbers: list[int], shown: int = 5) -> str:
+    listed = ", ".join(str(n) for n in numbers[:shown])
+    return listed + (f" and {len(numbers) - shown} more" if len(numbers) > shown else "")
+
+
+def _text(exc: InputError) -> str:
+    """The message of ``exc`` without its column's name repeated in front."""
+    column = exc.column if isinstance(exc, FieldError) else "verdict"
+    return str(exc).removeprefix(f"{column} ")
+
+
+def _stored(con: duckdb.DuckDBPyConnection, typed: Staged) -> list[relabel.Stored]:
+    """Every stored label of the file's extractions, with whether it is current."""
     rows = con.execute(
-        "SELECT l_row, l_verdict, l_corrected_value, l_corrected_status, l_error_type,"
-        f" l_error_detail, l_reviewer FROM {typed.relation} WHERE l_verdict IS NOT NULL"
-        " ORDER BY l_row"
+        "SELECT l.label_id, l.extraction_id, l.reviewer, l.labeled_at, l.review_round,"
+        " l.verdict, l.corrected_value, l.corrected_status, l.error_type, l.error_detail,"
+        " l.sample_id,"
+        " NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id) AS live,"
+        " l.import_batch_id IS NOT NULL"
+        f" FROM labels l SEMI JOIN {typed.relation} t ON t.l_extraction_id = l.extraction_id"
     ).fetchall()
-    problems: list[str] = []
-    cleaned = []
-    lacking = 0
-    for number, verdict, value, status, kind, detail, reviewer in rows:
-        found: list[InputError] = [*verdict_problems(verdict, value, status, kind, detail,
-                                                     details_required=False)]
-        if verdict == "incorrect" and (kind is None or (value is None and status is None)):
-            lacking += 1
-        try:
-            if user_name(reviewer, what="reviewer") != reviewer:
-                found.append(FieldError("reviewer", f"{reviewer!r} has spaces around it"))
-        except InputError as exc:
-            found.append(FieldError("reviewer", str(exc)))
-        problems += [_in_row(number, exc) for exc in found]
-        if not found:
-            fields = verdict_fields(verdict, value, status, kind, detail, details_required=False)
-            new = (fields["corrected_value"], fields["corrected_status"], fields["error_type"],
-                   fields["error_detail"])
-            if new != (value, status, kind, detail):
-                cleaned.append([*new, number])
-    if problems:
-        raise ValidationError(source, problems[:MAX_PROBLEMS], len(problems))
+    return [relabel.Stored(r[0], r[1], r[2], r[3], r[4], tuple(r[5:10]), bool(r[11]),
+                           bool(r[12]), r[10]) for r in rows]
+
+
+def _row_names(con: duckdb.DuckDBPyConnection, typed: Staged) -> dict[int, str]:
+    """How a problem names each row of a Label Studio export: its task and position."""
+    rows = con.execute(
+        f"SELECT l_row, l_task FROM {typed.relation} WHERE l_task IS NOT NULL"
+    ).fetchall()
+    return {int(row): str(name) for row, name in rows}
+
+
+def _write_back(con: duckdb.DuckDBPyConnection, typed: Staged, cleaned: list[list[Any]]) -> None:
     if cleaned:
         # A temp table of this import, not history: the rows are not stored yet.
         con.executemany(
@@ -461,45 +630,52 @@ def _check_verdicts(con: duckdb.DuckDBPyConnection, typed: Staged, source: str) 
             " l_error_type = ?, l_error_detail = ? WHERE l_row = ?",
             cleaned,
         )
-    return lacking
 
 
-def _in_row(number: int, exc: InputError) -> str:
-    """``row N, column C: message``, without the column's name repeated, cut to one line."""
-    column = exc.column if isinstance(exc, FieldError) else "verdict"
-    text = str(exc).removeprefix(f"{column} ")
-    line = f"row {number}, column {column}: {text}"
+def _line(row: str, column: str, message: str) -> str:
+    """``row N, column C: message``, cut to one line."""
+    line = f"{row}, column {column}: {message}"
     return line if len(line) <= _SHOWN_LINE else line[: _SHOWN_LINE - 3] + "..."
 
 
 def _store(
-    con: duckdb.DuckDBPyConnection, typed: Staged, source: str, sha: str, actor: str,
-    random_sample: bool = False,
+    con: duckdb.DuckDBPyConnection, typed: Staged, decided: relabel.Plan, source: str,
+    sha: str, options: _Options,
 ) -> LabelImportResult:
-    """Insert the new labels and record the import; runs inside the transaction."""
+    """Insert the new and replacing labels and record the import; runs inside the transaction."""
+    import pyarrow as pa
+
+    actor, random_sample = options.actor, options.random_sample
     batch_id = f"labels-{sha[:16]}"
-    row = con.execute(
-        "INSERT INTO labels (label_id, extraction_id, sample_id, verdict, corrected_value,"
-        " corrected_status, error_type, error_detail, reviewer, review_round, labeled_at,"
-        " supersedes, import_batch_id)"
-        " SELECT DISTINCT l_label_id, l_extraction_id, l_sample_id, l_verdict, l_corrected_value,"
-        " l_corrected_status, l_error_type, l_error_detail, l_reviewer, l_review_round,"
-        " l_labeled_at,"
-        f" NULL, ? FROM {typed.relation} t"
-        " WHERE l_verdict IS NOT NULL AND NOT EXISTS (SELECT 1 FROM labels l"
-        "   WHERE l.extraction_id = t.l_extraction_id AND l.verdict = t.l_verdict"
-        "   AND l.reviewer = t.l_reviewer AND l.labeled_at = t.l_labeled_at)",
-        [batch_id],
-    ).fetchone()
-    added = int(row[0]) if row else 0
-    counted = con.execute(
-        f"SELECT count(*) FILTER (WHERE l_verdict IS NULL) FROM {typed.relation}"
-    ).fetchone()
-    blank = int(counted[0]) if counted else 0
+    writes = [(row, a) for row, a in decided.actions.items() if a.kind != "stored"]
+    plan_table = temp_name("ft_label_plan")
+    con.register(plan_table, pa.table({
+        "p_row": pa.array([row for row, _ in writes], pa.int64()),
+        "p_round": pa.array([a.review_round for _, a in writes], pa.string()),
+        "p_supersedes": pa.array([a.supersedes for _, a in writes], pa.string()),
+        "p_sample_id": pa.array([a.sample_id for _, a in writes], pa.string()),
+    }))
+    try:
+        # Oldest first, so a file's chain of one reviewer's verdicts is stored in order.
+        con.execute(
+            "INSERT INTO labels (label_id, extraction_id, sample_id, verdict, corrected_value,"
+            " corrected_status, error_type, error_detail, reviewer, review_round, labeled_at,"
+            " supersedes, import_batch_id)"
+            " SELECT l_label_id, l_extraction_id, coalesce(l_sample_id, p.p_sample_id), l_verdict,"
+            " l_corrected_value,"
+            " l_corrected_status, l_error_type, l_error_detail, l_reviewer, p.p_round,"
+            f" l_labeled_at, p.p_supersedes, ? FROM {typed.relation} t"
+            f" JOIN {quote_ident(plan_table)} p ON p.p_row = t.l_row ORDER BY l_labeled_at, l_row",
+            [batch_id],
+        )
+    finally:
+        con.unregister(plan_table)
+    added, replaced = decided.count("new"), decided.count("replaces")
+    blank = typed.rows - len(decided.actions)
     con.execute(
         "INSERT INTO label_imports (batch_id, source, source_sha256, rows_in_file, rows_added,"
         " imported_at, imported_by) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [batch_id, source, sha, typed.rows, added, utc_now(), actor],
+        [batch_id, source, sha, typed.rows, added + replaced, utc_now(), actor],
     )
     # How long the annotator took (Label Studio's lead_time): kept beside the label.
     con.execute(
@@ -518,4 +694,5 @@ def _store(
         chain_returned(con, "label_import_designs", declared)
     # Labels are read with their extraction's columns from this copy.
     record_sampled(con, "SELECT extraction_id FROM labels WHERE import_batch_id = ?", [batch_id])
-    return LabelImportResult(batch_id, source, typed.rows, added, typed.rows - blank - added, blank)
+    return LabelImportResult(batch_id, source, typed.rows, added, decided.count("stored"), blank,
+                             rows_replaced=replaced)

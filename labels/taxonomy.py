@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from fieldtrust.errors import FieldError
-
 #: Error type -> what it means (shown to reviewers and in docs/review.md).
 ERROR_TYPES: MappingProxyType[str, str] = MappingProxyType(
     {
@@ -31,9 +29,9 @@ ERROR_TYPES: MappingProxyType[str, str] = MappingProxyType(
     }
 )
 
-#: The error type of an imported 'incorrect' label whose history names none
-#: (a QA sheet of verdicts only). Never offered to a reviewer; the error
-#: report shows it as it is, so nobody reads it as a known cause.
+#: The error type of an 'incorrect' label given without one (key 2 alone, a QA
+#: sheet of verdicts only): :mod:`fieldtrust.labels.verdict_rule`. Never a
+#: guess; the error report shows it as it is, so nobody reads it as a known cause.
 NOT_RECORDED = "not_recorded"
 
 #: What the corrected value is, mirroring extractions.value_status.
@@ -45,64 +43,3 @@ CORRECTED_STATUSES: MappingProxyType[str, str] = MappingProxyType(
         "other": "Something else, described in corrected_value (e.g. 'see attachment').",
     }
 )
-
-
-def check_error(error_type: str | None, error_detail: str | None) -> tuple[str, str | None]:
-    """Validate an error type and its detail; return them cleaned.
-
-    ``other`` needs a non-empty detail; the others take an optional one.
-    """
-    if error_type is None:
-        raise FieldError(
-            "error_type",
-            f"error_type is missing: an 'incorrect' verdict needs one of {', '.join(ERROR_TYPES)}",
-        )
-    if error_type not in ERROR_TYPES:
-        raise FieldError(
-            "error_type",
-            f"error_type {error_type!r} is not in the taxonomy; pick one of"
-            f" {', '.join(ERROR_TYPES)}"
-        )
-    detail = error_detail.strip() if error_detail else None
-    if error_type == "other" and not detail:
-        raise FieldError(
-            "error_detail",
-            "error_type 'other' needs error_detail: say in a few words what was wrong",
-        )
-    return error_type, detail or None
-
-
-def check_correction(
-    corrected_value: str | None, corrected_status: str | None
-) -> tuple[str | None, str]:
-    """Validate the corrected value of an 'incorrect' verdict; return (value, status).
-
-    A value alone means status ``present``. Without a value the status must say
-    which absence it is (``null`` = field absent, ``unclear`` = unreadable), so
-    "absent" is never confused with "not filled in by the reviewer".
-    """
-    if corrected_status is None:
-        if corrected_value is None:
-            raise FieldError(
-                "corrected_status",
-                "an 'incorrect' verdict without corrected_value needs corrected_status:"
-                " 'null' if the field is absent from the document, 'unclear' if unreadable"
-            )
-        corrected_status = "present"
-    if corrected_status not in CORRECTED_STATUSES:
-        raise FieldError(
-            "corrected_status",
-            f"corrected_status {corrected_status!r} is not one of"
-            f" {', '.join(CORRECTED_STATUSES)}"
-        )
-    if corrected_status in ("null", "unclear") and corrected_value is not None:
-        raise FieldError(
-            "corrected_value",
-            f"corrected_status {corrected_status!r} means there is no value, but corrected_value"
-            f" is {corrected_value!r}: drop one of them"
-        )
-    if corrected_status in ("present", "other") and corrected_value is None:
-        raise FieldError(
-            "corrected_value", f"corrected_status {corrected_status!r} needs a corrected_value"
-        )
-    return corrected_value, corrected_status

@@ -22,16 +22,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
-from fieldtrust.labels.taxonomy import NOT_RECORDED, check_correction, check_error
+from fieldtrust.labels.corrections import check_may_supersede
+from fieldtrust.labels.verdict_rule import VERDICTS, verdict_fields, verdict_problems
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
+from fieldtrust.store.lookup import has_extraction, is_copied
 from fieldtrust.store.retry import first_row, write_with_retry
+from fieldtrust.store.rollup import record_sampled
 
-from fieldtrust.errors import FieldError, InputError, Refused
+from fieldtrust.errors import InputError, Refused
 
-#: The verdicts a reviewer can give; 'unclear' = the source cannot be read.
-VERDICTS: tuple[str, ...] = ("correct", "incorrect", "unclear")
+__all__ = ["REVIEW_ROUNDS", "VERDICTS", "Label", "get_label", "insert_label", "label_history",
+           "live_label", "record_verdict", "supersede", "verdict_fields", "verdict_problems"]
 
 #: Review rounds a reviewer labels in (adjudication: labels.agreement.adjudicate).
 REVIEW_ROUNDS: tuple[str, ...] = ("primary", "second")
@@ -95,13 +98,12 @@ def record_verdict(
     review_round
         ``primary`` or ``second``; default: the round of ``actor``'s
         assignment for this item, else ``primary``.
-    corrected_value, corrected_status
-        For ``incorrect``: the right value, or no value with status ``null``
-        (field absent) or ``unclear`` (unreadable); see
-        :func:`fieldtrust.labels.taxonomy.check_correction`.
-    error_type, error_detail
-        For ``incorrect``: a type from :data:`fieldtrust.labels.taxonomy.ERROR_TYPES`;
-        ``other`` needs a detail. ``unclear`` may carry a detail as a note.
+    corrected_value, corrected_status, error_type, error_detail
+        For ``incorrect``, all optional (:mod:`fieldtrust.labels.verdict_rule`):
+        the right value, or no value with status ``null`` (field absent) or
+        ``unclear`` (unreadable); a type from
+        :data:`fieldtrust.labels.taxonomy.ERROR_TYPES` (``other`` needs a
+        detail), else ``not_recorded``. ``unclear`` may carry a detail as a note.
 
     Raises
     ------
@@ -148,23 +150,29 @@ def supersede(
 ) -> Label:
     """Correct a label by appending a row that supersedes it; the old row stays.
 
-    Only the label's own reviewer (still allowed to label) or a qa_lead may
-    supersede it; an adjudication only a qa_lead. The new row keeps the
-    extraction, sample and review round of the old one and names ``actor``
-    as its reviewer. Only the newest label of a chain can be superseded.
+    The one way a verdict changes: the review page's Undo and "My recent
+    labels" and ``fieldtrust labels correct`` all call it. Who may, and until
+    when, is :func:`fieldtrust.labels.corrections.check_may_supersede`: the
+    label's own reviewer within a week of their first verdict and before any
+    adjudication of the item; a qa_lead any review's label at any time; an
+    adjudication only a qa_lead. The new row keeps the extraction, sample and
+    review round of the old one and names ``actor`` as its reviewer. Only the
+    newest label of a chain can be superseded.
 
     Raises
     ------
     PermissionDenied, InputError, Refused
         As for :func:`record_verdict`; ``Refused`` when ``label_id`` was
-        already superseded (supersede the newer label instead).
+        already superseded (supersede the newer label instead), when the
+        reviewer's own window has passed or the item was adjudicated, or the
+        label was imported.
     """
     fields = verdict_fields(verdict, corrected_value, corrected_status, error_type, error_detail)
     actor = user_name(actor, what="acting user")
 
     def work(tx: duckdb.DuckDBPyConnection) -> Label:
         old = get_label(tx, label_id)
-        _check_may_supersede(tx, actor, old)
+        check_may_supersede(tx, actor, old)
         newer = first_row(tx.execute(
             "SELECT label_id, reviewer FROM labels WHERE supersedes = ?", [label_id]
         ).fetchall())
@@ -199,133 +207,6 @@ def label_history(con: duckdb.DuckDBPyConnection, extraction_id: str) -> list[La
         [extraction_id],
     ).fetchall()
     return [Label(*row) for row in rows]
-
-
-def verdict_fields(
-    verdict: str,
-    corrected_value: str | None,
-    corrected_status: str | None,
-    error_type: str | None,
-    error_detail: str | None,
-    *,
-    details_required: bool = True,
-) -> dict[str, Any]:
-    """Validate a verdict and what goes with it; return the label columns to write.
-
-    Raises the first of :func:`verdict_problems` (a :class:`FieldError`).
-    ``details_required=False`` is for history kept elsewhere (labels import):
-    see :func:`verdict_problems`.
-    """
-    fields, problems = _checked_fields(
-        verdict, corrected_value, corrected_status, error_type, error_detail,
-        details_required=details_required,
-    )
-    if problems:
-        raise problems[0]
-    return fields
-
-
-def verdict_problems(
-    verdict: str,
-    corrected_value: str | None,
-    corrected_status: str | None,
-    error_type: str | None,
-    error_detail: str | None,
-    *,
-    details_required: bool = True,
-) -> list[FieldError]:
-    """Every reason :func:`verdict_fields` would refuse these fields (empty: none).
-
-from fieldtrust.labels.taxonomy import NOT_RECORDED, check_correction, check_error
-from fieldtrust.store.access import require, user_name
-    """
-    return _checked_fields(verdict, corrected_value, corrected_status, error_type, error_detail,
-                           details_required=details_required)[1]
-
-
-def _verdict_only(
-    corrected_value: str | None,
-    corrected_status: str | None,
-    error_type: str | None,
-    error_detail: str | None,
-) -> tuple[dict[str, Any], list[FieldError]]:
-    """An 'incorrect' label from history: what is given is checked, what is missing stays so."""
-    problems: list[FieldError] = []
-    value: str | None = None
-    status: str | None = None
-    if corrected_value is not None or corrected_status is not None:
-        try:
-            value, status = check_correction(corrected_value, corrected_status)
-        except FieldError as exc:
-            problems.append(exc)
-    kind, detail = NOT_RECORDED, (error_detail.strip() or None) if error_detail else None
-    if error_type is not None:
-        try:
-            kind, detail = check_error(error_type, error_detail)
-        except FieldError as exc:
-            problems.append(exc)
-    if problems:
-        return {}, problems
-    return {
-        "verdict": "incorrect", "corrected_value": value, "corrected_status": status,
-        "error_type": kind, "error_detail": detail,
-    }, []
-
-
-def _checked_fields(
-    verdict: str,
-    corrected_value: str | None,
-    corrected_status: str | None,
-    error_type: str | None,
-    error_detail: str | None,
-    *,
-    details_required: bool = True,
-) -> tuple[dict[str, Any], list[FieldError]]:
-    """The cleaned label columns and the problems found (columns are empty when there are some)."""
-    if verdict == "incorrect" and not details_required:
-        return _verdict_only(corrected_value, corrected_status, error_type, error_detail)
-    if verdict not in VERDICTS:
-        return {}, [FieldError(
-            "verdict", f"verdict {verdict!r} is not one of {', '.join(VERDICTS)}"
-        )]
-    if verdict == "incorrect":
-        problems: list[FieldError] = []
-        try:
-            value, status = check_correction(corrected_value, corrected_status)
-        except FieldError as exc:
-            problems.append(exc)
-        try:
-            kind, detail = check_error(error_type, error_detail)
-        except FieldError as exc:
-            problems.append(exc)
-        if problems:
-            return {}, problems
-        return {
-            "verdict": verdict, "corrected_value": value, "corrected_status": status,
-            "error_type": kind, "error_detail": detail,
-        }, []
-    given = {
-        name: value
-        for name, value in (
-            ("corrected_value", corrected_value),
-            ("corrected_status", corrected_status),
-            ("error_type", error_type),
-        )
-        if value is not None
-    }
-    if verdict == "correct" and error_detail is not None:
-        given["error_detail"] = error_detail
-    if given:
-        return {}, [FieldError(
-            next(iter(given)),
-            f"a {verdict!r} verdict takes no {', '.join(given)}: those describe an 'incorrect'"
-            " one",
-        )]
-    note = error_detail.strip() if error_detail else None
-    return {
-        "verdict": verdict, "corrected_value": None, "corrected_status": None,
-        "error_type": None, "error_detail": note or None,
-    }, []
 
 
 def insert_label(
@@ -371,10 +252,12 @@ def insert_label(
         old = get_label(con, supersedes)
         if old.reviewer != reviewer and review_round != "adjudication":
             require(con, reviewer, "supersede_others")
-    if first_row(con.execute(
-        "SELECT 1 FROM extractions WHERE extraction_id = ? LIMIT 1", [extraction_id]
-    ).fetchall()) is None:
-        raise InputError(f"no extraction {extraction_id!r} in the store; check the id")
+    if not is_copied(con, extraction_id):
+        if not has_extraction(con, extraction_id):
+            raise InputError(f"no extraction {extraction_id!r} in the store; check the id")
+        # Label readers use the sampled copy alone while it holds every labelled
+        # item; a label from the priority queue (outside any sample) keeps it whole.
+        record_sampled(con, "SELECT ?::VARCHAR", [extraction_id])
     label = Label(
         label_id=str(uuid.uuid4()),
         extraction_id=extraction_id,
@@ -416,7 +299,6 @@ def live_label(
 # costs milliseconds, and reviewers label thousands of items a week.
 _CONTEXT_SQL = """
 SELECT
-    EXISTS (SELECT 1 FROM extractions WHERE extraction_id = $extraction) AS known,
     (SELECT i.sample_id FROM audit_items i JOIN audit_samples s USING (sample_id)
      WHERE i.extraction_id = $extraction AND ($sample IS NULL OR i.sample_id = $sample)
      ORDER BY s.week DESC, s.version DESC LIMIT 1) AS sample_id,
@@ -447,7 +329,8 @@ def _context(
         _CONTEXT_SQL, {"extraction": extraction_id, "actor": actor, "sample": sample_id}
     ).fetchall())
     assert row is not None
-    return _Context(bool(row[0]), row[1], row[2], row[3] or [], row[4] or [])
+    return _Context(has_extraction(con, extraction_id), row[0], row[1], row[2] or [],
+                    row[3] or [])
 
 
 def _check_context(
@@ -476,12 +359,3 @@ def _check_context(
             f"{actor} has the {other} review of extraction {extraction_id}: double review"
             f" needs a different person for the {rnd} review"
         )
-
-
-def _check_may_supersede(con: duckdb.DuckDBPyConnection, actor: str, old: Label) -> None:
-    if old.review_round == "adjudication":
-        require(con, actor, "adjudicate")
-    elif old.reviewer == actor:
-        require(con, actor, "label")
-    else:
-        require(con, actor, "supersede_others")

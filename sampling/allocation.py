@@ -1,7 +1,7 @@
 """How many items each cell gets: the rate rule and Neyman allocation (STATS.md section 8).
 
 Pure functions on per-cell arrays; :mod:`fieldtrust.sampling.cells` feeds them counts
-from the store.
+from the store, and :func:`cell_sizes` applies a design's ``allocation``.
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 from fieldtrust.sampling.design import Design
+
+from fieldtrust.errors import InputError
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -41,6 +43,40 @@ def rate_allocation(
     if design.cap is not None:
         size = np.minimum(size, design.cap)
     return np.minimum(size, population)
+
+
+def cell_sizes(
+    n_population: IntArray,
+    new_version: npt.NDArray[np.bool_],
+    design: Design,
+    error_rate: FloatArray | None = None,
+) -> IntArray:
+    """``n_h`` of every cell: the design's budget (or the rate rule's total), by its allocation.
+
+    Proportional without a budget is the rate rule itself. Otherwise the
+    labels to spend are the budget, or without one what the rate rule would
+    take (so ``allocation = "neyman"`` moves labels between cells and never
+    adds any), spread by :func:`neyman_allocation` over weights ``N_h``
+    (proportional) or ``N_h sqrt(p_h (1 - p_h))`` (Neyman, ``error_rate`` per
+    cell), boosted for new versions, keeping each cell's minimum and cap.
+    """
+    rule = design.allocation_rule
+    if rule == "proportional" and design.budget is None:
+        return rate_allocation(n_population, new_version, design)
+    population = np.asarray(n_population, dtype=np.int64)
+    if design.budget is not None:
+        budget = design.budget
+    else:
+        budget = int(rate_allocation(population, new_version, design).sum())
+    if rule == "neyman":
+        if error_rate is None:
+            raise InputError("Neyman allocation needs each cell's expected error rate")
+        weights = neyman_weights(population, error_rate, new_version, design.boost)
+    else:
+        weights = np.where(new_version, population * design.boost, population).astype(np.float64)
+    return neyman_allocation(
+        population, weights, budget=budget, minimum=design.minimum, cap=design.cap
+    )
 
 
 def neyman_weights(

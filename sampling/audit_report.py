@@ -8,6 +8,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+from fieldtrust.calibration.figures import interval_note
 from fieldtrust.sampling.alerts import (
     LOOKBACK,
     Alert,
@@ -36,14 +37,25 @@ class AuditReport:
     alert_note: str = ""  # how many false alerts to expect, at the level used
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (what ``fieldtrust report --json`` prints), tables as lists of rows."""
+        """The JSON form (what ``fieldtrust report --json`` prints), tables as lists of rows.
+
+        Each row of ``trend`` and ``overall`` adds ``interval_note``: why its
+        interval says nothing (:func:`fieldtrust.calibration.figures.interval_note`), or null.
+        """
         return {
             "weeks": list(self.weeks),
-            "trend": self.trend.to_pylist(),
-            "overall": self.overall.to_pylist(),
+            "trend": _with_notes(self.trend),
+            "overall": _with_notes(self.overall),
             "alerts": [dataclasses.asdict(a) for a in self.alerts],
             "alert_note": self.alert_note,
         }
+
+
+def _with_notes(table: pa.Table) -> list[dict[str, Any]]:
+    return [
+        {**row, "interval_note": interval_note(row["lower"], row["upper"], row["n"], row["n_eff"])}
+        for row in table.to_pylist()
+    ]
 
 
 def audit_report(

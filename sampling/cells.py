@@ -18,12 +18,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from fieldtrust.sampling.allocation import (
-    neyman_allocation,
-    neyman_weights,
-    rate_allocation,
-    smoothed_error_rate,
-)
+from fieldtrust.sampling.allocation import cell_sizes, smoothed_error_rate
 from fieldtrust.sampling.design import Design
 from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.rollup import GRID, counts_a_lake, is_current
@@ -180,12 +175,13 @@ def plan_cells(
     """Every cell of ``week`` with ``N_h``, ``n_h``, ``pi_h = n_h / N_h`` and whether it is boosted.
 
     Columns of :func:`count_cells`, then error_rate (Neyman's ``p_h``, null
-    without a budget), n_sample, inclusion_prob and boosted. Without a budget
-    ``n_h`` follows the rate rule
-    (:func:`fieldtrust.sampling.allocation.rate_allocation`); with one, Neyman
-    allocation (:func:`fieldtrust.sampling.allocation.neyman_allocation`) with
-    each band's error rate taken from the labels of the previous
-    :data:`RATE_LOOKBACK_WEEKS` weeks, shrunk towards ``design.prior_error``.
+    under proportional allocation), n_sample, inclusion_prob and boosted.
+    Sizes follow the design's allocation
+    (:func:`fieldtrust.sampling.allocation.cell_sizes`): the rate rule, or
+    the budget (or the rate rule's total) spread in proportion to size or by
+    Neyman allocation, with each band's error rate taken from the labels of
+    the previous :data:`RATE_LOOKBACK_WEEKS` weeks, shrunk towards
+    ``design.prior_error``.
 
     Raises
     ------
@@ -210,24 +206,18 @@ def plan_frame(
         )
     population = cells["n_population"].to_numpy(dtype=np.int64)
     new_version = (cells["version_status"] == "new").to_numpy()
-    if design.budget is None:
-        cells["error_rate"] = np.nan
-        size = rate_allocation(population, new_version, design)
+    if design.allocation_rule == "neyman":
+        cells["error_rate"] = band_error_rates(con, week, design, cells)
     else:
-        cells["error_rate"] = _band_error_rates(con, week, design, cells)
-        weights = neyman_weights(
-            population, cells["error_rate"].to_numpy(), new_version, design.boost
-        )
-        size = neyman_allocation(
-            population, weights, budget=design.budget, minimum=design.minimum, cap=design.cap
-        )
+        cells["error_rate"] = np.nan
+    size = cell_sizes(population, new_version, design, cells["error_rate"].to_numpy())
     cells["n_sample"] = size
     cells["inclusion_prob"] = size / population
     cells["boosted"] = new_version & (design.boost > 1)
     return cells
 
 
-def _band_error_rates(
+def band_error_rates(
     con: duckdb.DuckDBPyConnection, week: Week, design: Design, cells: pd.DataFrame
 ) -> np.ndarray[Any, np.dtype[np.float64]]:
     """Error rate of each cell's (doc_type, field, band) in the weeks before ``week``."""

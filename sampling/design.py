@@ -3,10 +3,12 @@
 A :class:`Design` says how many items each sampling cell gets. Cells are
 doc_type x field x confidence band x form-version status; the design fixes the
 bands, the base rate with its minimum and optional cap, the boost of form
-versions first seen recently, and an optional weekly label budget spent by
-Neyman allocation. The canonical JSON of the design (sorted keys, no spaces)
-and its sha256 are stored with every sample, so a sample can always say how
-it was drawn and drawing again with the same design finds it.
+versions first seen recently, an optional weekly label budget, and how the
+labels are split over the cells (``allocation``: in proportion to size, or
+by Neyman allocation on the bands' expected error variance). The canonical
+JSON of the design (sorted keys, no spaces) and its sha256 are stored with
+every sample, so a sample can always say how it was drawn and drawing again
+with the same design finds it.
 """
 
 from __future__ import annotations
@@ -18,14 +20,19 @@ import json
 import math
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fieldtrust.store.files import read_capped
+
 from fieldtrust.errors import InputError
 
 DEFAULT_BANDS: tuple[float, ...] = (0.0, 0.5, 0.8, 0.9, 0.95, 1.0)
+
+#: How a design splits its labels over the cells (see :attr:`Design.allocation`).
+ALLOCATIONS: tuple[str, ...] = ("proportional", "neyman")
 
 
 @dataclass(frozen=True)
@@ -53,7 +60,18 @@ class Design:
         ``boost`` times their Neyman weight under a budget).
     budget
         Weekly label budget. When set, the base rate is not used: the budget
-        is spread over cells by Neyman allocation, keeping the minimums.
+        is spread over the cells by ``allocation``, keeping the minimums.
+    allocation
+        ``"proportional"``: each cell's labels in proportion to its items
+        (the rate rule without a budget). ``"neyman"``: in proportion to
+        ``N_h sqrt(p_h (1 - p_h))``, ``p_h`` the band's error rate in past
+        labels shrunk towards ``prior_error``; without a budget it spends
+        the labels the rate rule would, where they narrow the estimate most.
+        Both keep every cell's ``minimum`` (no band goes unaudited) and the
+        boost. ``None`` (the default) is ``"neyman"`` with a budget and
+        ``"proportional"`` without, as before the key existed; an explicit
+        value equal to that default is stored as ``None``, so a design's
+        sha256 does not depend on spelling the default out.
     prior_error
         Error rate assumed for a cell's Neyman weight until its band has
         past labels (they are shrunk towards it).
@@ -70,6 +88,7 @@ class Design:
     budget: int | None = None
     prior_error: float = 0.05
     double_review_share: float = 0.10
+    allocation: str | None = None
 
     def __post_init__(self) -> None:
         for name, value in _validated(self).items():
@@ -83,6 +102,13 @@ class Design:
         labels[-1] = labels[-1][:-1] + "]"
         return tuple(labels)
 
+    @property
+    def allocation_rule(self) -> str:
+        """The allocation in force: ``allocation``, or its default for the budget."""
+        if self.allocation is not None:
+            return self.allocation
+        return "neyman" if self.budget is not None else "proportional"
+
     def rate(self, *, new_version: bool) -> float:
         """Sampling rate of a cell: the base rate, boosted for new form versions."""
         return min(1.0, self.base_rate * self.boost) if new_version else self.base_rate
@@ -91,6 +117,8 @@ class Design:
         """The design as plain JSON-ready values."""
         values = dataclasses.asdict(self)
         values["bands"] = list(self.bands)
+        if values["allocation"] is None:  # designs stored before the key keep their sha256
+            del values["allocation"]
         return values
 
     def canonical_json(self) -> str:
@@ -124,10 +152,7 @@ class Design:
     @classmethod
     def from_json(cls, text: str, *, source: str = "design") -> Design:
         """Parse a design stored as JSON (``audit_samples.design_json`` or a file)."""
-        try:
-            values = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{source}: not valid JSON ({exc})") from exc
+        values = _parsed(text, "JSON", source=source)
         if not isinstance(values, dict):
             raise InputError(f"{source}: expected a JSON object of design keys")
         return cls.from_mapping(values, source=source)
@@ -145,24 +170,37 @@ def load_design(path: str | os.PathLike[str]) -> Design:
         budget = 1500
     """
     file = Path(path)
-    if not file.is_file():
-        raise InputError(f"design file {file} does not exist")
+    if file.suffix.lower() not in (".json", ".toml"):
+        raise InputError(f"design file {file}: use a .toml or .json file")
     try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_capped(file, what="design file").decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise InputError(f"design file {file}: cannot be read as UTF-8 text ({exc})") from exc
     if file.suffix.lower() == ".json":
         return Design.from_json(text, source=str(file))
-    if file.suffix.lower() != ".toml":
-        raise InputError(f"design file {file}: use a .toml or .json file")
-    try:
-        table = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"design file {file}: not valid TOML ({exc})") from exc
+    table = _parsed(text, "TOML", source=f"design file {file}")
     design_table = table.get("design", table)
     if not isinstance(design_table, dict):
         raise InputError(f"design file {file}: [design] must be a table")
     return Design.from_mapping(design_table, source=str(file))
+
+
+#: The languages a design is written in: how each is read and the error it raises.
+_PARSERS: dict[str, tuple[Callable[[str], Any], type[ValueError]]] = {
+    "JSON": (json.loads, json.JSONDecodeError),
+    "TOML": (tomllib.loads, tomllib.TOMLDecodeError),
+}
+
+
+def _parsed(text: str, language: str, *, source: str) -> Any:
+    """``text`` read as ``language``; bad or too deeply nested text: an error naming ``source``."""
+    loads, error = _PARSERS[language]
+    try:
+        return loads(text)
+    except error as exc:
+        raise InputError(f"{source}: not valid {language} ({exc})") from exc
+    except RecursionError as exc:
+        raise InputError(f"{source}: nested too deeply to be a design") from exc
 
 
 def _edge_text(x: float) -> str:
@@ -224,6 +262,13 @@ def _validated(design: Design) -> dict[str, Any]:
     _check(0 < prior <= 0.5, f"prior_error = {prior} must be in (0, 0.5]")
     share = _number("double_review_share", design.double_review_share)
     _check(0 <= share <= 1, f"double_review_share = {share} must be in [0, 1]")
+    allocation = design.allocation
+    _check(
+        allocation is None or allocation in ALLOCATIONS,
+        f"allocation = {allocation!r} is not one of {', '.join(map(repr, ALLOCATIONS))}",
+    )
+    if allocation == ("neyman" if budget is not None else "proportional"):
+        allocation = None  # the default spelled out: one canonical form, one sha256
     return {
         "bands": bands,
         "base_rate": base_rate,
@@ -234,4 +279,5 @@ def _validated(design: Design) -> dict[str, Any]:
         "budget": budget,
         "prior_error": prior,
         "double_review_share": share,
+        "allocation": allocation,
     }

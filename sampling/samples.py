@@ -33,9 +33,12 @@ _CELL_COLUMNS = ("cell", "doc_type", "field", "band", "version_status", "n_popul
 
 _ITEMS_SQL = """
 SELECT i.extraction_id, e.doc_id, e.doc_type, e.form_version, e.field, e.value,
-       e.confidence, i.cell, i.inclusion_prob, i.double_review, i.sample_id
+       e.confidence, i.cell, i.inclusion_prob, i.double_review, i.sample_id,
+       e.document_uri, e.page, e.bbox_x0, e.bbox_y0, e.bbox_x1, e.bbox_y1, e.source_excerpt
 FROM audit_items i JOIN extractions e USING (extraction_id)
-WHERE i.sample_id = ?
+WHERE i.sample_id = $sample
+  AND NOT ($open_only AND EXISTS (SELECT 1 FROM effective_labels l
+                                  WHERE l.extraction_id = i.extraction_id))
 ORDER BY i.cell, i.prn, i.extraction_id
 """
 
@@ -139,18 +142,24 @@ def current_sample_id(con: duckdb.DuckDBPyConnection, week: Week | str) -> str |
     return None if current is None else current.sample_id
 
 
-def sample_items(con: duckdb.DuckDBPyConnection, sample_id: str) -> pa.Table:
+def sample_items(
+    con: duckdb.DuckDBPyConnection, sample_id: str, *, open_only: bool = False
+) -> pa.Table:
     """The items of a sample, in review order (by cell, then permanent random number).
 
     Columns: extraction_id, doc_id, doc_type, form_version, field, value,
-    confidence, cell, inclusion_prob, double_review, sample_id. Labelling a
-    cell in this order keeps any finished prefix a simple random sample of it.
+    confidence, cell, inclusion_prob, double_review, sample_id, and where the
+    value came from: document_uri, page, bbox_x0 ... bbox_y1, source_excerpt.
+    Labelling a cell in this order keeps any finished prefix a simple random
+    sample of it. ``open_only``: only the items without a label yet (a redrawn
+    week's sheet need not list the items labelled already).
     """
     if not con.sql(
         "SELECT 1 FROM audit_samples WHERE sample_id = ?", params=[sample_id]
     ).fetchall():
         raise InputError(f"no audit sample {sample_id!r}; draw one with `fieldtrust sample`")
-    return con.sql(_ITEMS_SQL, params=[sample_id]).to_arrow_table()
+    return con.sql(_ITEMS_SQL, params={"sample": sample_id, "open_only": open_only}
+                   ).to_arrow_table()
 
 
 def record_sample(

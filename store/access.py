@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -43,6 +44,8 @@ ACTIONS: MappingProxyType[str, str] = MappingProxyType(
         "decide": "approve, reject or revoke automation",
         "grant_roles": "grant roles",
         "set_policy": "change the policy settings approvals are held to",
+        "vouch_history": "vouch for history written before the store signed decisions",
+        "acknowledge_source_change": "acknowledge a changed or missing lake file",
     }
 )
 
@@ -60,6 +63,9 @@ PERMISSIONS: MappingProxyType[str, frozenset[str]] = MappingProxyType(
         "decide": frozenset({"manager", "admin"}),
         "grant_roles": frozenset({"admin"}),
         "set_policy": frozenset({"admin"}),
+        "vouch_history": frozenset({"admin"}),
+        # The people who run the data: a changed file is theirs to look into.
+        "acknowledge_source_change": frozenset({"qa_lead", "admin"}),
     }
 )
 
@@ -103,6 +109,41 @@ def user_name(name: object, *, what: str = "user name") -> UserName:
             " one line, no tabs or control characters"
         )
     return UserName(cleaned)
+
+
+def signed_in_user(claims: Mapping[str, object]) -> str:
+    """The user an OpenID Connect sign-in names: its e-mail, when the provider verified it.
+
+    Role grants name people by e-mail, so the e-mail is the only claim that may
+    pick a user, and only with ``email_verified`` true (a boolean, or the text
+    ``"true"`` some providers send). Never the display name (``name``) or the
+    subject (``sub``): a provider account may call itself ``root``, and an
+    unverified e-mail is whatever its owner typed.
+
+    Raises
+    ------
+    PermissionDenied
+        No e-mail claim, or one the provider does not say it verified, or one
+        that is not a usable user name.
+    """
+    email, verified = claims.get("email"), claims.get("email_verified")
+    if isinstance(verified, str):
+        verified = verified.strip().lower() == "true"
+    problem = None
+    if not isinstance(email, str) or not email.strip():
+        problem = "gave no e-mail address"
+    elif verified is not True:
+        problem = f"did not say that {email.strip()[:60]!r} is verified"
+    else:
+        try:
+            return user_name(email, what="signed-in e-mail")
+        except InputError as exc:
+            problem = f"gave an e-mail that is not a usable user name ({exc})"
+    raise PermissionDenied(
+        f"the identity provider {problem}: fieldtrust signs in only a verified e-mail"
+        " address, never a display name; ask your provider's admin to release the email"
+        " and email_verified claims (docs/dashboard.md)"
+    )
 
 
 def current_roles(con: duckdb.DuckDBPyConnection, user: str) -> frozenset[str]:
@@ -325,6 +366,20 @@ def list_users(con: duckdb.DuckDBPyConnection) -> list[UserRoles]:
     return [
         UserRoles(name, tuple(r for r in ROLES if r in held[name])) for name in sorted(held)
     ]
+
+
+def labelling_users(con: duckdb.DuckDBPyConnection) -> frozenset[str]:
+    """Everyone who holds, or once held, a role that may ``label``.
+
+    What a label's reviewer must be when the label comes from a file: a person
+    of this store, not a placeholder. Held once is enough, so the labels of a
+    reviewer who has left still import from history.
+    """
+    roles = sorted(PERMISSIONS["label"])
+    rows = con.execute(
+        "SELECT DISTINCT user_name FROM user_roles WHERE list_contains(?, role)", [roles]
+    ).fetchall()
+    return frozenset(str(r[0]) for r in rows)
 
 
 def role_history(con: duckdb.DuckDBPyConnection) -> list[RoleChange]:

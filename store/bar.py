@@ -132,6 +132,10 @@ class Bar:
                           "same")
     horizon_weeks: int = _setting(52, "Weeks over which a certificate's error guarantee holds"
                                   " whatever the weekly looks.", _WEEKS, "higher")
+    max_own_label_share: float = _setting(1.0, "Largest share of a stratum's design-based"
+                                          " labels its approver may have given (1: any, with"
+                                          " a warning when all are theirs).", Range(0, 1),
+                                          "lower")
     #: Not a setting: what this bar asks that the store's policy does not allow an
     #: approval (empty for the policy itself and for a stricter bar).
     loosened: tuple[Loosened, ...] = ()

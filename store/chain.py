@@ -18,7 +18,11 @@ someone who rewrites the whole chain to match their edit.
 Two writers never fork the chain: each appends ``seq = head + 1`` and ``seq``
 is the table's primary key, so of two transactions that read the same head
 the second fails to commit (DuckDB's duplicate-key conflict) and is retried
-by the caller on the new head (``store.retry.write_with_retry``). The rows are
+by the caller on the new head (``store.retry.write_with_retry``). Entries of
+the tables that decide what production automates (decisions, policy settings)
+are signed as they are appended (:mod:`fieldtrust.store.signing`): the chain
+alone cannot tell a row written through :func:`chain_rows` by someone who
+can write the file from one fieldtrust wrote. The rows are
 read back rather than serialised from the writer's Python values so that a
 row always serialises exactly as :mod:`fieldtrust.store.verify` will read it (an int
 threshold comes back a float, for instance): a writer of one row adds
@@ -36,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
+from fieldtrust.store.signing import SIGNED_TABLES, current_signer, sign_entries
 from fieldtrust.store.sql import quote_ident
 
 # One row: read the head and append in one statement (DuckDB's sha256 is the
@@ -131,7 +136,7 @@ def chain_returned(
     """
     names = [d[0] for d in inserted.description or ()]
     rows = [dict(zip(names, values, strict=True)) for values in inserted.fetchall()]
-    append_entries(con, [(table, row) for row in rows])
+    append_entries(con, [(table, row) for row in rows], signed=table in SIGNED_TABLES)
     return len(rows)
 
 
@@ -158,19 +163,27 @@ def chain_rows(
     order = ", ".join(quote_ident(c) for c in spec.order)
     rows = _rows(con, f"SELECT * FROM {quote_ident(table)} WHERE {' AND '.join(conditions)}"
                       f" ORDER BY {order}", params)
-    append_entries(con, [(table, row) for row in rows])
+    append_entries(con, [(table, row) for row in rows], signed=table in SIGNED_TABLES)
     return len(rows)
 
 
 def append_entries(
-    con: duckdb.DuckDBPyConnection, rows: Sequence[tuple[str, Mapping[str, Any]]]
+    con: duckdb.DuckDBPyConnection, rows: Sequence[tuple[str, Mapping[str, Any]]],
+    *, signed: bool = False,
 ) -> ChainHead | None:
     """Chain ``(table, row)`` pairs after the current head, in the order given.
+
+    With ``signed``, each entry of a table in
+    :data:`~fieldtrust.store.signing.SIGNED_TABLES` is signed with the current
+    signing key (:func:`~fieldtrust.store.signing.current_signer`; without one,
+    :class:`~fieldtrust.errors.SigningError` before anything is written). Only
+    migrations chain rows unsigned: what they chain was written before signing.
 
     Returns the new head, or None when ``rows`` is empty (nothing is read then).
     """
     if not rows:
         return None
+    signer = current_signer() if signed else None
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     if len(rows) == 1:
         table, row = rows[0]
@@ -179,7 +192,10 @@ def append_entries(
             "table": table, "key": row_key(table, row), "json": text, "genesis": GENESIS,
             "now": now,
         }).fetchall()
-        return ChainHead(int(appended[0][0]), str(appended[0][1]))
+        head = ChainHead(int(appended[0][0]), str(appended[0][1]))
+        if signer is not None and table in SIGNED_TABLES:
+            sign_entries(con, [(head.seq, head.row_hash)], signer)
+        return head
     head = chain_head(con)
     seqs, tables, keys, texts, hashes = [], [], [], [], []
     previous = head.row_hash
@@ -198,6 +214,10 @@ def append_entries(
         " unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), ?",
         [seqs, tables, keys, texts, hashes, now],
     )
+    if signer is not None:
+        sign_entries(con, [(seq, row_hash) for seq, name, row_hash
+                           in zip(seqs, tables, hashes, strict=True) if name in SIGNED_TABLES],
+                     signer)
     return ChainHead(seqs[-1], previous)
 
 

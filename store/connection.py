@@ -11,13 +11,14 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import errno
+import fcntl
 import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
-from fieldtrust.store.migrations import migrate, pending_migrations
+from fieldtrust.store.migrations import migrate, pending_migrations, unknown_migrations
 
 from fieldtrust.errors import NoSpaceError, NotAStoreError, StoreError, StoreLockedError
 
@@ -101,7 +102,15 @@ def connect(
             f"no store at {target}: run `fieldtrust init --admin NAME` (or `fieldtrust demo`)"
             " first"
         )
-    con = _open(target, read_only=read_only, lock_timeout=lock_timeout, on_wait=on_wait)
+    creating = target != ":memory:" and not read_only and _is_new(target)
+    try:
+        con = _open(target, read_only=read_only, lock_timeout=lock_timeout, on_wait=on_wait)
+    except StoreLockedError:
+        raise  # someone else made it meanwhile: theirs, never removed
+    except BaseException:
+        if creating:
+            _remove_unmade(target)
+        raise
     try:
         _configure(con)
         # DuckDB draws a progress bar on the process's stdout for any query slower than
@@ -109,11 +118,14 @@ def connect(
         con.execute("SET enable_progress_bar = false")
         if target != ":memory:":
             _refuse_foreign(con, target, read_only=read_only, adopt=adopt)
+            _refuse_newer(con, target)
         if not read_only:
             migrate(con)
         outdated = read_only and target != ":memory:" and bool(pending_migrations(con))
     except BaseException as exc:
         con.close()
+        if creating:
+            _remove_unmade(target)
         if isinstance(exc, StoreError) or not isinstance(exc, duckdb.Error | OSError):
             raise
         if is_no_space(exc):
@@ -134,6 +146,48 @@ def connect(
             ) from exc
         return connect(target, read_only=True, lock_timeout=lock_timeout)
     return con
+
+
+def _is_new(target: str) -> bool:
+    """Whether opening ``target`` makes a new store (no file, or an empty one nobody holds).
+
+    An empty file is what making a store on a full disk left behind (before
+    :func:`_remove_unmade`): DuckDB refuses to open it, so it is removed and the
+    store made anew. A process holding it (DuckDB locks its file) keeps it.
+    """
+    try:
+        if os.stat(target).st_size:
+            return False
+        with open(target, "rb+") as handle:
+            fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.fstat(handle.fileno()).st_size == 0:
+                os.unlink(target)
+        return True
+    except FileNotFoundError:
+        return True
+    except OSError:  # held by another process, or not ours to touch: DuckDB will say
+        return False
+
+
+def _remove_unmade(target: str) -> None:
+    """Remove a store this process began to make and could not finish (a full disk, say).
+
+    Left behind, its few bytes were a file that the advised rerun could not
+    open ("not a valid DuckDB database file").
+    """
+    for path in (target, target + ".wal"):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def _refuse_newer(con: duckdb.DuckDBPyConnection, target: str) -> None:
+    """Refuse a store a newer fieldtrust migrated: this code would misread or damage it."""
+    unknown = unknown_migrations(con)
+    if unknown:
+        raise StoreError(
+            f"{target} was upgraded by a newer fieldtrust (its migration {unknown[0]} is"
+            " unknown here): upgrade fieldtrust to open it; it was left unchanged"
+        )
 
 
 def _open(

@@ -13,13 +13,23 @@ documents root (``..``, a symlink out, an absolute path elsewhere) and never
 opens what it refuses; a remote uri is only ever a link unless its host is on
 the allow-list. :func:`uri_problem` is the same text check in Python, so a
 uri written to the store by other means is held to it too.
+
+Some documents are never files: the demo draws its documents from the
+store's rows. A package that draws documents names its function as an entry
+point of group :data:`DRAWERS` (the demo does, in pyproject.toml), and
+whoever shows a document (the dashboard's viewer, the Label Studio pages)
+asks each of :func:`document_drawers` for a missing file, so no production
+code imports the demo.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -30,6 +40,9 @@ from fieldtrust.errors import DocumentError
 #: The ingest columns of a location, and the stored columns they become.
 LOCATION_COLUMNS = ("document_uri", "page", "bbox")
 LOCATION_STORED_COLUMNS = ("document_uri", "page", "bbox_x0", "bbox_y0", "bbox_x1", "bbox_y1")
+
+#: The entry-point group of document drawers: ``draw(con, location) -> bytes | None``.
+DRAWERS = "fieldtrust.document_drawers"
 
 SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 _CLIMB = re.compile(r"(^|[/\\])\.\.([/\\]|$)")
@@ -199,3 +212,15 @@ def relative_uri(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> 
     if resolved.is_relative_to(base):
         return resolved.relative_to(base).as_posix()
     return resolved.as_uri()
+
+
+# --- documents drawn, not stored ------------------------------------------------------
+
+
+Drawer = Callable[[duckdb.DuckDBPyConnection, Location], bytes | None]
+
+
+@functools.cache
+def document_drawers() -> tuple[Drawer, ...]:
+    """The installed document drawers (entry points of :data:`DRAWERS`), loaded once."""
+    return tuple(entry.load() for entry in entry_points(group=DRAWERS))

@@ -630,6 +630,72 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
     ),
     Migration(
+        "0030_source_versions",
+        """
+        -- A Delta table is counted by what each version of its log adds and
+        -- removes (ingest.sources.delta_log): the newest version a refresh
+        -- counted, so the next one reads only the versions after it. NULL for
+        -- Parquet and Spark sources, and for refreshes made before this.
+        ALTER TABLE source_refreshes ADD COLUMN source_version BIGINT;
+        """,
+    ),
+    Migration(
+        "0035_store_history_signatures",
+        """
+        -- Signatures of chain entries, by a key kept outside the store file
+        -- (store.signing): every entry of decisions and policy_settings is
+        -- signed by its writer ('entry'); an admin's 'vouch' covers every
+        -- entry up to its seq (history written before signing). Not chained:
+        -- a signature is checked by itself, and a deleted one leaves its entry
+        -- unsigned, which verify names.
+        CREATE TABLE history_signatures (
+            seq       BIGINT    NOT NULL,
+            kind      VARCHAR   NOT NULL CHECK (kind IN ('entry', 'vouch')),
+            key_id    VARCHAR   NOT NULL,
+            signature VARCHAR   NOT NULL,
+            signed_by VARCHAR,   -- vouch: the admin who vouched
+            comment   VARCHAR,   -- vouch: what they checked
+            signed_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (seq, kind)
+        );
+        -- The chain's head when signing began: entries up to it were written
+        -- before fieldtrust signed anything, and wait for an admin's vouch.
+        CREATE TABLE signing_started (
+            seq        BIGINT    NOT NULL,
+            started_at TIMESTAMP NOT NULL
+        );
+        INSERT INTO signing_started
+        SELECT coalesce(max(seq), 0), now()::TIMESTAMP FROM history_chain;
+        """,
+    ),
+    Migration(
+        "0050_policy_max_own_label_share",
+        """
+        -- Segregation of duties: the largest share of a stratum's design-based
+        -- labels its approver may have given. NULL in a row written before it
+        -- existed, which held the default (1: any share, with a warning when
+        -- every label is the approver's). Checked by the Bar, as 0023's column.
+        ALTER TABLE policy_settings ADD COLUMN max_own_label_share DOUBLE;
+        """,
+    ),
+    Migration(
+        "0051_source_file_acknowledgements",
+        """
+        -- A counted lake file that changed or went away is reported by every
+        -- refresh until someone acknowledges it (ingest.sources.changes): the
+        -- file as it was seen (size and time; NULL for a file that is gone),
+        -- who and when. A later change is reported again. Append-only.
+        CREATE TABLE source_file_acknowledgements (
+            source          VARCHAR   NOT NULL,
+            path            VARCHAR   NOT NULL,  -- relative to the source's root
+            size            BIGINT,
+            modified        DOUBLE,
+            acknowledged_by VARCHAR   NOT NULL,
+            acknowledged_at TIMESTAMP NOT NULL
+        );
+        """,
+    ),
+    Migration(
         "0070_extractor_versions",
         """
         -- The extractor (model, prompt, OCR engine) version that produced each
@@ -718,14 +784,27 @@ def applied_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def pending_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Names of the migrations this store lacks; works on a read-only connection."""
+    done = set(_recorded(con))
+    return [m.name for m in MIGRATIONS if m.name not in done]
+
+
+def unknown_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Migrations the store records that this fieldtrust does not know (a newer one ran)."""
+    known = {m.name for m in MIGRATIONS}
+    return [name for name in _recorded(con) if name not in known]
+
+
+def _recorded(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The migrations the store records, by name (none before the first); read-only safe."""
     exists = con.sql(
         "SELECT count(*) FROM duckdb_tables()"
         " WHERE database_name = current_database() AND schema_name = 'main'"
         " AND table_name = 'schema_migrations'"
     ).fetchall()[0][0]
-    done = {name for (name,) in con.sql("SELECT name FROM schema_migrations").fetchall()} \
-        if exists else set()
-    return [m.name for m in MIGRATIONS if m.name not in done]
+    if not exists:
+        return []
+    return [name for (name,) in con.sql("SELECT name FROM schema_migrations ORDER BY name")
+            .fetchall()]
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -122,6 +122,32 @@ def _rows_not_counted(con: duckdb.DuckDBPyConnection) -> int:
     return int(row[0]) if row else 0
 
 
+def counted_sources(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The lake sources this store has counted (``parquet:lake/``), oldest first."""
+    if not has_table(con, "source_refreshes"):
+        return []
+    rows = con.execute(
+        "SELECT source FROM source_refreshes GROUP BY source ORDER BY min(refreshed_at)"
+    ).fetchall()
+    return [str(source) for (source,) in rows]
+
+
+def ingested_rows(con: duckdb.DuckDBPyConnection) -> int:
+    """Extractions the store holds as its own rows (not rows a lake's draw copied in)."""
+    row = fetch_one(
+        con, "SELECT coalesce(sum(rows_added), 0) FROM ingest_batches WHERE format <> 'source'"
+    )
+    return int(row[0]) if row else 0
+
+
+def store_name(con: duckdb.DuckDBPyConnection) -> str:
+    """The store's file, for messages (``the store`` when it has none)."""
+    row = fetch_one(
+        con, "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+    )
+    return str(row[0]) if row and row[0] else "the store"
+
+
 def counts_a_lake(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether the store counts extractions of a lake source (rows it does not hold)."""
     if not has_table(con, "source_counts"):

@@ -6,7 +6,10 @@ chain order, every row that was altered (with the columns that changed, old
 and new value), deleted, or inserted without passing through fieldtrust, and
 any chain entry that was itself edited or removed. Given a head kept outside
 the store (from a policy export), it also proves the chain up to that entry
-was not rewritten wholesale.
+was not rewritten wholesale. Every entry of a signed table (decisions, policy
+settings; :mod:`fieldtrust.store.signing`) must carry a signature by a trusted
+key, or lie under an admin's vouch: a row someone appended with the chain's
+own public functions, without the key, is named as unsigned.
 """
 
 from __future__ import annotations
@@ -27,8 +30,20 @@ from fieldtrust.store.chain import (
     row_key,
     table_rows,
 )
+from fieldtrust.store.signing import (
+    SIGNED_TABLES,
+    TrustedKeys,
+    entry_message,
+    signatures,
+    signing_started,
+    trusted_keys,
+)
+from fieldtrust.store.sql import has_table
 
 from fieldtrust.errors import StoreError
+
+#: Problems that say what could not be checked, rather than what was changed.
+_NOT_CHECKED = frozenset({"no_trusted_key", "unsigned_before_signing"})
 
 #: Problems kept in a report (the count covers them all).
 MAX_PROBLEMS = 20
@@ -52,8 +67,13 @@ class Problem:
     ``kind``: ``altered`` (the row differs from what was chained), ``deleted``
     (a chained row is gone), ``inserted`` (a row no writer chained),
     ``chain_altered`` (a chain entry does not hash to its recorded hash),
-    ``chain_gap`` (chain entries are missing) or ``rewritten`` (the chain does
-    not contain the head kept outside).
+    ``chain_gap`` (chain entries are missing), ``rewritten`` (the chain does
+    not contain the head kept outside), ``unsigned`` (an entry of a signed
+    table written without the signing key), ``unsigned_before_signing`` (one
+    written before the store signed, and not vouched for), ``bad_signature``
+    (a signature that does not hold, or by a key not trusted here; ``detail``
+    says which) or ``no_trusted_key`` (signatures to check, and no key to
+    check them with).
     """
 
     kind: str
@@ -61,10 +81,14 @@ class Problem:
     key: str
     seq: int | None
     changes: tuple[Change, ...] = ()
+    detail: str = ""
 
     def describe(self) -> str:
         """One line naming the row (table, key, chain position) and what changed."""
         where = f" (chain entry {self.seq})" if self.seq is not None else ""
+        if self.kind == "no_trusted_key":
+            return (f"{self.detail}: no trusted key is configured to check their signatures"
+                    " (setting trusted_key_files, or signing_key_file; docs/governance.md)")
         what = {
             "altered": "was changed",
             "deleted": "was deleted",
@@ -72,6 +96,12 @@ class Problem:
             "chain_altered": "has a chain entry that does not hash to its recorded hash",
             "chain_gap": "is missing from the chain",
             "rewritten": "does not match the head kept outside the store",
+            "unsigned": "is not signed: it was written without the signing key (by SQL or"
+                        " a script, not by fieldtrust's acts)",
+            "unsigned_before_signing": "was written before this store signed decisions and"
+                                       " no admin has vouched for it (`fieldtrust keys vouch"
+                                       " --as ADMIN`, after checking it)",
+            "bad_signature": self.detail,
         }[self.kind]
         changed = "; ".join(
             f"{c.column} was {_shown(c.chained)}, now {_shown(c.stored)}" for c in self.changes
@@ -110,8 +140,11 @@ class HistoryCheck:
             )
         more = self.total_problems - 1
         tail = f"; {more} more problem{'s' if more != 1 else ''}" if more else ""
+        first = self.problems[0]
+        if first.kind in _NOT_CHECKED:
+            return f"history not verified: {first.describe()}{tail}"
         return (
-            f"history altered outside fieldtrust: {self.problems[0].describe()}{tail}."
+            f"history altered outside fieldtrust: {first.describe()}{tail}."
             " Restore the store from a backup and compare, or ask who has write access to it"
         )
 
@@ -128,9 +161,10 @@ class HistoryCheck:
 
 
 def verify_history(
-    con: duckdb.DuckDBPyConnection, *, expected_head: ChainHead | None = None
+    con: duckdb.DuckDBPyConnection, *, expected_head: ChainHead | None = None,
+    trusted: TrustedKeys | None = None,
 ) -> HistoryCheck:
-    """Recompute the history chain and compare it with every chained row.
+    """Recompute the history chain, compare it with every chained row, check the signatures.
 
     Parameters
     ----------
@@ -139,6 +173,9 @@ def verify_history(
     expected_head
         A head kept outside the store (``history_head`` of a policy export):
         the chain entry at its ``seq`` must carry its hash.
+    trusted
+        The keys signatures must be by; default
+        :func:`fieldtrust.store.signing.trusted_keys`.
 
     Returns
     -------
@@ -163,6 +200,7 @@ def verify_history(
     current = {name: _by_key(name, table_rows(con, name)) for name in CHAINED}
     rows = {name: sum(len(v) for v in by_key.values()) for name, by_key in current.items()}
     problems = _check_links(entries, expected_head)
+    problems += _check_signatures(con, entries, trusted_keys() if trusted is None else trusted)
     problems += _check_rows(entries, current)
     head = ChainHead(int(entries[-1][0]), str(entries[-1][4])) if entries else ChainHead(0, GENESIS)
     return HistoryCheck(head, rows, tuple(problems[:MAX_PROBLEMS]), len(problems))
@@ -200,6 +238,47 @@ def _check_links(
             problems.append(Problem("rewritten", table, key, seq))
     if expected is not None and expected.seq > len(entries):
         problems.append(Problem("rewritten", "history_chain", f"seq {expected.seq}", None))
+    return problems
+
+
+def _check_signatures(
+    con: duckdb.DuckDBPyConnection, entries: list[tuple[Any, ...]], trusted: TrustedKeys
+) -> list[Problem]:
+    """Entries of signed tables without a signature that holds, in chain order."""
+    signed = [e for e in entries if e[1] in SIGNED_TABLES]
+    if not has_table(con, "history_signatures"):  # opened read-only before migration 0035
+        return [Problem("unsigned_before_signing", t, k, s) for s, t, k, _, _ in signed]
+    hashes = {int(e[0]): str(e[4]) for e in entries}
+    found = {(s.seq, s.kind): s for s in signatures(con)}
+    problems: list[Problem] = []
+    if not trusted and (found or signed):
+        problems.append(Problem("no_trusted_key", "history_signatures", "", None,
+                                detail=f"{len(signed):,} entries of signed tables"))
+    # Without a trusted key nothing is checked (no_trusted_key says so); what each
+    # signature would cover is still told apart from what has none.
+    vouched = 0
+    for (seq, kind), vouch in sorted(found.items()):
+        if kind != "vouch":
+            continue
+        why = trusted.check(vouch.key_id, entry_message("vouch", seq, hashes.get(seq, "")),
+                            vouch.signature) if trusted else None
+        if why is None:
+            vouched = max(vouched, seq)
+        else:
+            problems.append(Problem("bad_signature", "history_chain", f"seq {seq}", seq,
+                                    detail=f"has a vouch by {vouch.signed_by} signed {why}"))
+    started = signing_started(con)
+    for seq, table, key, _, row_hash in signed:
+        signature = found.get((seq, "entry"))
+        if signature is not None:
+            why = trusted.check(signature.key_id, entry_message("entry", seq, row_hash),
+                                signature.signature) if trusted else None
+            if why is not None:
+                problems.append(Problem("bad_signature", table, key, seq,
+                                        detail=f"is signed {why}"))
+        elif seq > vouched:
+            kind = "unsigned_before_signing" if seq <= started else "unsigned"
+            problems.append(Problem(kind, table, key, seq))
     return problems
 
 

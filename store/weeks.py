@@ -46,6 +46,12 @@ class Week(str):
             raise InputError(
                 f"week {label.strip()!r} does not exist ({year} has no week {number})"
             ) from exc
+        if dt.date.fromisocalendar(year, number, 1) > dt.date.max - dt.timedelta(days=7):
+            # A week ends at the next Monday, which the calendar does not have.
+            raise InputError(
+                f"week {label.strip()!r} is the calendar's last week, which has no end;"
+                " pick an earlier week"
+            )
         return super().__new__(cls, f"{year}-W{number:02d}")
 
     @classmethod

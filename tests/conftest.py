@@ -36,6 +36,24 @@ settings.register_profile("fieldtrust", deadline=None)
 settings.load_profile("fieldtrust")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def signing_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The key decisions are signed with in this test run, kept outside every store.
+
+    Installed for library calls (``store.signing.using``) and set in the
+    environment as the ``signing_key_file`` setting (``FIELDTRUST_SIGNING_KEY_FILE``), so
+    the CLI, the dashboard and the servers the tests start sign and verify
+    with it too.
+    """
+    from fieldtrust.store.signing import KEY_ENV, create_key, using
+
+    path = tmp_path_factory.mktemp("signing") / "signing.key"
+    create_key(path)
+    with pytest.MonkeyPatch.context() as patch, using(str(path)):
+        patch.setenv(KEY_ENV, str(path))
+        yield path
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     """Path of a fresh, migrated store file."""
@@ -103,6 +121,16 @@ def file_rows(
         connection.close()
 
 
+def named_cases(argnames: Sequence[str], cases: Sequence[Sequence[Any]]) -> pytest.MarkDecorator:
+    """``pytest.mark.parametrize`` over ``(name, *values)`` rows: each case's first item is its id.
+
+    So that a table of cases reads with its names beside them, and a failure names the case.
+    """
+    return pytest.mark.parametrize(
+        tuple(argnames), [tuple(c[1:]) for c in cases], ids=[str(c[0]) for c in cases]
+    )
+
+
 def copy_store(source: Path, target: Path) -> Path:
     """Copy a (closed) store file and its WAL, if any."""
     shutil.copyfile(source, target)
@@ -127,6 +155,34 @@ def store_held(path: Path) -> Iterator[None]:
     finally:
         holder.kill()
         holder.wait()
+
+
+@contextlib.contextmanager
+def small_disk(folder: Path, megabytes: int) -> Iterator[Path]:
+    """A private tmpfs of ``megabytes`` MB mounted at ``folder`` (root only: CI runs as
+    root; elsewhere the test is skipped and says why), unmounted afterwards."""
+    folder.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={megabytes}m", "tmpfs",
+                           str(folder)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def fill_disk(folder: Path) -> Path:
+    """Write a file until the disk holding ``folder`` has no byte left; the file."""
+    filler = folder / f"filler-{uuid.uuid4().hex[:6]}"
+    chunk = b"\0" * (1 << 20)
+    with filler.open("wb", buffering=0) as handle:
+        for size in (1 << 20, 1 << 12, 1):
+            piece = chunk[:size]
+            with contextlib.suppress(OSError):
+                while True:
+                    handle.write(piece)
+    return filler
 
 
 # --- the store builder ----------------------------------------------------------
@@ -221,6 +277,8 @@ class Builder:
         self.con.register("new_labels", table)
         self.con.execute("INSERT INTO labels BY NAME SELECT * FROM new_labels")
         self.con.unregister("new_labels")
+        self._chain("labels", "label_id IN (SELECT unnest(?::VARCHAR[]))",
+                    [table.column("label_id").to_pylist()])
 
     def sample(
         self,
@@ -265,6 +323,20 @@ class Builder:
                                  [name, base])
             self.con.execute("INSERT INTO user_roles VALUES (?, ?, 'root', ?)",
                              [name, role, base + dt.timedelta(minutes=i + 1)])
+        self._chain("user_roles", "user_name IN (SELECT unnest(?::VARCHAR[]))"
+                    " AND granted_at BETWEEN ? AND ?",
+                    [list(users), base, base + dt.timedelta(minutes=len(users))])
+
+    def _chain(self, table: str, where: str, params: list[object]) -> None:
+        """Chain the rows just written, as a writer of the library would (a store whose
+        history verifies: ``policy export`` refuses any other)."""
+        from fieldtrust.store.chain import CHAINED, append_entries
+
+        order = ", ".join(CHAINED[table].order)
+        cursor = self.con.execute(f"SELECT * FROM {table} WHERE {where} ORDER BY {order}", params)
+        names = [d[0] for d in cursor.description or ()]
+        append_entries(self.con, [(table, dict(zip(names, row, strict=True)))
+                                  for row in cursor.fetchall()])
 
 
 @pytest.fixture

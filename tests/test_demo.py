@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -51,6 +52,16 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     finally:
         con.close()
     return path
+
+
+@pytest.fixture
+def demo_con(demo_store: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection to the module's demo store, closed after the test."""
+    con = store.connect(demo_store, read_only=True)
+    try:
+        yield con
+    finally:
+        con.close()
 
 
 def _one(con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> object:
@@ -324,20 +335,16 @@ def test_any_seed_gives_valid_rows(seed: int, rows: int) -> None:
 # --- the store -------------------------------------------------------------------
 
 
-def test_demo_went_through_ingest(demo_store: Path) -> None:
-    con = store.connect(demo_store, read_only=True)
-    try:
-        batch = con.execute("SELECT source, format, rows_added FROM ingest_batches").fetchall()
-        assert batch == [("demo", "demo", STORE_ROWS)]
-        assert _one(con, "SELECT count(*) FROM demo_truth") == STORE_ROWS
-        first = dict(
-            con.execute(
-                "SELECT form_version, strftime(first_seen_at, '%G-W%V') FROM form_versions"
-            ).fetchall()
-        )
-        assert first["v3-2026"] == "2026-W47" and first["v2"] == "2026-W41"
-    finally:
-        con.close()
+def test_demo_went_through_ingest(demo_con: duckdb.DuckDBPyConnection) -> None:
+    batch = demo_con.execute("SELECT source, format, rows_added FROM ingest_batches").fetchall()
+    assert batch == [("demo", "demo", STORE_ROWS)]
+    assert _one(demo_con, "SELECT count(*) FROM demo_truth") == STORE_ROWS
+    first = dict(
+        demo_con.execute(
+            "SELECT form_version, strftime(first_seen_at, '%G-W%V') FROM form_versions"
+        ).fetchall()
+    )
+    assert first["v3-2026"] == "2026-W47" and first["v2"] == "2026-W41"
 
 
 def test_building_over_a_store_with_rows_is_refused(demo_store: Path) -> None:
@@ -351,68 +358,62 @@ def test_building_over_a_store_with_rows_is_refused(demo_store: Path) -> None:
         con.close()
 
 
-def test_reviewers_labelled_eight_weekly_samples(demo_store: Path) -> None:
-    con = store.connect(demo_store, read_only=True)
-    try:
-        assert _one(con, "SELECT count(*) FROM audit_samples") == 8
-        cells = con.execute("""
-            SELECT s.week = (SELECT max(week) FROM audit_samples) AS newest, i.cell,
-                   count(*) AS n,
-                   count(*) FILTER (WHERE l.extraction_id IS NOT NULL) AS labelled,
-                   -- labelled items form a prefix in PRN order: none after the first gap
-                   max(i.prn) FILTER (WHERE l.extraction_id IS NOT NULL)
-                     <= coalesce(min(i.prn) FILTER (WHERE l.extraction_id IS NULL), 2) AS prefix
-            FROM audit_items i JOIN audit_samples s USING (sample_id)
-            LEFT JOIN labels l ON l.extraction_id = i.extraction_id
-                 AND l.review_round = 'primary'
-            GROUP BY ALL""").fetchall()
-        # Every earlier week is fully labelled; the newest about 60%, per cell, by PRN
-        # prefix, so a visitor acting as a reviewer has items waiting.
-        assert all(labelled == n for newest, _, n, labelled, _ in cells if not newest)
-        newest = [(n, labelled, prefix) for is_newest, _, n, labelled, prefix in cells
-                  if is_newest]
-        assert newest and all(labelled == max(1, math.ceil(0.6 * n)) and prefix
-                              for n, labelled, prefix in newest)
-        share = sum(c[1] for c in newest) / sum(c[0] for c in newest)
-        assert 0.6 <= share < 0.7
-        doubles = con.execute("""
-            SELECT count(*), count(s.label_id), count(*) FILTER (WHERE s.reviewer = p.reviewer)
-            FROM audit_items i
-            JOIN labels p ON p.extraction_id = i.extraction_id AND p.review_round = 'primary'
-            LEFT JOIN labels s ON s.extraction_id = i.extraction_id AND s.review_round = 'second'
-            WHERE i.double_review""").fetchall()[0]
-        assert doubles[0] > 0 and doubles[1] == doubles[0] and doubles[2] == 0
-        agree = _one(
-            con,
-            """
-            SELECT avg(((l.verdict = 'correct') = t.correct)::INT) FROM labels l
-            JOIN demo_truth t USING (extraction_id) WHERE l.review_round = 'primary'""",
-        )
-        assert 0.98 <= agree < 1.0  # type: ignore[operator]
-        copied = _one(
-            con,
-            """
-            SELECT count(*) FROM effective_labels l JOIN extractions e USING (extraction_id)
-            WHERE e.doc_type = 'handwritten_receipt' AND e.field = 'tax'
-              AND l.error_type = 'total_copied_into_tax'""",
-        )
-        assert copied > 0  # type: ignore[operator]
-    finally:
-        con.close()
+def test_reviewers_labelled_eight_weekly_samples(demo_con: duckdb.DuckDBPyConnection) -> None:
+    assert _one(demo_con, "SELECT count(*) FROM audit_samples") == 8
+    cells = demo_con.execute("""
+        SELECT s.week = (SELECT max(week) FROM audit_samples) AS newest, i.cell,
+               count(*) AS n,
+               count(*) FILTER (WHERE l.extraction_id IS NOT NULL) AS labelled,
+               -- labelled items form a prefix in PRN order: none after the first gap
+               max(i.prn) FILTER (WHERE l.extraction_id IS NOT NULL)
+                 <= coalesce(min(i.prn) FILTER (WHERE l.extraction_id IS NULL), 2) AS prefix
+        FROM audit_items i JOIN audit_samples s USING (sample_id)
+        LEFT JOIN labels l ON l.extraction_id = i.extraction_id
+             AND l.review_round = 'primary'
+        GROUP BY ALL""").fetchall()
+    # Every earlier week is fully labelled; the newest about 60%, per cell, by PRN
+    # prefix, so a visitor acting as a reviewer has items waiting.
+    assert all(labelled == n for newest, _, n, labelled, _ in cells if not newest)
+    newest = [(n, labelled, prefix) for is_newest, _, n, labelled, prefix in cells
+              if is_newest]
+    assert newest and all(labelled == max(1, math.ceil(0.6 * n)) and prefix
+                          for n, labelled, prefix in newest)
+    share = sum(c[1] for c in newest) / sum(c[0] for c in newest)
+    assert 0.6 <= share < 0.7
+    doubles = demo_con.execute("""
+        SELECT count(*), count(s.label_id), count(*) FILTER (WHERE s.reviewer = p.reviewer)
+        FROM audit_items i
+        JOIN labels p ON p.extraction_id = i.extraction_id AND p.review_round = 'primary'
+        LEFT JOIN labels s ON s.extraction_id = i.extraction_id AND s.review_round = 'second'
+        WHERE i.double_review""").fetchall()[0]
+    assert doubles[0] > 0 and doubles[1] == doubles[0] and doubles[2] == 0
+    agree = _one(
+        demo_con,
+        """
+        SELECT avg(((l.verdict = 'correct') = t.correct)::INT) FROM labels l
+        JOIN demo_truth t USING (extraction_id) WHERE l.review_round = 'primary'""",
+    )
+    assert 0.98 <= agree < 1.0  # type: ignore[operator]
+    copied = _one(
+        demo_con,
+        """
+        SELECT count(*) FROM effective_labels l JOIN extractions e USING (extraction_id)
+        WHERE e.doc_type = 'handwritten_receipt' AND e.field = 'tax'
+          AND l.error_type = 'total_copied_into_tax'""",
+    )
+    assert copied > 0  # type: ignore[operator]
 
 
-def test_design_weighted_labels_estimate_the_true_accuracy(demo_store: Path) -> None:
-    con = store.connect(demo_store, read_only=True)
-    try:
-        items = labelled_items(con)
-        weight = np.asarray(items["weight"])
-        correct = np.asarray(items["correct"])
-        estimate = float((weight * correct).sum() / weight.sum())
-        truth = float(_one(con, "SELECT avg(correct::INT) FROM demo_truth"))  # type: ignore[arg-type]
-        assert abs(estimate - truth) < 0.015
-        assert correct.mean() < truth - 0.05  # unweighted: the boosted small cells dominate
-    finally:
-        con.close()
+def test_design_weighted_labels_estimate_the_true_accuracy(
+    demo_con: duckdb.DuckDBPyConnection,
+) -> None:
+    items = labelled_items(demo_con)
+    weight = np.asarray(items["weight"])
+    correct = np.asarray(items["correct"])
+    estimate = float((weight * correct).sum() / weight.sum())
+    truth = float(_one(demo_con, "SELECT avg(correct::INT) FROM demo_truth"))  # type: ignore[arg-type]
+    assert abs(estimate - truth) < 0.015
+    assert correct.mean() < truth - 0.05  # unweighted: the boosted small cells dominate
 
 
 def test_reviewers_need_truth_and_two_people(con: duckdb.DuckDBPyConnection) -> None:

@@ -164,12 +164,12 @@ def test_a_store_without_demo_truth_has_no_demo_documents(tmp_path: Path) -> Non
 def test_the_dashboard_draws_a_demo_document_through_its_entry_point(
     demo: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
-    from fieldtrust.dashboard.render import Notice, Source, drawers, open_document
-    from fieldtrust.store.locations import document_location
+    from fieldtrust.dashboard.render import Notice, Source, open_document
+    from fieldtrust.store.locations import document_drawers, document_location
 
     from fieldtrust.demo.drawn_documents import draw_document
 
-    assert draw_document in drawers()  # pyproject.toml's fieldtrust.document_drawers
+    assert draw_document in document_drawers()  # pyproject.toml's fieldtrust.document_drawers
     doc_id = _docs(demo, "invoice", 1)[0]
     (extraction_id,) = demo.execute(
         "SELECT extraction_id FROM extractions WHERE doc_id = ? LIMIT 1", [doc_id]).fetchone()

@@ -50,8 +50,9 @@ def test_every_command_help_has_an_example(command: str) -> None:
     assert "Example" in section, f"{command} --help has no example"
 
 
-def test_readme_opens_with_the_two_commands() -> None:
+def test_readme_opens_with_the_clone_and_the_two_commands() -> None:
     lines = [line for line in README.read_text().splitlines() if line.strip()]
-    block = lines[lines.index("```bash") + 1 : lines.index("```bash") + 3]
-    assert "fieldtrust serve --demo" in block[0]
-    assert "pytest" in block[1]
+    block = lines[lines.index("```bash") + 1 : lines.index("```bash") + 5]
+    assert block[0].startswith("git clone ") and block[1].startswith("cd fieldtrust")
+    assert "fieldtrust serve --demo" in block[2]
+    assert "pytest" in block[3]

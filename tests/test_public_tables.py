@@ -123,7 +123,12 @@ def test_the_preview_and_the_audit_report_hold_arrow_and_own_their_json(
     _arrow(report.overall, rows=1)
     out = report.to_dict()
     assert out["weeks"] == [WEEK]
-    assert out["trend"] == report.trend.to_pylist()
+    # The JSON rows are the table's rows, each with why its interval says nothing (or null).
+    assert [{k: v for k, v in row.items() if k != "interval_note"} for row in out["trend"]] \
+        == report.trend.to_pylist()
+    for row in out["trend"]:  # a handful of labels: the interval spans over half of [0, 1]
+        assert row["upper"] - row["lower"] > 0.5
+        assert row["interval_note"] == f"no usable interval on {row['n']} labels"
     assert out["overall"][0]["estimate"] == pytest.approx(0.75)
 
 

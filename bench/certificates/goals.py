@@ -21,8 +21,10 @@ from fieldtrust.calibration.allocation import allocate
 from fieldtrust.calibration.bets import growth_bets, kelly_bet
 from fieldtrust.calibration.betting import CellLabels, LabelStack, least_evidence
 from fieldtrust.calibration.certificate import Allowances, ThresholdCells, labels_needed
-from fieldtrust.calibration.design import N_GRID, Design, Labels, error_bounds
-from fieldtrust.calibration.intervals import wilson_interval
+from fieldtrust.calibration.design import N_GRID, Blocks, Labels, error_bounds
+from fieldtrust.calibration.survey import wilson_interval
+from fieldtrust.sampling.allocation import cell_sizes
+from fieldtrust.sampling.design import Design as SamplingDesign
 from scipy.stats import binom
 
 from bench.certificates.engine import Outcome, simulate
@@ -306,7 +308,7 @@ def _one_look(populations: list[npt.NDArray[np.bool_]], sizes: npt.NDArray[np.in
         ours |= least_evidence(stack, budget).log_evalue >= math.log(1 / DELTA)
     hist = np.zeros((n_cells, N_GRID), dtype=np.int64)
     hist[:, 190] = cells
-    design = Design(hist, np.arange(n_cells), pi.astype(float), cells.astype(float))
+    design = Blocks(hist, np.arange(n_cells), pi.astype(float), cells.astype(float))
     today = np.zeros(reps, dtype=bool)
     u = np.random.default_rng(0).random(int(sizes.sum()))
     cell = np.repeat(np.arange(n_cells), sizes)
@@ -373,6 +375,58 @@ def affordable_power(reps: int = 400, grid: tuple[int, ...] = (
         rows.append(Row("affordable", f"{design}: new / proportional with the exact pooled bound",
                         new / pooled, at[(design, "new")][1] / pooled,
                         at[(design, "new")][2] / pooled, 1.0, reps))
+    return rows
+
+
+def _sampling_neyman(n: int) -> npt.NDArray[np.int64]:
+    """What the sampling design with ``allocation = "neyman"`` draws for ``n`` labels."""
+    design = SamplingDesign(budget=n, allocation="neyman", minimum=20)
+    return cell_sizes(BANDS_N, np.zeros(BANDS_N.size, dtype=bool), design, BANDS_ERROR)
+
+
+#: The designs the allocation goal sets against proportional allocation, on one bound.
+ALLOCATED: dict[str, Callable[[int], npt.NDArray[np.int64]]] = {
+    "proportional": DESIGNS["proportional"],
+    "neyman (sampling design)": _sampling_neyman,
+    "boosted": DESIGNS["boosted"],
+}
+
+
+def allocation_power(reps: int = 400, grid: tuple[int, ...] = (
+        300, 400, 500, 600, 700, 800, 900, 1000, 1200, 1400, 1700, 2000), seed: int = 8,
+        boot: int = 1000) -> list[Row]:
+    """Labels for 80% power at 0.97 by design, every design on the bound that keeps each label.
+
+    The new evidence (one look) on the same populations for every design, so
+    the ratio to proportional is paired; its interval is a bootstrap over the
+    runs (the power curves resampled together). Neyman's sizes come from
+    :func:`fieldtrust.sampling.allocation.cell_sizes`, what ``fieldtrust sample``
+    draws with ``allocation = "neyman"``. Goal (issue 24): no more labels than
+    proportional allocation.
+    """
+    rng = np.random.default_rng(seed)
+    errors = np.round(BANDS_N * BANDS_ERROR).astype(np.int64)
+    populations = _populations(rng, reps, errors)
+    n_grid = np.asarray(grid)
+    hits = {name: np.array([_one_look(populations, sizes_for(int(n)))[0] for n in n_grid])
+            for name, sizes_for in ALLOCATED.items()}  # (grid, reps) per design
+    draws = rng.integers(0, reps, (boot, reps))
+
+    def crossing(curve: FloatArray) -> float:
+        return _labels_at_power(n_grid, curve, reps)[0]
+
+    rows = []
+    for name, hit in hits.items():
+        rows.append(Row("allocation", f"labels for 80% power, {name}",
+                        *_labels_at_power(n_grid, hit.mean(axis=1), reps), None, reps))
+    base = hits["proportional"]
+    for name in list(ALLOCATED)[1:]:
+        ratio = crossing(hits[name].mean(axis=1)) / crossing(base.mean(axis=1))
+        boots = np.array([crossing(hits[name][:, d].mean(axis=1))
+                          / crossing(base[:, d].mean(axis=1)) for d in draws])
+        rows.append(Row("allocation", f"{name} / proportional labels, same bound", ratio,
+                        float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975)),
+                        1.0, reps))
     return rows
 
 
@@ -495,6 +549,7 @@ GOALS: dict[str, Callable[..., list[Row]]] = {
     "unclear": unclear_not_a_pass,
     "future": future_weeks,
     "affordable": affordable_power,
+    "allocation": allocation_power,
     "null-points": null_points,
     "small-team": small_team,
 }

@@ -21,6 +21,7 @@ from fieldtrust.calibration.candidates import assess
 from fieldtrust.calibration.design import N_GRID, grid_index
 from fieldtrust.calibration.population import AuditCell, StratumData
 from fieldtrust.calibration.thresholds import select_thresholds
+from fieldtrust.store.bar import Bar
 
 from bench.certificates.engine import N_CELLS, _sample_sizes
 from bench.certificates.world import BANDS, Scenario, draw_week
@@ -121,9 +122,9 @@ def simulate_today(scenario: Scenario, *, window: int = 8) -> TodayOutcome:
     """Today's certificate looked at every quarter-week, approval at first candidacy."""
     rng = np.random.default_rng([scenario.seed, 20260])
     runs = scenario.runs
-    policy = {"target": scenario.target, "confidence": 1 - scenario.delta, "n_min": 100,
-              "stability_weeks": scenario.stability_weeks, "version_share": 0.05,
-              "min_week_labels": scenario.min_week_labels, "prior_error": scenario.prior_error}
+    bar = Bar(target=scenario.target, confidence=1 - scenario.delta, n_min=100,
+              stability_weeks=scenario.stability_weeks, version_share=0.05,
+              min_week_labels=scenario.min_week_labels, prior_error=scenario.prior_error)
     history: list[list[_Sampled]] = [[] for _ in range(runs)]
     approved = np.zeros(runs, dtype=bool)
     week_of = np.full(runs, -1, dtype=np.int64)
@@ -139,11 +140,8 @@ def simulate_today(scenario: Scenario, *, window: int = 8) -> TodayOutcome:
             for r in np.flatnonzero(~approved):
                 weeks = [*history[r][-(window - 1):], sampled[r]]
                 data = _stratum(weeks)
-                thresholds = select_thresholds(
-                    data.design, data.labels, target=scenario.target,
-                    confidence=1 - scenario.delta, n_min=100,
-                    prior_error=scenario.prior_error)
-                result = assess(data, thresholds, **policy)  # type: ignore[arg-type]
+                thresholds = select_thresholds(data.design, data.labels, bar)
+                result = assess(data, thresholds, bar)
                 if not result.candidate or result.threshold is None:
                     continue
                 k = round(result.threshold * 200)

@@ -22,7 +22,7 @@ from fieldtrust.dashboard import (
     views,
 )
 from fieldtrust.labels.agreement import adjudicate
-from fieldtrust.labels.taxonomy import ERROR_TYPES
+from fieldtrust.labels.verdict_rule import VERDICT_CHOICES, verdict_label
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.sampling.samples import SampleResult
@@ -39,6 +39,7 @@ def _design_from_widgets() -> Design:
         minimum=int(st.session_state.get(state.AUDIT_MINIMUM, 10)),
         boost=float(st.session_state.get(state.AUDIT_BOOST, 5.0)),
         budget=budget or None,
+        allocation=st.session_state.get(state.AUDIT_ALLOCATION, "proportional"),
     )
 
 
@@ -72,9 +73,9 @@ def _on_draw(identity: auth.Identity, week: str, seed: int) -> None:
     )
 
 
-def _design_section(identity: auth.Identity | None, week: str) -> None:
+def _design_section(identity: auth.Identity | None, week: str, bar: Bar) -> None:
     defaults = Design()
-    cols = st.columns(4)
+    cols = st.columns(5)
     cols[0].number_input("Base rate", 0.0005, 1.0, defaults.base_rate, 0.005, format="%.4f",
                          key=state.AUDIT_BASE_RATE, help="Share of each cell drawn.")
     cols[1].number_input("Minimum per cell", 2, 1000, defaults.minimum, key=state.AUDIT_MINIMUM)
@@ -82,12 +83,20 @@ def _design_section(identity: auth.Identity | None, week: str) -> None:
                          key=state.AUDIT_BOOST)
     cols[3].number_input("Weekly label budget (0: none)", 0, 100_000, 0, 50,
                          key=state.AUDIT_BUDGET,
-                         help="With a budget, cells get Neyman allocation keeping the minimums.")
+                         help="Labels a week in all, spread by the allocation, keeping the"
+                         " minimums.")
+    cols[4].selectbox("Allocation", ("proportional", "neyman"), key=state.AUDIT_ALLOCATION,
+                      help="Neyman: more labels where past labels found errors, the same"
+                      " total; every band keeps its minimum.")
     design = _design_from_widgets()
     preview = data.cached("preview_design", week, design.canonical_json())
     st.markdown(views.plan_summary(preview, design))
     with st.expander("Cells of the preview", expanded=False):
         downloads.show_table("design_preview", preview.cells)
+    certify = data.cached("certificate_plan", week, design.canonical_json(), bar)
+    st.markdown("**What this design can certify, and when**")
+    st.caption(views.certify_caption(certify))
+    downloads.show_table("certificate_plan", certify.strata)
     layout.flash(state.AUDIT_DRAW_FLASH)
     current = data.cached("week_sample", week)
     if current is not None:
@@ -134,7 +143,7 @@ def _trend_section(scope: object, bar: Bar) -> None:
     st.plotly_chart(charts.weekly_trend(shown, target=bar.target),
                     key="audit.trend_chart")
     with st.expander("Weekly estimates"):
-        downloads.show_table("weekly_estimates", trend)
+        downloads.show_table("weekly_estimates", views.estimates_table(trend))
 
 
 def _alerts_section(week: str, bar: Bar) -> None:
@@ -155,7 +164,10 @@ def _alerts_section(week: str, bar: Bar) -> None:
 
 
 def _on_adjudicate(identity: auth.Identity, extraction_id: str) -> None:
-    verdict = st.session_state.get(state.AUDIT_ADJ_VERDICT, "correct")
+    verdict = st.session_state.get(state.AUDIT_ADJ_VERDICT)
+    if verdict is None:  # nothing is picked for the QA lead: a settled verdict is a choice
+        st.session_state[state.AUDIT_ADJ_FLASH] = ("error", "Pick the verdict first.")
+        return
     fields = layout.verdict_fields(verdict, state.AUDIT_ADJ_FORM)
     try:
         data.write(adjudicate, identity.user, extraction_id, verdict, **fields)
@@ -163,7 +175,7 @@ def _on_adjudicate(identity: auth.Identity, extraction_id: str) -> None:
         st.session_state[state.AUDIT_ADJ_FLASH] = ("error", layout.plain(exc))
         return
     st.session_state[state.AUDIT_ADJ_FLASH] = (
-        "success", f"Adjudicated {layout.plain(extraction_id)}: {verdict}.")
+        "success", f"Adjudicated {layout.plain(extraction_id)}: {verdict_label(verdict).lower()}.")
 
 
 def _adjudication_section(identity: auth.Identity | None, scope: object) -> None:
@@ -178,14 +190,15 @@ def _adjudication_section(identity: auth.Identity | None, scope: object) -> None
         st.caption("Adjudicating needs the qa_lead role.")
         return
     ids = [p.extraction_id for p in queue]
-    cols = st.columns([3, 2, 2, 2])
+    cols = st.columns([3, 2])
     item = cols[0].selectbox("Item", ids, key=state.AUDIT_ADJ_ITEM)
-    cols[1].selectbox("Verdict", ["correct", "incorrect", "unclear"], key=state.AUDIT_ADJ_VERDICT)
-    cols[2].selectbox("Error type (if incorrect)", list(ERROR_TYPES), key=state.AUDIT_ADJ_TYPE,
-                      help="\n\n".join(f"**{k}**: {v}" for k, v in ERROR_TYPES.items()))
-    cols[2].text_input("Detail (needed for 'other')", key=state.AUDIT_ADJ_DETAIL)
-    cols[3].text_input("Corrected value (if incorrect)", key=state.AUDIT_ADJ_VALUE)
-    cols[3].checkbox("Field absent", key=state.AUDIT_ADJ_ABSENT)
+    labels = {c.value: c.label for c in VERDICT_CHOICES}
+    cols[1].selectbox("Verdict", [c.value for c in VERDICT_CHOICES], index=None,
+                      placeholder="Pick the verdict", key=state.AUDIT_ADJ_VERDICT,
+                      format_func=lambda value: labels.get(value, str(value)),
+                      help="\n\n".join(f"**{c.label}**: {c.help}" for c in VERDICT_CHOICES))
+    with st.expander("If incorrect: what the document holds and why (optional)"):
+        layout.verdict_details(state.AUDIT_ADJ_FORM)
     st.button("Settle", key=state.AUDIT_ADJ_SUBMIT, on_click=_on_adjudicate,
               args=(identity, item), type="primary")
     if item is not None:
@@ -220,7 +233,7 @@ week = st.selectbox("Audit week", list(reversed(weeks)), key=state.AUDIT_WEEK)
 # Lazy tabs: only the open tab runs its queries (the trend and alerts are the costly ones).
 layout.lazy_tabs(
     {
-        "Design and draw": lambda: _design_section(identity, week),
+        "Design and draw": lambda: _design_section(identity, week, bar),
         "Labelling progress": lambda: _progress_section(week),
         "Trend and alerts": lambda: _trend_and_alerts_section(week, scope, bar),
         "Adjudication": lambda: _adjudication_section(identity, scope),

@@ -78,6 +78,8 @@ def _confirm(identity: auth.Identity, action: str, stratum: views.Stratum) -> No
     if stratum.threshold is not None:
         st.markdown(f"Threshold: **{stratum.threshold:.3f}**")
     st.markdown(stratum.summary)
+    if action == "approve":
+        _own_labels_warning(identity, stratum)
     st.caption(_CONSEQUENCE[action] + " The evidence above is frozen with the decision.")
     comment = st.session_state.get(state.AUTO_COMMENT, "")
     st.markdown(f"Comment: {layout.plain(comment) if comment else '(none: it will be refused)'}")
@@ -102,6 +104,7 @@ def _decision_form(identity: auth.Identity | None, strata: list[views.Stratum]) 
                           format_func=lambda key: labels[key].label)
     stratum = labels[chosen]
     st.markdown(stratum.summary)
+    _own_labels_warning(identity, stratum)
     st.caption(
         "Approving certifies the whole stratum, every form version, at the store's policy"
         " settings, whatever these filters show; production automates only the form"
@@ -163,8 +166,22 @@ def _monitoring(identity: auth.Identity | None) -> None:
               args=(identity, names[chosen]))
 
 
+def _own_labels_warning(identity: auth.Identity, stratum: views.Stratum) -> None:
+    """Say so when every label this approval would rest on is the approver's own."""
+    if not stratum.candidate:
+        return
+    warning = data.cached("own_labels", identity.user, stratum.doc_type, stratum.field).warning()
+    if warning:
+        st.warning(layout.plain(warning), icon=":material/warning:")
+
+
 def _policy_export() -> None:
-    payload = data.cached("policy_export")
+    try:
+        payload = data.cached("policy_export")
+    except FieldtrustError as exc:  # a history that does not verify, or no signing key
+        st.warning(f"No policy file to download: {layout.plain(exc)}",
+                   icon=":material/gpp_bad:")
+        return
     st.download_button(
         "Download policy (JSON)", data=policy_json(payload),
         file_name="fieldtrust-policy.json", mime="application/json",

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import streamlit as st
 from fieldtrust.dashboard import charts, data, downloads, layout, sidebar, state, views
+from fieldtrust.store.rollup import GRID
 
-HISTOGRAM_BINS = 40
+# The rollup's grid: bars 0.005 wide stay readable when the axis zooms to 0.93-1.
+HISTOGRAM_BINS = GRID
 
 st.title("Calibration")
 bar = data.bar()
@@ -32,11 +34,11 @@ table = stratum.table
 recal = data.cached("recalibration_info", stratum.doc_type, stratum.field)
 
 metrics = st.columns(4)
-metrics[0].metric("Accuracy (design-weighted)", layout.pct(table.accuracy),
-                  help=views.accuracy_text(table.accuracy, table.accuracy_low,
-                                           table.accuracy_high, table.n_labeled))
-metrics[0].caption(views.accuracy_text(None, table.accuracy_low, table.accuracy_high,
-                                       table.n_labeled).lstrip("– "))
+accuracy = views.accuracy_text(table.accuracy, table.accuracy_low, table.accuracy_high,
+                               table.n_labeled, table.accuracy_variance)
+metrics[0].metric("Accuracy (design-weighted)", layout.pct(table.accuracy), help=accuracy)
+# The metric shows the number itself; the caption keeps its interval (or note) and n.
+metrics[0].caption(accuracy.split(" ", 1)[1] if table.n_labeled else accuracy)
 spread = data.cached("metric_intervals", stratum.doc_type, stratum.field, scope, int(n_bins),
                      strategy)
 metrics[1].metric("ECE, stated confidence", layout.fmt(table.ece),
@@ -93,8 +95,8 @@ st.caption("The guarantee is for the average above the threshold: items just abo
            " worse. With many strata each certified at 5%, about 5% may be wrongly certified.")
 
 with st.expander("Reliability bins"):
-    downloads.show_table("reliability_bins", stratum.bins)
+    downloads.show_table("reliability_bins", views.bins_table(stratum.bins))
 with st.expander("Threshold table"):
-    downloads.show_table("threshold_curve", curve)
+    downloads.show_table("threshold_curve", views.curve_table(curve))
 with st.expander("Every stratum"):
-    downloads.show_table("calibration_strata", views.strata_frame(report))
+    downloads.show_table("calibration_strata", views.strata_table(report))

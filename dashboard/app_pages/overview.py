@@ -26,6 +26,7 @@ with left:
     st.markdown(f"### {views.headline(report)}")
     st.caption(layout.plain(report.overall.summary) + ". Intervals are 95% (Korn-Graubard,"
                " approximate); accuracy is design-weighted.")
+    st.caption(views.labels_caption(report, data.current_version().labels))
 with right:
     st.markdown(f"**Strata below {report.target:.0%}**, worst first")
     below = views.below_target_frame(report)
@@ -37,4 +38,4 @@ with right:
 st.plotly_chart(charts.accuracy_heatmap(strata, target=report.target), key="overview.heatmap")
 
 st.subheader("Every stratum")
-downloads.show_table("strata", strata)
+downloads.show_table("strata", views.strata_table(report))

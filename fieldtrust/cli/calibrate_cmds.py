@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 import duckdb
 
+from fieldtrust.calibration.figures import CELL_LEGEND
 from fieldtrust.cli.common import echo_json, echo_table, held_bar, open_db, settings
+from fieldtrust.cli.terminal import echo
 from fieldtrust.store.scope import Scope, last_weeks
 
 if TYPE_CHECKING:
@@ -51,26 +53,37 @@ def _report_rows(report: CalibrationReport) -> list[dict[str, Any]]:
     for stratum in report.strata:
         s = stratum.to_dict()
         verdict = "yes" if s["candidate"] else s["reason"]
+        note = s["interval_note"]
         rows.append(
             {
-                "doc_type": s["doc_type"],
+                "doc type": s["doc_type"],
                 "field": s["field"],
                 "extractions": s["n_population"],
                 "labels": s["n_labeled"],
                 "accuracy": _pct(s["accuracy"]),
-                "95% interval": _interval(s["accuracy_low"], s["accuracy_high"]),
-                "confidence": _pct(s["mean_confidence"]),
+                "95% interval": "no usable interval*" if note
+                else _interval(s["accuracy_low"], s["accuracy_high"]),
+                "stated": _pct(s["mean_confidence"]),
                 "ECE": s["ece"],
                 "Brier": s["brier"],
-                "point t": _t(s["point_threshold"]),
-                "certified t": _t(s["certified_threshold"]),
-                "acc low": _pct(s["certified_accuracy_low"]),
+                "point threshold": _t(s["point_threshold"]),
+                "certified threshold": _t(s["certified_threshold"]),
+                "lower bound": _pct(s["certified_accuracy_low"]),
                 "coverage": _pct(s["coverage"]),
                 "labels needed": s["labels_needed"],
                 "candidate": verdict,
             }
         )
     return rows
+
+
+#: Under the calibrate table: what its columns are, in a few words.
+_CALIBRATE_LEGEND = (
+    "labels: design-based labels (audit samples, declared random samples), the ones every"
+    " figure uses; stated: mean stated confidence; point threshold: an estimate without a"
+    " guarantee; certified threshold: accuracy above it is at least the target with the"
+    " stated confidence, with its lower bound and coverage of the extractions"
+)
 
 
 def _bar_options(confidence_help: str) -> Callable[[_Command], _Command]:
@@ -103,14 +116,14 @@ def _weeks_text(scope: Scope) -> str:
 def _echo_not_approvable(bar: Bar) -> None:
     """One line when the settings asked depart from the store's policy."""
     if not bar.approvable:
-        click.echo(f"at these settings, not approvable: {bar.loosened_text()}")
+        echo(f"at these settings, not approvable: {bar.loosened_text()}")
 
 
 @click.command(
     epilog="Example: fieldtrust calibrate --weeks 8 --target 0.95\n\n"
     "Example: fieldtrust calibrate --json | jq '.strata[] | select(.candidate)'\n\n"
-    "Strata are listed worst accuracy first; 'point t' is an estimate without a"
-    " guarantee, 'certified t' holds the target with the stated confidence"
+    "Strata are listed worst accuracy first; 'point threshold' is an estimate without a"
+    " guarantee, 'certified threshold' holds the target with the stated confidence"
     " (see docs/calibration.md). A candidate is approvable at the store's policy;"
     " at settings looser than it, nothing is.",
 )
@@ -128,29 +141,33 @@ def calibrate(ctx: click.Context, /, as_json: bool, **asks: float | int | None) 
         echo_json(report.to_dict())
         return
     overall = report.overall
-    click.echo(f"overall: {overall.summary}")
+    echo(f"overall: {overall.summary}")
     accuracy = _pct(overall.accuracy)
     shown = (f"accuracy {accuracy} {_interval(overall.accuracy_low, overall.accuracy_high) or ''}"
              .rstrip() if accuracy else "no accuracy yet")
-    click.echo(
-        f"         {overall.n_population:,} extractions, {overall.n_labeled:,} labels,"
+    echo(
+        f"         {overall.n_population:,} extractions, {overall.labels_text()},"
         f" {_weeks_text(scope)}; {shown}"
         f" (target {report.target:.0%}, confidence {report.confidence:.0%})"
     )
     _echo_not_approvable(bar)
-    click.echo("")
-    echo_table(_report_rows(report))
+    echo("")
+    rows = _report_rows(report)
+    echo_table(rows)
+    echo(_CALIBRATE_LEGEND)
+    if any(row["95% interval"] == "no usable interval*" for row in rows):
+        echo(f"*: {CELL_LEGEND.split(': ', 1)[1]}")
 
 
 def _candidate_row(a: CandidateAssessment) -> dict[str, Any]:
     e = a.evidence
     return {
-        "doc_type": a.doc_type,
+        "doc type": a.doc_type,
         "field": a.field,
-        "threshold": _t(a.threshold),
+        "certified threshold": _t(a.threshold),
         "coverage": _pct(e["coverage"]),
         "labels above": e["labels_above"],
-        "accuracy": _pct(e["accuracy"]),
+        "accuracy above": _pct(e["accuracy"]),
         "lower bound": _pct(e["accuracy_low"]),
         "weeks checked": len(e["weeks_checked"]),
         "covers": e.get("coverage_text") or "",
@@ -188,16 +205,16 @@ def candidates(ctx: click.Context, /, as_json: bool, **asks: float | int | None)
             }
         )
         return
-    click.echo(f"{len(chosen)} automation candidate(s) at target {bar.target:.0%}:")
+    echo(f"{len(chosen)} automation candidate(s) at target {bar.target:.0%}:")
     _echo_not_approvable(bar)
     if chosen:
         echo_table([_candidate_row(a) for a in chosen])
-    click.echo("")
-    click.echo(f"{len(others)} not candidates:")
+    echo("")
+    echo(f"{len(others)} not candidates:")
     echo_table(
         [
-            {"doc_type": a.doc_type, "field": a.field, "reason": a.reason_text,
-             "labels needed": a.labels_needed, "at": _t(a.labels_needed_threshold)}
+            {"doc type": a.doc_type, "field": a.field, "why not": a.reason_text,
+             "labels needed": a.labels_needed, "needed above": _t(a.labels_needed_threshold)}
             for a in others
         ]
     )
@@ -246,7 +263,7 @@ def maps(ctx: click.Context, as_json: bool) -> None:
         echo_json(rows)
         return
     if not rows:
-        click.echo("no recalibration maps yet: run `fieldtrust recalibrate`")
+        echo("no recalibration maps yet: run `fieldtrust recalibrate`")
         return
     echo_table(rows, ["doc_type", "field", "method", "n_labels", "ece_before", "ece_after",
                       "cv_score", "n_knots", "fitted_at"])
@@ -278,7 +295,7 @@ def histogram(
         echo_json(rows)
         return
     total = sum(r["count"] for r in rows)
-    click.echo(f"{doc_type} / {field_name}: {total:,} extractions, {_weeks_text(scope)}")
+    echo(f"{doc_type} / {field_name}: {total:,} extractions, {_weeks_text(scope)}")
     echo_table([
         {"confidence": f"[{r['lower']:.3f}, {r['upper']:.3f}{']' if r['upper'] >= 1 else ')'}",
          "count": r["count"], "share": _pct(r["count"] / total if total else None)}

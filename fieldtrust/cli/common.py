@@ -9,6 +9,7 @@ import click
 import duckdb
 
 from fieldtrust import store
+from fieldtrust.cli.terminal import echo, printable
 from fieldtrust.errors import InputError
 from fieldtrust.ingest.rules import TimeWindow
 from fieldtrust.settings import Settings
@@ -56,6 +57,11 @@ AS_HELP = ("Who is acting; their roles in the store are checked"
            " [default: setting user, env FIELDTRUST_USER].")
 
 
+#: Help of every --force option of a command that writes a file.
+FORCE_HELP = ("Replace an existing file fieldtrust did not write (never a store or its log);"
+              " its own earlier output is replaced without it.")
+
+
 #: Seconds a command waits for the store file. The dashboard's writes hold it for
 #: moments, but many reviewers at once can keep it busy for a while, and an
 #: ingest run by a person or a nightly job should wait for them, not fail.
@@ -99,12 +105,12 @@ WEEK = WeekType()
 
 
 def _say_waiting(message: str) -> None:
-    click.echo(message, err=True)
+    echo(message, err=True)
 
 
 def echo_json(payload: Any) -> None:
     """Print ``payload`` as JSON; NaN and infinities become null, dates ISO text."""
-    click.echo(json.dumps(_clean(payload), indent=2, default=str, allow_nan=False))
+    echo(json.dumps(_clean(payload), indent=2, default=str, allow_nan=False))
 
 
 def _clean(value: Any) -> Any:
@@ -120,15 +126,15 @@ def _clean(value: Any) -> Any:
 def echo_table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:
     """Print rows as an aligned plain-text table (no dependency, pipes cleanly)."""
     if not rows:
-        click.echo("(no rows)")
+        echo("(no rows)")
         return
     columns = columns or list(rows[0])
     cells = [[_fmt(row.get(c)) for c in columns] for row in rows]
     widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
-    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
-    click.echo("  ".join("-" * w for w in widths))
+    echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
+    echo("  ".join("-" * w for w in widths))
     for row in cells:
-        click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
+        echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
 
 
 def _fmt(value: Any) -> str:
@@ -136,4 +142,5 @@ def _fmt(value: Any) -> str:
         return "-"
     if isinstance(value, float):
         return "-" if value != value else f"{value:.3f}"
-    return str(value)
+    # Escaped before the widths are measured; a line break would split the row.
+    return printable(str(value)).replace("\n", "<U+000A>")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from fieldtrust.cli.common import CLI_LOCK_WAIT, echo_table, settings
+from fieldtrust.cli.terminal import echo
 
 if TYPE_CHECKING:
     from fieldtrust.demo import DemoSummary
@@ -59,13 +60,13 @@ def demo(ctx: click.Context, seed: int, rows: int, force: bool, no_labels: bool)
 
 
 def _print_summary(path: str, seed: int, s: DemoSummary) -> None:
-    click.echo(f"Built demo store {path} (seed {seed}) in {s.build_seconds:.1f} s")
-    click.echo(
+    echo(f"Built demo store {path} (seed {seed}) in {s.build_seconds:.1f} s")
+    echo(
         f"  {s.rows:,} extractions from {s.documents:,} documents; {len(s.doc_types)} doc types"
         f" ({', '.join(s.doc_types)}), {s.strata} strata,"
         f" {len(s.weeks)} weeks ({s.weeks[0]}..{s.weeks[-1]})"
     )
-    click.echo(f"  true accuracy overall {s.overall_accuracy:.1%}, but by stratum the worst are:")
+    echo(f"  true accuracy overall {s.overall_accuracy:.1%}, but by stratum the worst are:")
     echo_table(
         [
             {
@@ -86,16 +87,16 @@ def _print_summary(path: str, seed: int, s: DemoSummary) -> None:
             if v.established_accuracy is None
             else f"{v.established_accuracy:.1%} on the established versions in the same weeks"
         )
-        click.echo(
+        echo(
             f"  new form version {v.doc_type} {v.form_version} (from {v.first_week}):"
             f" true accuracy {v.accuracy:.1%} vs {versus}"
         )
     if s.labels:
-        click.echo(
+        echo(
             f"  {s.labels:,} labels from {s.audit_samples} weekly audit samples"
             " (simulated reviewers)"
         )
-    click.echo("The truth stays in table demo_truth; every fieldtrust report uses labels only.")
+    echo("The truth stays in table demo_truth; every fieldtrust report uses labels only.")
 
 
 def register(group: click.Group) -> None:

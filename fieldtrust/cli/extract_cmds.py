@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from fieldtrust.cli.common import echo_json, echo_table, settings
+from fieldtrust.cli.terminal import echo
 from fieldtrust.errors import InputError
 from fieldtrust.extraction.schemas import DOC_TYPE_CHOICES
 from fieldtrust.settings import Settings
@@ -40,11 +41,11 @@ def _progress(position: int, count: int, result: DocumentResult) -> None:
     attempts = len(result.attempts)
     noun = "attempt" if attempts == 1 else "attempts"
     name = Path(result.source_path).name
-    click.echo(f"[{position}/{count}] {name}: {result.status} ({attempts} {noun})", err=True)
+    echo(f"[{position}/{count}] {name}: {result.status} ({attempts} {noun})", err=True)
 
 
 def _say(line: str) -> None:
-    click.echo(line, err=True)
+    echo(line, err=True)
 
 
 @click.command(
@@ -186,7 +187,7 @@ def _print(summary: RunSummary, as_json: bool) -> None:
     if as_json:
         echo_json(shown)
         return
-    click.echo(
+    echo(
         f"run {summary.run_id}: {summary.documents} documents, {summary.ok} stored"
         f" ({summary.flagged} flagged), {summary.failed} failed, {summary.pending} pending,"
         f" {summary.skipped} already stored; {summary.attempts} model calls,"

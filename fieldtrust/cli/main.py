@@ -15,8 +15,10 @@ import click
 import duckdb
 
 from fieldtrust import __version__
+from fieldtrust.cli.terminal import echo, printable
 from fieldtrust.errors import FieldtrustError
 from fieldtrust.settings import load_settings
+from fieldtrust.store import signing
 
 #: Modules that add commands; each defines ``register(group)``.
 COMMAND_MODULES = (
@@ -29,6 +31,7 @@ COMMAND_MODULES = (
     "fieldtrust.cli.monitor_cmds",
     "fieldtrust.cli.extract_cmds",
     "fieldtrust.cli.serve_cmds",
+    "fieldtrust.cli.key_cmds",
 )
 
 
@@ -72,13 +75,18 @@ class FieldtrustGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.ClickException as exc:
+            # Click quotes the value it refused: shown, never acted on by the terminal.
+            # (Click types the message final; it is an instance attribute all the same.)
+            vars(exc)["message"] = printable(exc.message)
+            raise
         except FieldtrustError as exc:
-            click.echo(f"error: {capped(str(exc))}", err=True)
+            echo(f"error: {capped(str(exc))}", err=True)
             ctx.exit(2)
         except duckdb.IOException as exc:
             # The store file failed under a read (damaged, truncated, or its disk went away).
             first = (str(exc).splitlines() or [type(exc).__name__])[0]
-            click.echo(f"error: the store could not be read or written: {capped(first)}",
+            echo(f"error: the store could not be read or written: {capped(first)}",
                        err=True)
             ctx.exit(2)
 
@@ -120,9 +128,14 @@ def cli(ctx: click.Context, db: str | None, config: str | None) -> None:
     """
     try:
         resolved = load_settings({"db": db}, config_file=config)
+    except FieldtrustError:
+        raise  # a setting or the settings file: one `error:` line, exit 2
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     ctx.obj = {"settings": resolved}
+    # The keys of the settings, not only of the environment: what a command signs
+    # and trusts (store.signing), for as long as it runs.
+    ctx.with_resource(signing.using(resolved.signing_key_file, resolved.trusted_key_files))
 
 
 for _name in COMMAND_MODULES:

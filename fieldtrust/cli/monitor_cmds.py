@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from fieldtrust.cli.common import AS_HELP, acting_user, echo_json, echo_table, open_db
+from fieldtrust.cli.terminal import echo
 
 _COLUMNS = ["doc_type", "field", "form_version", "extractor_version", "status", "statistic",
             "alarm_threshold", "weeks_monitored", "labels_per_week", "detection_rate",
@@ -41,12 +42,12 @@ def monitor_group(ctx: click.Context, until: str | None, as_json: bool) -> None:
         echo_json(rows)
         return
     if not rows:
-        click.echo("no approved stratum: nothing is monitored")
+        echo("no approved stratum: nothing is monitored")
         return
     echo_table([{k: _shown(r[k]) for k in _COLUMNS} for r in rows], _COLUMNS)
     for m in monitors:
         if m.reason:
-            click.echo(f"{m.doc_type}/{m.field} {m.form_version} x {m.extractor_version}:"
+            echo(f"{m.doc_type}/{m.field} {m.form_version} x {m.extractor_version}:"
                        f" {m.reason}")
 
 
@@ -73,7 +74,7 @@ def monitor_resume(
     actor = acting_user(ctx, actor, what="resuming")
     resumed = resume(open_db(ctx), actor, doc_type, field_name, form_version,
                      extractor_version, comment)
-    click.echo(
+    echo(
         f"resumed {doc_type}/{field_name} {form_version} x {extractor_version} by {actor};"
         f" charted again from {resumed.since_week}, now {resumed.status}"
     )

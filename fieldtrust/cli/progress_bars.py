@@ -16,6 +16,8 @@ from collections.abc import Callable
 
 import click
 
+from fieldtrust.cli.terminal import echo
+
 Progress = Callable[[str, int, int], None]
 
 
@@ -40,7 +42,7 @@ def _plain_progress(unit: str) -> Progress:
         last["stage"], last["tenth"] = stage, tenth
         elapsed = time.monotonic() - start
         counts = f"{done:,}/{total:,} {unit}, " if total else ""
-        click.echo(f"[{counts}{elapsed:.1f} s] {stage}", err=True)
+        echo(f"[{counts}{elapsed:.1f} s] {stage}", err=True)
 
     return report
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import click
 
 from fieldtrust.cli.main import cli
+from fieldtrust.cli.terminal import echo
 
 HEADER = """# Command-line reference
 
@@ -57,4 +58,4 @@ def render() -> str:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    click.echo(render(), nl=False)
+    echo(render(), nl=False)

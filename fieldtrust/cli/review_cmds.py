@@ -14,7 +14,6 @@ imported inside their commands, so `fieldtrust --help` starts fast.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -22,6 +21,7 @@ import duckdb
 
 from fieldtrust.cli.common import (
     AS_HELP,
+    FORCE_HELP,
     acting_user,
     echo_json,
     echo_table,
@@ -29,6 +29,7 @@ from fieldtrust.cli.common import (
     open_db,
     settings,
 )
+from fieldtrust.cli.terminal import echo
 from fieldtrust.governance.decisions import DECISION_ACTIONS
 from fieldtrust.labels.taxonomy import CORRECTED_STATUSES, ERROR_TYPES
 from fieldtrust.labels.verdicts import VERDICTS
@@ -51,6 +52,21 @@ _AS = click.option("--as", "actor", default=None, metavar="NAME", help=AS_HELP)
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 _WEEKS = click.option("--weeks", type=click.IntRange(min=1), default=None,
                       help="Only the last N weeks (default: everything in the store).")
+
+
+def _verdict_options(command: _Command) -> _Command:
+    """What goes with an 'incorrect' verdict: the corrected value or its absence, and why."""
+    for option in reversed((
+        click.option("--corrected-value", default=None, help="incorrect: the right value."),
+        click.option("--corrected-status", type=click.Choice(list(CORRECTED_STATUSES)),
+                     default=None, help="incorrect without a value: null (field absent) or"
+                     " unclear (unreadable)."),
+        click.option("--error-type", type=click.Choice(list(ERROR_TYPES)), default=None,
+                     help="incorrect: why (docs/review.md lists the types)."),
+        click.option("--error-detail", default=None, help="Required with --error-type other."),
+    )):
+        command = option(command)
+    return command
 
 
 def _scope(con: duckdb.DuckDBPyConnection, weeks: int | None) -> Scope:
@@ -88,7 +104,7 @@ def users_grant(ctx: click.Context, name: str, role: str, actor: str | None) -> 
     con = open_db(ctx)
     grant = grant_role(con, acting_user(ctx, actor, what="granting"), name, role)
     held = roles_text(current_roles(con, grant.user_name)) or "no role"
-    click.echo(f"{grant.user_name} now holds: {held} (granted {role} by {grant.granted_by})")
+    echo(f"{grant.user_name} now holds: {held} (granted {role} by {grant.granted_by})")
 
 
 @users_group.command("revoke", epilog="Example: fieldtrust users revoke alice qa_lead --as root")
@@ -103,7 +119,7 @@ def users_revoke(ctx: click.Context, name: str, role: str, actor: str | None) ->
     con = open_db(ctx)
     revoked = revoke_role(con, acting_user(ctx, actor, what="revoking"), name, role)
     held = roles_text(current_roles(con, revoked.user_name)) or "no role"
-    click.echo(f"{revoked.user_name} now holds: {held} (revoked {role} by {revoked.revoked_by})")
+    echo(f"{revoked.user_name} now holds: {held} (revoked {role} by {revoked.revoked_by})")
 
 
 @users_group.command("list", epilog="Example: fieldtrust users list --history")
@@ -154,6 +170,7 @@ def decide_cmd(
     manager or admin.
     """
     from fieldtrust.governance import acts
+    from fieldtrust.governance.duties import own_labels
     from fieldtrust.governance.evidence import load_evidence
 
     actor = acting_user(ctx, actor, what="deciding")
@@ -162,7 +179,7 @@ def decide_cmd(
     decision = act(con, actor, doc_type, field_name, comment,
                    criteria=settings(ctx).criteria, threshold=threshold)
     shown = "" if decision.threshold is None else f" at {decision.threshold}"
-    click.echo(
+    echo(
         f"{decision.action} {decision.doc_type}/{decision.field}{shown} by"
         f" {decision.decided_by} ({decision.role}); decision {decision.decision_id},"
         f" evidence {decision.evidence_id}"
@@ -171,12 +188,16 @@ def decide_cmd(
         certification = load_evidence(con, decision.evidence_id).certification
         covered = certification.covered_versions if certification else ()
         segments = certification.covered_segments if certification else ()
-        click.echo(
+        echo(
             f"covers form versions {', '.join(covered) or '(none)'}; segments (form x"
             f" extractor version) {', '.join(f'{f} x {e}' for f, e in segments) or '(none)'};"
             " production sends any other to a human, and `fieldtrust monitor` charts each"
             " covered segment from this week on"
         )
+        window = certification.window if certification else None
+        warning = own_labels(con, decision.decided_by, doc_type, field_name, window).warning()
+        if warning:
+            echo(f"warning: {warning}")
 
 
 @click.group("policy", epilog="Example: fieldtrust policy export --out policy.json")
@@ -185,30 +206,26 @@ def policy_group() -> None:
 
 
 @policy_group.command("export", epilog="Example: fieldtrust policy export --out policy.json")
-@click.option("--out", type=click.Path(dir_okay=False, writable=True), default=None,
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Write to this file (default: print to stdout).")
+@click.option("--force", is_flag=True, help=FORCE_HELP)
 @click.pass_context
-def policy_export(ctx: click.Context, out: str | None) -> None:
-    """Write the approved thresholds as JSON, for production pipelines to read.
+def policy_export(ctx: click.Context, out: str | None, force: bool) -> None:
+    """Write the approved thresholds as JSON, signed, for production pipelines to read.
 
     Each approved stratum lists its covered segments (form version x extractor
-    version) with a status: a segment its monitoring chart flagged is
-    "suspended" and goes to people until a manager revokes or resumes it
-    (`fieldtrust monitor`).
+    version); the file's "monitoring" gives each segment's status: a segment
+    its monitoring chart flagged is "suspended" and goes to people until a
+    manager revokes or resumes it (`fieldtrust monitor`).
     """
-    from fieldtrust.governance.policy import export_policy, policy_json
+    from fieldtrust.governance.policy import export_policy, policy_json, write_policy
 
-    text = policy_json(export_policy(open_db(ctx, read_only=True)))
+    con = open_db(ctx, read_only=True)
     if out is None:
-        click.echo(text, nl=False)
+        echo(policy_json(export_policy(con)), nl=False)
         return
-    try:
-        Path(out).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise click.BadParameter(
-            f"cannot write {out}: {exc.strerror or exc}", param_hint="--out"
-        ) from exc
-    click.echo(f"wrote {out}")
+    write_policy(con, out, force=force)
+    echo(f"wrote {out}")
 
 
 def _policy_options(command: _Command) -> _Command:
@@ -256,11 +273,11 @@ def policy_settings_cmd(ctx: click.Context, /, actor: str | None, as_json: bool,
         echo_json(shown)
         return
     if given:
-        click.echo(f"policy settings changed by {current.set_by}: "
+        echo(f"policy settings changed by {current.set_by}: "
                    + ", ".join(f"{k} = {v}" for k, v in given.items()))
     who = (f"set by {current.set_by} at {shown['set_at']}" if current.set_by
            else "the defaults: no admin has set them")
-    click.echo(f"policy settings every approval is held to ({who}):")
+    echo(f"policy settings every approval is held to ({who}):")
     echo_table([{"setting": name, "value": value, "meaning": setting_help(name)}
                 for name, value in current.bar.values().items()])
 
@@ -300,10 +317,10 @@ def agreement_cmd(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
         echo_json(shown)
         return
     per_field, per_pair = shown["per_field"], shown["per_pair"]
-    click.echo(f"{report.n_items} double-reviewed items, {report.to_adjudicate} to adjudicate")
-    click.echo("\nper field")
+    echo(f"{report.n_items} double-reviewed items, {report.to_adjudicate} to adjudicate")
+    echo("\nper field")
     echo_table(per_field)
-    click.echo("\nper reviewer pair")
+    echo("\nper reviewer pair")
     echo_table(per_pair)
 
 
@@ -315,12 +332,7 @@ def agreement_cmd(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
 @click.argument("extraction_id", required=False)
 @click.argument("verdict", required=False, type=click.Choice(VERDICTS))
 @click.option("--queue", is_flag=True, help="List the disagreements waiting for a verdict.")
-@click.option("--corrected-value", default=None, help="incorrect: the right value.")
-@click.option("--corrected-status", type=click.Choice(list(CORRECTED_STATUSES)), default=None,
-              help="incorrect without a value: null (field absent) or unclear (unreadable).")
-@click.option("--error-type", type=click.Choice(list(ERROR_TYPES)), default=None,
-              help="incorrect: why (docs/review.md lists the types).")
-@click.option("--error-detail", default=None, help="Required with --error-type other.")
+@_verdict_options
 @click.option("--as", "actor", default=None, metavar="NAME",
               help="The qa_lead adjudicating [default: setting user].")
 @_JSON
@@ -351,7 +363,7 @@ def adjudicate_cmd(
     if as_json:
         echo_json(label.to_dict())
         return
-    click.echo(f"{extraction_id}: {label.verdict} (adjudicated by {label.reviewer},"
+    echo(f"{extraction_id}: {label.verdict} (adjudicated by {label.reviewer},"
                f" label {label.label_id})")
 
 
@@ -369,10 +381,11 @@ def errors_cmd(ctx: click.Context, weeks: int | None, as_json: bool) -> None:
 
 
 @click.command("export", epilog="Example: fieldtrust labels export --out labels.csv")
-@click.option("--out", required=True, type=click.Path(dir_okay=False, writable=True),
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
               help="A .csv or .parquet file.")
+@click.option("--force", is_flag=True, help=FORCE_HELP)
 @click.pass_context
-def labels_export(ctx: click.Context, out: str) -> None:
+def labels_export(ctx: click.Context, out: str, force: bool) -> None:
     """Write every label with its history (superseded rows included) to CSV or Parquet.
 
     In CSV, text starting with = + - @ (or a tab / carriage return) gets a
@@ -380,8 +393,98 @@ def labels_export(ctx: click.Context, out: str) -> None:
     """
     from fieldtrust.labels.export import export_labels
 
-    rows = export_labels(open_db(ctx, read_only=True), out)
-    click.echo(f"wrote {rows:,} labels to {out}")
+    rows = export_labels(open_db(ctx, read_only=True), out, force=force)
+    echo(f"wrote {rows:,} labels to {out}")
+
+
+@click.command(
+    "correct",
+    epilog="Example: fieldtrust labels correct last incorrect --corrected-value 12.50"
+    " --error-type misread_characters --as ana   (or a label id from fieldtrust labels"
+    " recent instead of last)",
+)
+@click.argument("label_id")
+@click.argument("verdict", type=click.Choice(VERDICTS))
+@_verdict_options
+@_AS
+@_JSON
+@click.pass_context
+def labels_correct(
+    ctx: click.Context, label_id: str, verdict: str, corrected_value: str | None,
+    corrected_status: str | None, error_type: str | None, error_detail: str | None,
+    actor: str | None, as_json: bool,
+) -> None:
+    """Change a verdict: a new label supersedes LABEL_ID, which stays in the history.
+
+    LABEL_ID is an id from `fieldtrust labels recent`, or `last`: your newest
+    verdict that still stands. A reviewer changes their own review verdicts
+    within 7 days of their first verdict on the item, until a qa_lead has
+    adjudicated it; a qa_lead anyone's, at any time. The same rules as Undo
+    and "My recent labels" on the Review page (docs/review.md, "Fixing a slip").
+    """
+    from fieldtrust.errors import InputError
+    from fieldtrust.labels.corrections import recent_labels
+    from fieldtrust.labels.verdicts import get_label, supersede
+
+    actor = acting_user(ctx, actor, what="correcting a label")
+    con = open_db(ctx)
+    if label_id == "last":
+        newest = recent_labels(con, actor, limit=1)
+        if not newest:
+            raise InputError(f"{actor} has no verdict of their own that still stands")
+        label_id = newest[0].label_id
+    before = get_label(con, label_id)
+    label = supersede(con, actor=actor, label_id=label_id, verdict=verdict,
+                      corrected_value=corrected_value, corrected_status=corrected_status,
+                      error_type=error_type, error_detail=error_detail)
+    if as_json:
+        echo_json(label.to_dict())
+        return
+    click.echo(f"{label.extraction_id}: {label.verdict} (was {before.verdict}) by"
+               f" {label.reviewer}; label {label.label_id} supersedes {before.label_id},"
+               " which stays in the history")
+
+
+@click.command("recent", epilog="Example: fieldtrust labels recent --as ana --limit 5")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
+              help="How many verdicts, newest first.")
+@click.option("--sample", "sample_id", default=None,
+              help="Only verdicts given in this audit sample (e.g. 2026-W48/v1).")
+@click.option("--as", "actor", default=None, metavar="NAME",
+              help="Whose verdicts [default: setting user, env FIELDTRUST_USER].")
+@_JSON
+@click.pass_context
+def labels_recent(
+    ctx: click.Context, limit: int, sample_id: str | None, actor: str | None, as_json: bool,
+) -> None:
+    """Your newest verdicts that still stand, and whether you can still change each.
+
+    Change one with `fieldtrust labels correct LABEL_ID VERDICT`.
+    """
+    from fieldtrust.labels.corrections import recent_labels
+
+    actor = acting_user(ctx, actor, what="listing your labels")
+    mine = recent_labels(open_db(ctx, read_only=True), actor, sample_id=sample_id, limit=limit)
+    rows = [_recent_row(label) for label in mine]
+    if as_json:
+        echo_json(rows)
+        return
+    echo_table(rows, ["label_id", "labeled_at", "doc_id", "doc_type", "field", "value",
+                      "verdict", "corrected_value", "can_change"])
+
+
+def _recent_row(label: Any) -> dict[str, Any]:
+    item = label.item
+    return {
+        "label_id": label.label_id, "labeled_at": label.labeled_at.isoformat(timespec="seconds"),
+        "extraction_id": label.extraction_id, "sample_id": label.sample_id,
+        "review_round": label.review_round,
+        "doc_id": item.doc_id if item else None, "doc_type": item.doc_type if item else None,
+        "field": item.field if item else None, "value": item.value if item else None,
+        "verdict": label.verdict, "corrected_value": label.corrected_value,
+        "corrected_status": label.corrected_status, "error_type": label.error_type,
+        "can_change": "yes" if label.changeable else f"no: {label.why_fixed}",
+    }
 
 
 def register(group: click.Group) -> None:
@@ -398,3 +501,5 @@ def register(group: click.Group) -> None:
     labels_cli = getattr(store_cmds, "labels_group", None)
     if isinstance(labels_cli, click.Group):
         labels_cli.add_command(labels_export)
+        labels_cli.add_command(labels_correct)
+        labels_cli.add_command(labels_recent)

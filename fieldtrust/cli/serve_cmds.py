@@ -10,7 +10,9 @@ from pathlib import Path
 import click
 
 from fieldtrust.cli.common import settings
+from fieldtrust.cli.terminal import echo
 from fieldtrust.settings import Settings, serve_environment
+from fieldtrust.store.hosts import LOOPBACK_ADDRESSES, allowed_hosts, setting_hosts
 
 
 def app_path() -> Path:
@@ -26,7 +28,7 @@ def app_path() -> Path:
 #: Only this machine can reach the dashboard unless asked otherwise: without
 #: sign-in configured it runs in demo mode, where anyone can act as anyone.
 DEFAULT_ADDRESS = "127.0.0.1"
-_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+_LOOPBACK = LOOPBACK_ADDRESSES
 
 
 #: Runs Streamlit without its outside lookups (found by name: the CLI sits below the dashboard).
@@ -41,16 +43,19 @@ def streamlit_command(
     demo: bool = False,
     user: str | None = None,
     dev: bool = False,
+    extra_hosts: str = "",
 ) -> list[str]:
     """The ``streamlit run`` command line that serves the dashboard on ``db``.
 
     ``demo`` gives the demo user picker; ``user`` is the one local user the
     dashboard acts as. Without either (and without ``[auth]``) it lets nobody in.
-    The toolbar is in viewer mode (no Deploy button, no developer menu) unless
-    ``dev``: the people using the dashboard are reviewers and managers.
+    The server answers only the names of its address and ``extra_hosts`` (the
+    ``allowed_hosts`` setting; :mod:`fieldtrust.store.hosts`). The toolbar is
+    in viewer mode (no Deploy button, no developer menu) unless ``dev``: the
+    people using the dashboard are reviewers and managers.
     """
     command = [
-        sys.executable, "-m", LAUNCHER, "run", str(app_path()),
+        sys.executable, "-m", LAUNCHER, "--allowed-hosts", extra_hosts, "run", str(app_path()),
         "--server.headless", "true",
         "--server.port", str(port),
         "--server.address", address,
@@ -58,6 +63,11 @@ def streamlit_command(
         # A served dashboard does not reload itself when source files change.
         "--server.fileWatcherType", "none",
         "--client.toolbarMode", "developer" if dev else "viewer",
+        # Streamlit's defaults, said here so that no .streamlit/config.toml turns them off:
+        # requests carry a token another site's page cannot read, and a WebSocket from
+        # another origin is refused.
+        "--server.enableXsrfProtection", "true",
+        "--server.enableCORS", "true",
     ]
     mode = ["--demo"] if demo else []
     if user is not None:
@@ -79,17 +89,20 @@ def _ensure_store(db: str, *, demo: bool, default_db: bool) -> bool:
         )
     from fieldtrust.demo import ensure_demo_store
 
-    click.echo(f"building the demo store at {db} (once; takes a minute)...", err=True)
+    echo(f"building the demo store at {db} (once; takes a minute)...", err=True)
     ensure_demo_store(db)
     return True
 
 
-def _granted(db: str, user: str) -> str:
-    """``user``, checked against the store's grants; a usage error when they hold no role."""
+def _granted(db: str, user: str, given_by: str = "--as") -> str:
+    """``user``, checked against the store's grants; a usage error when they hold no role.
+
+    ``given_by`` names where the name came from, for the message.
+    """
     from fieldtrust.store import connect
     from fieldtrust.store.access import current_role, user_name
 
-    name = user_name(user, what="--as")
+    name = user_name(user, what=given_by)
     con = connect(db, read_only=True)
     try:
         role = current_role(con, name)
@@ -97,7 +110,7 @@ def _granted(db: str, user: str) -> str:
         con.close()
     if role is None:
         raise click.UsageError(
-            f"--as {name}: {name} holds no role in {db}; an admin grants one"
+            f"{given_by} {name}: {name} holds no role in {db}; an admin grants one"
             f" (`fieldtrust users grant {name} ROLE --as ADMIN`)"
         )
     return name
@@ -123,7 +136,7 @@ def register(group: click.Group) -> None:
     @click.option(
         "--as", "user", metavar="NAME", default=None,
         help="Without sign-in: the one local user the dashboard acts as (their role is read"
-             " from the store's grants).",
+             " from the store's grants) [default: setting user].",
     )
     @click.option("--dev", is_flag=True,
                   help="Show Streamlit's developer menu and Deploy button (hidden by default).")
@@ -135,8 +148,9 @@ def register(group: click.Group) -> None:
         """Start the dashboard (Streamlit) on the store; stops with Ctrl+C.
 
         It listens on this machine only (127.0.0.1) unless --address says otherwise.
-        Without [auth] in .streamlit/secrets.toml, say who you are (--as NAME)
-        or ask for the demo user picker (--demo, this machine only).
+        Without [auth] in .streamlit/secrets.toml, say who you are (--as NAME, or
+        the user setting: FIELDTRUST_USER) or ask for the demo user picker (--demo,
+        this machine only; it ignores the user setting).
         """
         resolved = settings(ctx, port=port)
         db = str(Path(resolved.db).resolve())
@@ -153,27 +167,47 @@ def register(group: click.Group) -> None:
 
             # Only a demo store (one with simulated truth) gets demo users and maps.
             for added in ensure_demo_ready(db):
-                click.echo(f"demo: added {added}", err=True)
+                echo(f"demo: added {added}", err=True)
         if user is not None:
             user = _granted(db, user)
+        elif resolved.user and not (demo or built):
+            # The `user` setting says who you are, for serve as for every other command.
+            user = _granted(db, resolved.user, "the user setting (FIELDTRUST_USER) names")
         port = resolved.port
         picker = (demo or built) and address in _LOOPBACK
+        # The demo picker is for this machine only: no other name reaches it.
+        extra = "" if picker else resolved.allowed_hosts
         command = streamlit_command(
-            db, port, address=address, demo=picker, user=user, dev=dev
+            db, port, address=address, demo=picker, user=user, dev=dev, extra_hosts=extra
         )
         # 0.0.0.0 and :: mean every interface, this machine's own included.
         host = "localhost" if address in {*_LOOPBACK, "0.0.0.0", "::"} else address
-        click.echo(f"serving {db} on http://{host}:{port}", err=True)
+        echo(f"serving {db} on http://{host}:{port}", err=True)
+        names = ", ".join(map(str, allowed_hosts(address, port, setting_hosts(extra))))
+        echo(f"answering the host names {names} (setting allowed_hosts adds more)",
+                   err=True)
+        if picker and resolved.allowed_hosts:
+            echo("note: --demo answers this machine's names only; the allowed_hosts"
+                       " setting is not used", err=True)
         if address not in _LOOPBACK:
-            click.echo(
+            echo(
                 f"note: listening on {address}: anyone who can reach this machine can open the"
                 " dashboard. Without [auth] in .streamlit/secrets.toml it lets nobody in, or"
                 " everyone in as the --as user (docs/dashboard.md).",
                 err=True,
             )
+        handed = resolved.with_flags(db=db)
+        if picker and not resolved.signing_key_file:
+            from fieldtrust.demo.users import demo_signing_key
+
+            demo_key = demo_signing_key(db)
+            if demo_key is not None:
+                handed = handed.with_flags(signing_key_file=str(demo_key))
+                echo(f"demo: decisions are signed with the demo store's own key {demo_key}"
+                     " (a real store uses the team's: docs/governance.md)", err=True)
         sys.stdout.flush()
         sys.stderr.flush()
         # Become the server (no child left behind when this process is stopped). It runs on
         # the settings resolved here (--config, flags, environment), not on a second reading.
-        served = serve_environment(resolved.with_flags(db=db))
+        served = serve_environment(handed)
         os.execve(sys.executable, command, {**os.environ, "FIELDTRUST_DB": db, **served})

@@ -16,7 +16,8 @@ reviewers' roles are checked with :func:`fieldtrust.store.access.require`. The r
 then appended in one INSERT rather than one :func:`record_verdict` call each:
 about 13,000 calls at ~12 ms would take minutes, and the bulk path lets each
 label carry a ``labeled_at`` in the week after its sample (a believable
-history) and a deterministic id. The checks ``record_verdict`` makes per call
+history; for a week that ended days ago, squeezed into the days since, so no
+label lies ahead of the clock) and a deterministic id. The checks ``record_verdict`` makes per call
 hold by construction here: every item is in its sample, each (item, round)
 gets one label, and the two rounds always have different reviewers.
 """
@@ -31,6 +32,7 @@ from typing import Any
 
 import duckdb
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from fieldtrust.demo.truth import truth_rows
@@ -43,7 +45,7 @@ from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.settings import Settings
 from fieldtrust.store.chain import chain_rows
-from fieldtrust.store.connection import transaction
+from fieldtrust.store.connection import transaction, utc_now
 from fieldtrust.store.weeks import Week, week_sql
 
 #: A review of a wrong item misses the error with chance ``rate * MISS_FACTOR``;
@@ -86,6 +88,7 @@ def simulate_reviews(
     reviewers: Sequence[str] = REVIEWERS,
     weeks: Sequence[str] | None = None,
     current_week_share: float = 0.6,
+    now: dt.datetime | None = None,
 ) -> ReviewSummary:
     """Draw each week's audit sample and label it from ``demo_truth``.
 
@@ -112,6 +115,11 @@ def simulate_reviews(
         first items in PRN order (a prefix, so the labels are a simple random
         sample of the cell, STATS.md section 10). The rest waits for a
         visitor acting as a reviewer.
+    now
+        The clock (naive UTC; default: now). No label lies ahead of it: the
+        reviews of a week whose working days after it have not all come yet
+        are squeezed into the days that have (labels import refuses a label
+        time ahead of the clock, so the demo's own export would not import).
     """
     if len(set(reviewers)) < 2:
         raise InputError(f"double review needs at least two reviewers, got {list(reviewers)}")
@@ -125,6 +133,7 @@ def simulate_reviews(
         )
     weeks = [Week(w) for w in weeks] if weeks is not None else _store_weeks(con)
     rng = np.random.default_rng([seed, 0xD3])
+    latest = (now or utc_now()) - dt.timedelta(minutes=1)
     tables: list[pa.Table] = []
     disagreements: list[tuple[str, dict[str, Any]]] = []
     grant_demo_roles(con, reviewers)  # first: drawing is checked against the qa_lead's role
@@ -133,7 +142,8 @@ def simulate_reviews(
         items = con.sql(_ITEMS_SQL, params=[sample.sample_id]).to_arrow_table()
         if week == weeks[-1]:
             items = _prefix(items, current_week_share)
-        table, disagree = _labels_for(rng, items, week, seed, reviewer_error_rate, list(reviewers))
+        table, disagree = _labels_for(rng, items, week, seed, reviewer_error_rate,
+                                      list(reviewers), latest)
         tables.append(table)
         if week != weeks[-1]:  # the newest week's disagreements wait for the qa_lead
             disagreements.extend(disagree)
@@ -221,6 +231,7 @@ def _labels_for(
     seed: int,
     error_rate: float,
     reviewers: list[str],
+    latest: dt.datetime,
 ) -> tuple[pa.Table, list[tuple[str, dict[str, Any]]]]:
     """Primary and second labels of one sample, and the disagreements to adjudicate."""
     rows = items.to_pylist()
@@ -234,7 +245,9 @@ def _labels_for(
     u = rng.random((n, 2))
     # Reviews happen in the working days after the sampled week, office hours.
     start = week.end
-    minutes = rng.integers(0, 5, (n, 2)) * 1440 + rng.integers(8 * 60, 17 * 60, (n, 2))
+    minutes = rng.integers(0, 5, (n, 2)) * 1440 + rng.integers(8 * 60, 17 * 60, (n, 2)) \
+        + np.array([0, 30])
+    minutes = _before(minutes.astype(float), start, latest)
     out: list[dict[str, object]] = []
     disagreements: list[tuple[str, dict[str, Any]]] = []
     for i, row in enumerate(rows):
@@ -255,13 +268,39 @@ def _labels_for(
                     **fields,
                     "reviewer": reviewer,
                     "review_round": rnd,
-                    "labeled_at": start + dt.timedelta(minutes=int(minutes[i, k]) + 30 * k),
+                    "labeled_at": start + dt.timedelta(minutes=round(minutes[i, k], 3)),
                 }
             )
         if len(set(verdicts)) > 1:
             truth = "correct" if row["correct"] else "incorrect"
             disagreements.append((str(row["extraction_id"]), _fields(row, truth, 0.0)))
-    return pa.Table.from_pylist(out), disagreements
+    return pa.Table.from_pylist(out, schema=_LABELS), disagreements
+
+
+#: The label rows' types: a week whose labels all lack a correction would
+#: otherwise type those columns null, and its table would not join the others'.
+_LABELS = pa.schema([
+    *((name, pa.string()) for name in (
+        "label_id", "extraction_id", "sample_id", "verdict", "corrected_value",
+        "corrected_status", "error_type", "error_detail", "reviewer", "review_round")),
+    ("labeled_at", pa.timestamp("us")),
+])
+
+
+def _before(minutes: npt.NDArray[np.float64], start: dt.datetime,
+            latest: dt.datetime) -> npt.NDArray[np.float64]:
+    """Review times (minutes after ``start``) moved before ``latest``, in the same order.
+
+    Squeezed into the time since ``start`` when there is an hour of it, else
+    moved back whole.
+    """
+    room = (latest - start).total_seconds() / 60
+    last = float(minutes.max()) if minutes.size else 0.0
+    if last <= room:
+        return minutes
+    if room >= 60:
+        return minutes * (room / last)
+    return minutes - (last - room)
 
 
 def _insert(con: duckdb.DuckDBPyConnection, labels: pa.Table) -> None:

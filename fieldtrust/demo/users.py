@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
 import duckdb
 
@@ -22,6 +23,7 @@ from fieldtrust import store
 from fieldtrust.calibration.recalibrate import fit_recalibration
 from fieldtrust.demo.truth import truth_rows
 from fieldtrust.store.access import bootstrap_admin, current_roles, grant_role, require
+from fieldtrust.store.signing import create_key
 from fieldtrust.store.sql import quote_ident
 
 #: root grants roles, quinn draws samples and adjudicates, maya decides on automation.
@@ -53,6 +55,26 @@ def ensure_demo_ready(path: str | os.PathLike[str]) -> list[str]:
         return added
     finally:
         con.close()
+
+
+def demo_signing_key(path: str | os.PathLike[str]) -> Path | None:
+    """The demo store's own signing key, ``STORE.demo-signing.key`` (made on first use); None
+    for a real store, whose decisions are signed with the team's key only.
+
+    So that a manager can approve in ``fieldtrust serve --demo`` without setting
+    up a key first. It signs this demo store's decisions and nothing else: a
+    real store's ``verify`` trusts only the keys its settings name.
+    """
+    con = store.connect(path, read_only=True)
+    try:
+        if _count(con, "demo_truth") == 0:
+            return None
+    finally:
+        con.close()
+    key = Path(f"{path}.demo-signing.key")
+    if not key.exists():
+        create_key(key)
+    return key
 
 
 def grant_demo_roles(con: duckdb.DuckDBPyConnection, reviewers: Sequence[str]) -> None:

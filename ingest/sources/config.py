@@ -6,17 +6,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from fieldtrust.ingest.extractions import EXTRACTION_COLUMNS
+from fieldtrust.store.locations import LOCATION_COLUMNS
+
 from fieldtrust.errors import SourceError
 
 #: Source kinds. ``store``: the embedded ``extractions`` table (rows are ingested).
 KINDS = ("store", "parquet", "delta", "spark")
 
-#: Columns a source row may have (the ingest columns, docs/ingest.md).
-SOURCE_COLUMNS = (
-    "extraction_id", "doc_id", "doc_type", "form_version", "field", "value", "value_status",
-    "confidence", "model", "extracted_at", "conflict", "conflict_value", "source_excerpt",
-    "extractor_version",
-)
+#: Columns a source row may have: the ingest columns (docs/ingest.md), the
+#: document's location (document_uri, page, bbox) included, as in a file.
+SOURCE_COLUMNS = (*EXTRACTION_COLUMNS, *LOCATION_COLUMNS)
 
 #: ``spark`` paths starting with this name a catalog table instead of Parquet files.
 TABLE_PREFIX = "table:"
@@ -35,13 +35,16 @@ class SourceSettings(Protocol):
     def source_spark(self) -> str: ...
 
     @property
+    def columns(self) -> str: ...
+
+    @property
     def source_columns(self) -> str: ...
 
 
 @dataclass(frozen=True)
 class SourceConfig:
     """An extraction source, from the settings ``source``, ``source_path``, ``source_spark``
-    and ``source_columns``.
+    and ``columns`` (with ``source_columns`` over it).
 
     ``columns`` maps our column names to the source's, as ``(ours, theirs)``
     pairs; a column not mapped is read under its own name.
@@ -68,9 +71,13 @@ class SourceConfig:
 
     @classmethod
     def from_settings(cls, settings: SourceSettings) -> SourceConfig:
-        """The source the settings name (``source``, ``source_path``...)."""
+        """The source the settings name (``source``, ``source_path``...), read through
+        ``columns`` with ``source_columns`` over it: one mapping for ingest and a lake
+        source, so the same log reads the same way wherever it lives."""
+        mapping = dict(parse_columns(settings.columns))
+        mapping.update(parse_columns(settings.source_columns))
         return cls(settings.source, settings.source_path, settings.source_spark,
-                   parse_columns(settings.source_columns))
+                   tuple(sorted(mapping.items())))
 
     @property
     def is_store(self) -> bool:

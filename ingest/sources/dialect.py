@@ -27,11 +27,21 @@ def _spark_isfinite(node: exp.Expr) -> exp.Expr:
     return node
 
 
+def _spark_full_match(node: exp.Expr) -> exp.Expr:
+    if isinstance(node, exp.RegexpFullMatch):
+        # The location rules' page test; Spark's RLIKE finds, so the pattern is anchored.
+        subject, pattern = node.this, node.expression
+        anchored = exp.Concat(expressions=[exp.Literal.string("^(?:"), pattern,
+                                           exp.Literal.string(")$")])
+        return exp.RegexpLike(this=subject, expression=anchored)
+    return node
+
+
 @lru_cache(maxsize=256)
 def to_spark(sql: str) -> str:
     """``sql`` (DuckDB, parameters ``$name``) as Spark SQL (parameters ``:name``)."""
     tree = sqlglot.parse_one(sql, read="duckdb")
-    return tree.transform(_spark_isfinite).sql("spark")
+    return tree.transform(_spark_isfinite).transform(_spark_full_match).sql("spark")
 
 
 def for_dialect(sql: str, dialect: str) -> str:

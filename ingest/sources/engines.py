@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import duckdb
 import pyarrow as pa
@@ -28,6 +30,12 @@ from fieldtrust.ingest.rules import Rule, TimeWindow
 from fieldtrust.ingest.sources.checks import any_fails, counting_rules
 from fieldtrust.ingest.sources.config import SOURCE_COLUMNS, TABLE_PREFIX, SourceConfig
 from fieldtrust.ingest.sources.dialect import for_dialect
+from fieldtrust.ingest.sources.lake_files import (
+    check_parquet_files,
+    duckdb_literal,
+    hadoop_literal,
+    walk_parquet,
+)
 from fieldtrust.store.sql import quote_ident
 
 from fieldtrust.errors import SourceError, ValidationError
@@ -40,6 +48,29 @@ class SourceFile:
     path: str
     size: int
     modified: float
+
+
+#: What the store knows of the files it counted: path -> (size, modified time).
+Counted = Mapping[str, tuple[int, float]]
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What a refresh has to do, from the source's files and what the store counted.
+
+    ``new`` files are counted; ``removed`` ones (a Delta version took them out
+    with a data change) are taken out of the counts; ``rewritten`` ones
+    (compaction) hold rows counted before and are only recorded. ``changed``
+    and ``missing`` name counted files that changed or went away, reported
+    and never counted again. ``version`` is the Delta version listed.
+    """
+
+    new: list[SourceFile]
+    changed: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    removed: list[SourceFile] = field(default_factory=list)
+    rewritten: list[SourceFile] = field(default_factory=list)
+    version: int | None = None
 
 
 class Source:
@@ -81,6 +112,26 @@ class Source:
         self.close()
 
     # --- shared -----------------------------------------------------------------
+    def listing(self, counted: Counted, version: int | None) -> Listing | None:
+        """What is new since the files ``counted`` (None: a table read by watermark).
+
+        ``version`` is the Delta version counted last (None for other sources).
+        """
+        listed = self.files()
+        if listed is None:
+            return None
+        now = {f.path: f for f in listed}
+        changed, missing = [], []
+        for path, (size, modified) in sorted(counted.items()):
+            if path not in now:
+                missing.append(path)
+            elif (now[path].size, now[path].modified) != (size, modified):
+                changed.append(path)
+        return Listing([f for f in listed if f.path not in counted], changed, missing)
+
+    def check(self, files: Sequence[str]) -> None:
+        """Refuse, by name, a file of ``files`` a refresh could not count (see lake_files)."""
+
     def select(self, files: Sequence[str] | None) -> None:
         """Point ``source_raw`` and ``source_rows`` at ``files`` (None: every row)."""
         dtypes = self._raw(files)
@@ -131,23 +182,29 @@ def _magic_start(path: str) -> int:
 
 
 def parquet_files(config: SourceConfig) -> list[SourceFile]:
-    """Parquet files of a folder (recursively, Hive style) or glob, sorted by path."""
+    """Parquet files of a folder (recursively, Hive style) or glob, sorted by path.
+
+    A path that exists is taken as written (a folder ``lake[1]`` is a folder,
+    not a pattern); only a path that does not exist is read as a glob.
+    """
     path = config.path
-    if glob.has_magic(path):
-        found = glob.glob(path, recursive=True)
-        root = path[: _magic_start(path)]
-    elif os.path.isdir(path):
-        found = glob.glob(os.path.join(path, "**", "*.parquet"), recursive=True)
-        root = path
+    if os.path.isdir(path):
+        found, root = walk_parquet(path), path
     elif os.path.isfile(path):
         found, root = [path], os.path.dirname(path)
+    elif glob.has_magic(path):
+        found = glob.glob(path, recursive=True)
+        root = path[: _magic_start(path)]
     else:
         raise SourceError(f"source path {path} does not exist")
     files = []
     for name in sorted(found):
         if any(part.startswith(("_", ".")) for part in Path(name).relative_to(root or ".").parts):
             continue  # _delta_log, _SUCCESS, hidden files
-        stat = os.stat(name)
+        try:
+            stat = os.stat(name)
+        except OSError:  # a link to nothing: listed as empty, refused by name when checked
+            stat = os.lstat(name)
         files.append(SourceFile(os.path.relpath(name, root or "."), stat.st_size, stat.st_mtime))
     return files
 
@@ -168,21 +225,56 @@ class DuckDBParquet(Source):
     def __init__(self, config: SourceConfig) -> None:
         super().__init__(config)
         self.con = _engine()
-        self._root = config.path if os.path.isdir(config.path) else self.root()
+        self._root = os.path.abspath(
+            config.path if os.path.isdir(config.path) else self.root()
+        )
+        self._listed: list[SourceFile] = []
 
     def files(self) -> list[SourceFile] | None:
-        return parquet_files(self.config)
+        self._listed = parquet_files(self.config)
+        return self._listed
+
+    def check(self, files: Sequence[str]) -> None:
+        wanted = set(files)
+        # One file outside the selection (counted before) is what the new ones must match.
+        reference = next((f.path for f in self._listed if f.path not in wanted), None)
+        columns = {ours: self.config.source_name(ours) for ours in SOURCE_COLUMNS}
+        check_parquet_files(self._root, files, source=self.config.name, columns=columns,
+                            reference=reference)
 
     def _raw(self, files: Sequence[str] | None) -> dict[str, str]:
         if files is None:
             files = [f.path for f in parquet_files(self.config)]
-        paths = [os.path.join(self._root, f) for f in files]
-        relation = self.con.read_parquet(
-            paths, hive_partitioning=True, filename=True, file_row_number=True,
-            union_by_name=True,
-        )
-        relation.create_view("source_file_rows")
-        return self._raw_from("source_file_rows", self._root)
+        # Literal names: DuckDB reads every path as a glob (p[1].parquet would be p1.parquet).
+        paths = [duckdb_literal(os.path.join(self._root, f)) for f in files]
+        try:
+            relation = self.con.read_parquet(
+                paths, hive_partitioning=True, filename=True, file_row_number=True,
+                union_by_name=True,
+            )
+            relation.create_view("source_file_rows")
+            return self._raw_from("source_file_rows", self._root)
+        except duckdb.Error as exc:
+            raise self._read_error(exc) from exc
+
+    def _read_error(self, exc: duckdb.Error) -> SourceError:
+        """The engine's error as the source's: a lake file, never the store, is at fault."""
+        text = str(exc)
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        first = re.sub(r"^[A-Za-z ]+Error: ", "", lines[0] if lines else type(exc).__name__)
+        named = re.search(r'"([^"]+)"', text) or re.search(r"'([^']+\.parquet)'", text)
+        name = named.group(1) if named else ""
+        if name.startswith(self._root):
+            name = os.path.relpath(name, self._root)
+        where = f"source {self.config.name}"
+        if isinstance(exc, duckdb.IOException) and (
+            "No files found" in text or "No such file" in text
+        ):
+            return SourceError(
+                f"{where}: file {name or '?'} is gone (removed after it was listed); run the"
+                " command again"
+            )
+        return SourceError(f"{where}: cannot be read ({first[:300]})")
 
     def _raw_from(self, relation: str, root: str | None) -> dict[str, str]:
         columns = dict(
@@ -206,8 +298,11 @@ class DuckDBParquet(Source):
         return {ours: columns[theirs] for ours, theirs in mapped}
 
     def _execute(self, sql: str, params: dict[str, Any]) -> pa.Table:
-        relation = self.con.sql(sql, params=params or None)
-        return pa.table({}) if relation is None else relation.to_arrow_table()
+        try:
+            relation = self.con.sql(sql, params=params or None)
+            return pa.table({}) if relation is None else relation.to_arrow_table()
+        except duckdb.Error as exc:
+            raise self._read_error(exc) from exc
 
     def register(self, name: str, table: pa.Table) -> None:
         self.con.register(name, table)
@@ -231,9 +326,18 @@ class DuckDBDelta(DuckDBParquet):
             raise SourceError(f"source path {config.path} is not a Delta table ({exc})") from exc
         self.con = _engine()
         self._root = config.path
+        self._listed = []
+        #: Files a refresh reads that the newest version no longer holds, by their
+        #: unquoted path: the version whose snapshot still does (see :meth:`listing`).
+        self._older: dict[str, int] = {}
 
     def files(self) -> list[SourceFile] | None:
+        return self._snapshot()
+
+    def _snapshot(self) -> list[SourceFile]:
+        """The files of the newest version (which :meth:`listing` reads versions up to)."""
         self.table.update_incremental()  # the newest version: files added since it was opened
+        self._older = {}
         actions = self.table.get_add_actions(flatten=True)
         actions = pa.table(actions) if not isinstance(actions, pa.Table) else actions
         paths = actions.column("path").to_pylist()
@@ -244,23 +348,80 @@ class DuckDBDelta(DuckDBParquet):
             for p, s, t in zip(paths, sizes, times, strict=True)
         )
 
+    def listing(self, counted: Counted, version: int | None) -> Listing | None:
+        """What the versions after ``version`` added and removed (module delta_log).
+
+        A table never refreshed is counted from its newest version's files; a
+        store that counted it before versions were recorded has the whole
+        log read, its counted files taken as counted.
+        """
+        from fieldtrust.ingest.sources.delta_log import delta_changes, first_logged_version
+
+        listed = self._snapshot()
+        newest = self.table.version()
+        if version is None and not counted:
+            return Listing(listed, version=newest)
+        now = {f.path: f for f in listed}
+        changed = [p for p, (size, _) in sorted(counted.items())
+                   if p in now and now[p].size != size]
+        first = version + 1 if version is not None else first_logged_version(
+            self.table.table_uri, newest, self.config.name)
+        if first > newest:
+            return Listing([], changed, version=newest)
+        changes = delta_changes(self.table.table_uri, first, newest, set(counted),
+                                source=self.config.name)
+        reads = [*changes.added.items(), *changes.removed.items()]
+        self._older = {unquote(f.path): v for f, v in reads if f.path not in now}
+
+        def as_file(logged: Any) -> SourceFile:
+            return SourceFile(logged.path, logged.size, logged.modified)
+
+        return Listing(
+            sorted(as_file(f) for f in changes.added), changed,
+            removed=sorted(as_file(f) for f in changes.removed),
+            rewritten=sorted(as_file(f) for f in changes.rewritten if f.path not in counted),
+            version=newest,
+        )
+
+    def check(self, files: Sequence[str]) -> None:
+        """Nothing to check: Delta's writers hold every file to the table's schema."""
+
     def _raw(self, files: Sequence[str] | None) -> dict[str, str]:
         import pyarrow.dataset as ds
 
         dataset = self.table.to_pyarrow_dataset()
         if files is not None:
-            # Fragments are named relative to the table, as its add actions are.
-            wanted = {os.path.normpath(f) for f in files}
-            fragments = [
-                f for f in dataset.get_fragments()
-                if os.path.normpath(os.path.relpath(f.path, self._root)
-                                    if os.path.isabs(f.path) else f.path) in wanted
-            ]
+            # Fragments are named relative to the table, as its add actions are (which
+            # quote their paths as URIs).
+            wanted = {os.path.normpath(unquote(f)) for f in files}
+            fragments = [f for f in dataset.get_fragments() if self._relative(f.path) in wanted]
+            found = {self._relative(f.path) for f in fragments}
+            by_version: dict[int, set[str]] = {}
+            for path in sorted(wanted - found):
+                if path in self._older:
+                    by_version.setdefault(self._older[path], set()).add(path)
+            for version, paths in sorted(by_version.items()):
+                fragments += self._fragments_of(version, paths, dataset)
             dataset = ds.FileSystemDataset(
                 fragments, dataset.schema, dataset.format, dataset.filesystem
             )
         self.con.register("source_delta_rows", dataset)
         return self._raw_from("source_delta_rows", None)
+
+    def _relative(self, path: str) -> str:
+        return os.path.normpath(os.path.relpath(path, self._root) if os.path.isabs(path)
+                                else path)
+
+    def _fragments_of(self, version: int, paths: set[str], current: Any) -> list[Any]:
+        """The fragments of ``paths`` as version ``version`` held them (with its partitions)."""
+        from deltalake import DeltaTable
+
+        older = DeltaTable(self.config.path, version=version).to_pyarrow_dataset()
+        return [
+            current.format.make_fragment(f.path, current.filesystem,
+                                         partition_expression=f.partition_expression)
+            for f in older.get_fragments() if self._relative(f.path) in paths
+        ]
 
 
 _SPARK_TYPES = {
@@ -339,6 +500,22 @@ class SparkSource(Source):
         return None if self.is_table else parquet_files(self.config)
 
     def _raw(self, files: Sequence[str] | None) -> dict[str, str]:
+        try:
+            return self._spark_raw(files)
+        except SourceError:
+            raise
+        except Exception as exc:  # pyspark's AnalysisException and the JVM's errors
+            raise self._read_error(exc) from exc
+
+    def _read_error(self, exc: Exception) -> SourceError:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        where = f"source {self.config.name}"
+        if self.is_table and "TABLE_OR_VIEW_NOT_FOUND" in first:
+            table = self.config.path[len(TABLE_PREFIX):]
+            return SourceError(f"{where}: there is no table {table} in Spark's catalog")
+        return SourceError(f"{where}: cannot be read ({first[:300]})")
+
+    def _spark_raw(self, files: Sequence[str] | None) -> dict[str, str]:
         from pyspark.sql import functions as F
 
         if self.is_table:
@@ -349,12 +526,15 @@ class SparkSource(Source):
             root = self.config.path if os.path.isdir(self.config.path) else self.root()
             if files is None:
                 files = [f.path for f in parquet_files(self.config)]
-            paths = [os.path.abspath(os.path.join(root, f)) for f in files]
+            # Literal names: Hadoop reads every path as a glob.
+            paths = [hadoop_literal(os.path.abspath(os.path.join(root, f))) for f in files]
             frame = self.spark.read.option("basePath", os.path.abspath(root)).parquet(*paths)
             prefix = len("file:" + os.path.join(os.path.abspath(root), ""))
-            # Spark names files file:/abs/path; the store knows them relative to the root.
+            # Spark names files file:/abs/path, quoted as a URI (lake%5B1%5D for lake[1]);
+            # the store knows them relative to the root. (A literal + is no space.)
+            path = "url_decode(replace(_metadata.file_path, '+', '%2B'))"
             extra = [
-                F.expr(f"substr(_metadata.file_path, {prefix + 1})").alias("file_"),
+                F.expr(f"substr({path}, {prefix + 1})").alias("file_"),
                 (F.col("_metadata.row_index") + 1).alias("row_"),
             ]
         types = {f.name: f.dataType.simpleString() for f in frame.schema.fields}

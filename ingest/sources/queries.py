@@ -147,9 +147,11 @@ def rank_key(digest: str) -> str:
 #: The digest :func:`rank_key` reads: of ``"{seed}:{week}:{extraction_id}"``.
 RANK_DIGEST = "md5(CAST($seed AS VARCHAR) || ':' || $week || ':' || extraction_id)"
 
+#: Every stored column a picked row brings home, its document's location included.
 _COPIED = (
     "extraction_id, doc_id, doc_type, form_version, field, value, value_status, confidence,"
-    " model, extracted_at, conflict, conflict_value, source_excerpt, extractor_version"
+    " model, extracted_at, conflict, conflict_value, source_excerpt, extractor_version,"
+    " document_uri, page, bbox_x0, bbox_y0, bbox_x1, bbox_y1"
 )
 
 

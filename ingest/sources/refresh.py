@@ -1,10 +1,16 @@
 """Bring a source's counts home: the rollup rows and first-seen form versions.
 
-A refresh reads only what was not counted before: the files (or Delta
-files) not in ``source_files``, or for a Spark table the rows after the last
-watermark. A file already counted that has since changed (size or time) or
-gone is reported in the result, never counted again: extraction logs are
-append-only, and recounting a rewritten file would count its rows twice.
+A refresh reads only what was not counted before: the Parquet files not in
+``source_files``, the versions of a Delta table after the last one counted
+(what each adds and removes, :mod:`fieldtrust.ingest.sources.delta_log`:
+compaction changes no count), or for a Spark table the rows after the last
+watermark. A Parquet file already counted that has since changed (size or
+time) or gone is reported in the result, never counted again: extraction
+logs are append-only, and recounting a rewritten file would count its rows
+twice. It is reported on every refresh until a person acknowledges it
+(:mod:`fieldtrust.ingest.sources.changes`). A store counts one log once: a
+refresh into a store holding ingested rows or another source's counts is
+refused (:func:`refuse_double_counting`).
 Everything a refresh writes lands in one transaction.
 
 Rows are checked with the ingest rules on what they are counted by
@@ -22,6 +28,7 @@ drawn rows come home. Extraction ids are taken as unique across the lake
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import uuid
@@ -36,12 +43,14 @@ from fieldtrust.ingest.extractions import typed_columns
 from fieldtrust.ingest.readers import MAX_PROBLEMS, shown
 from fieldtrust.ingest.rules import Rule
 from fieldtrust.ingest.sources import queries
+from fieldtrust.ingest.sources.changes import counted_files, unacknowledged
 from fieldtrust.ingest.sources.checks import counting_rules, refresh_checks
 from fieldtrust.ingest.sources.config import SourceConfig
-from fieldtrust.ingest.sources.engines import Source, SourceFile
+from fieldtrust.ingest.sources.engines import Listing, Source, SourceFile
 from fieldtrust.store.connection import transaction, utc_now
+from fieldtrust.store.rollup import counted_sources, ingested_rows, store_name
 
-from fieldtrust.errors import InputError, ValidationError
+from fieldtrust.errors import InputError, Refused, ValidationError
 
 #: ``progress(stage, done, total)``, as ingest reports it.
 Progress = Callable[[str, int, int], None]
@@ -62,14 +71,10 @@ class RefreshResult:
     changed_files: list[str] = field(default_factory=list)
     missing_files: list[str] = field(default_factory=list)
     watermark: dt.datetime | None = None
-
-
-def counted_files(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, tuple[int, float]]:
-    """Files of ``source`` already counted: path -> (size, modified time)."""
-    rows = con.execute(
-        "SELECT path, size, modified FROM source_files WHERE source = ?", [source]
-    ).fetchall()
-    return {path: (int(size), float(modified)) for path, size, modified in rows}
+    #: Rows taken out of the counts: a Delta version removed them with a data change.
+    rows_removed: int = 0
+    #: Files a compaction wrote: recorded (the draw reads them), their rows not counted again.
+    files_rewritten: int = 0
 
 
 def select_counted(con: duckdb.DuckDBPyConnection, source: Source) -> None:
@@ -128,52 +133,124 @@ def refresh_source(
     """
     report = progress or (lambda stage, done, total: None)
     name = source.config.name
+    refuse_double_counting(con, name)
     report(f"listing {name}", 0, 1)
-    listed = source.files()
-    known = counted_files(con, name)
-    changed: list[str] = []
-    missing: list[str] = []
-    new_files: list[SourceFile] = []
+    listing = source.listing(counted_files(con, name), _counted_version(con, name))
     since = _watermark(con, name)
-    if listed is not None:
-        now = {f.path: f for f in listed}
-        for path, (size, modified) in sorted(known.items()):
-            if path not in now:
-                missing.append(path)
-            elif (now[path].size, now[path].modified) != (size, modified):
-                changed.append(path)
-        new_files = [f for f in listed if f.path not in known]
-        if not new_files:
-            return RefreshResult(None, name, 0, 0, 0, changed, missing)
-        source.select([f.path for f in new_files])
+    new_files: list[SourceFile] = []
+    if listing is not None:
+        listing = _unacknowledged(con, source, listing)
+        new_files = listing.new
+        if not (new_files or listing.removed or listing.rewritten):
+            return RefreshResult(None, name, 0, 0, 0, listing.changed, listing.missing)
+        source.check([f.path for f in new_files])
         since = _EPOCH
-    else:
-        source.select(None)
-    counts = _count(source, new_files, since, listed is None, report if progress else None)
-    bad = 0
-    if pc.sum(counts["suspect"]).as_py():
-        # A check flagged a row: the exact rules say whether any is bad, and which.
-        source.select(None if listed is None else [f.path for f in new_files])
-        bad = int(source.query(queries.BAD_ROWS, {"since": since})["bad"][0].as_py() or 0)
-        if bad and not skip_invalid:
-            raise ValidationError(name, rule_problems(source, counting_rules(source.rules)), bad)
-    last_seen = pc.max(counts["last_seen_at"]).as_py()
-    if bad:
-        counts = source.query(queries.rollup(since=listed is None, skip_bad=True),
-                              {"since": since} if listed is None else {})
-    counts = counts.select(list(_COUNT_COLUMNS))
+    counts, bad = _EMPTY_COUNTS, 0
+    last_seen = None
+    if listing is None or new_files:
+        source.select(None if listing is None else [f.path for f in new_files])
+        counts = _count(source, new_files, since, listing is None, report if progress else None)
+        if pc.sum(counts["suspect"]).as_py():
+            # A check flagged a row: the exact rules say whether any is bad, and which.
+            source.select(None if listing is None else [f.path for f in new_files])
+            bad = int(source.query(queries.BAD_ROWS, {"since": since})["bad"][0].as_py() or 0)
+            if bad and not skip_invalid:
+                raise ValidationError(name, rule_problems(source, counting_rules(source.rules)),
+                                      bad)
+        last_seen = pc.max(counts["last_seen_at"]).as_py()
+        if bad:
+            counts = source.query(queries.rollup(since=listing is None, skip_bad=True),
+                                  {"since": since} if listing is None else {})
+        counts = _as_counts(counts)
     rows = int(pc.sum(counts["n"]).as_py() or 0)
+    removed = 0
+    if listing is not None and listing.removed:
+        taken = _removed_counts(source, listing.removed)
+        removed = -int(pc.sum(taken["n"]).as_py() or 0)
+        counts = pa.concat_tables([counts, taken])
     watermark = None
-    if listed is None:
+    if listing is None:
         if rows == 0 and not bad:
             return RefreshResult(None, name, 0, 0, 0)
         watermark = last_seen
     report(f"storing counts of {rows:,} rows", 0, 1)
     refresh_id = f"refresh-{uuid.uuid4().hex[:16]}"
+    done = _Refreshed(
+        new_files, listing.rewritten if listing else [], counts, bad, rows,
+        listing.changed if listing else [], watermark, listing.version if listing else None,
+    )
     with transaction(con):
-        _store(con, refresh_id, name, new_files, counts, bad, rows, changed, watermark)
+        _store(con, refresh_id, name, done)
     report("done", 1, 1)
-    return RefreshResult(refresh_id, name, len(new_files), rows, bad, changed, missing, watermark)
+    return RefreshResult(
+        refresh_id, name, len(new_files), rows, bad, done.changed,
+        listing.missing if listing else [], watermark, rows_removed=removed,
+        files_rewritten=len(done.rewritten),
+    )
+
+
+def _unacknowledged(con: duckdb.DuckDBPyConnection, source: Source, listing: Listing) -> Listing:
+    """``listing`` without the changed or missing files a person acknowledged as they are now
+    (:mod:`fieldtrust.ingest.sources.changes`): reported again once they change again."""
+    if not (listing.changed or listing.missing):
+        return listing
+    now = {f.path: (f.size, f.modified) for f in source.files() or []}
+    name = source.config.name
+    return dataclasses.replace(listing, changed=unacknowledged(con, name, listing.changed, now),
+                               missing=unacknowledged(con, name, listing.missing, now))
+
+
+def refuse_double_counting(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Refuse to count lake ``name`` into a store that holds ingested rows or another lake.
+
+    Either way rows both hold would be counted twice, silently (issue 25: 5,000
+    counted for 4,000): a store counts one extraction log, once.
+
+    Raises
+    ------
+    Refused
+        The store holds ingested extractions, or counts another source.
+    """
+    ingested = ingested_rows(con)
+    kind = name.split(":", 1)[0]
+    if ingested:
+        raise Refused(
+            f"{store_name(con)} holds {ingested:,} ingested extractions: counting the {kind}"
+            f" source {name} too would count every row both hold twice. Count the lake in a"
+            " store of its own (fieldtrust --db lake.duckdb init --admin NAME, then refresh"
+            " there), or keep source = store and ingest the lake's files into this one"
+        )
+    others = [s for s in counted_sources(con) if s != name]
+    if others:
+        raise Refused(
+            f"{store_name(con)} already counts {others[0]}; counting {name} too would count"
+            f" every row both hold twice. Count {name} in a store of its own, or set the"
+            f" source back to {others[0]}"
+        )
+
+
+def _counted_version(con: duckdb.DuckDBPyConnection, source: str) -> int | None:
+    """The newest Delta version counted from ``source`` (None: none recorded)."""
+    row = con.execute(
+        "SELECT max(source_version) FROM source_refreshes WHERE source = ?", [source]
+    ).fetchone()
+    return int(row[0]) if row and row[0] is not None else None
+
+
+def _removed_counts(source: Source, files: list[SourceFile]) -> pa.Table:
+    """The counts of ``files`` (taken out of the table with a data change), negated.
+
+    Rows a rule rejects were never counted (a refresh refused them, or left
+    them out), so they are not taken out either.
+    """
+    source.select([f.path for f in files])
+    counts = _as_counts(source.query(queries.rollup(since=False, skip_bad=True)))
+    return counts.set_column(
+        counts.column_names.index("n"), "n", pc.negate(counts["n"])
+    ).set_column(
+        counts.column_names.index("sum_confidence"), "sum_confidence",
+        pc.negate(counts["sum_confidence"]),
+    )
 
 
 #: Reporting progress, new files are counted in about this many queries.
@@ -220,30 +297,55 @@ def _count(
 
 _WEEK_COUNTS = "_fieldtrust_source_week_counts"
 
+#: A refresh that reads no new rows (a compaction, a delete) counts from this.
+_EMPTY_COUNTS = pa.table({
+    "doc_type": pa.array([], pa.string()), "field": pa.array([], pa.string()),
+    "form_version": pa.array([], pa.string()), "week_start": pa.array([], pa.date32()),
+    "k": pa.array([], pa.int16()), "n": pa.array([], pa.int64()),
+    "sum_confidence": pa.array([], pa.float64()),
+    "first_seen_at": pa.array([], pa.timestamp("us")),
+})
 
-def _store(
-    con: duckdb.DuckDBPyConnection,
-    refresh_id: str,
-    name: str,
-    files: list[SourceFile],
-    counts: pa.Table,
-    skipped: int,
-    rows: int,
-    changed: list[str],
-    watermark: dt.datetime | None,
-) -> None:
+
+def _as_counts(table: pa.Table) -> pa.Table:
+    """``table``'s count columns, typed as :data:`_EMPTY_COUNTS` (engines sum to decimals)."""
+    return table.select(list(_COUNT_COLUMNS)).cast(_EMPTY_COUNTS.schema)
+
+
+@dataclass(frozen=True)
+class _Refreshed:
+    """What one refresh stores: the files it read or recorded, and the counts."""
+
+    files: list[SourceFile]
+    rewritten: list[SourceFile]
+    counts: pa.Table
+    skipped: int
+    rows: int
+    changed: list[str]
+    watermark: dt.datetime | None
+    version: int | None
+
+
+def _store(con: duckdb.DuckDBPyConnection, refresh_id: str, name: str, done: _Refreshed) -> None:
     con.execute(
-        "INSERT INTO source_refreshes VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [refresh_id, name, utc_now(), len(files), rows, skipped, watermark, json.dumps(changed)],
+        "INSERT INTO source_refreshes (refresh_id, source, refreshed_at, files_read,"
+        " rows_counted, rows_skipped, watermark, changed_files, source_version)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [refresh_id, name, utc_now(), len(done.files), done.rows, done.skipped, done.watermark,
+         json.dumps(done.changed), done.version],
     )
+    # Compaction's files are recorded too: they hold counted rows, which the draw reads there.
+    files = [*done.files, *done.rewritten]
     if files:
         con.execute(
             "INSERT INTO source_files SELECT ?, unnest(?::VARCHAR[]), unnest(?::BIGINT[]),"
-            " unnest(?::DOUBLE[]), ?",
+            " unnest(?::DOUBLE[]), ? ON CONFLICT DO NOTHING",
             [name, [f.path for f in files], [f.size for f in files],
              [f.modified for f in files], refresh_id],
         )
-    con.register(_WEEK_COUNTS, counts)
+    if not done.counts.num_rows:
+        return
+    con.register(_WEEK_COUNTS, done.counts)
     try:
         con.execute(
             f"""

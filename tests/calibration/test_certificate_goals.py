@@ -12,11 +12,19 @@ Measure with ``python -m pytest -q -s tests/calibration/test_certificate_goals.p
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from bench.certificates import goals
 
 RUNS = 400
+
+
+@functools.cache
+def _reviewer_rows() -> list[goals.Row]:
+    """The reviewer-miss goal's rows, run once for the two tests that read them."""
+    return goals.reviewer_misses(runs=RUNS, weeks=16)
 
 
 def _show(rows: list[goals.Row]) -> None:
@@ -61,12 +69,21 @@ def test_labels_to_80_percent_power_against_one_fixed_look() -> None:
 
 @pytest.mark.slow
 def test_reviewer_misses_are_carried_by_seeds() -> None:
-    rows = goals.reviewer_misses(runs=RUNS, weeks=16)
+    rows = _reviewer_rows()
     _show(rows)
     seeded, unseeded, cost_20, cost_50 = rows
     assert seeded.passed
     assert unseeded.value > seeded.value  # without the allowance misses inflate approvals
-    assert cost_50.value <= cost_20.value <= 2.0  # more seeds, a tighter miss-rate bound
+    assert cost_50.value <= cost_20.value  # more seeds, a tighter miss-rate bound
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="goal not met: at a 10% miss rate the allowance (a"
+                   " bound on the miss rate from seeds) keeps 80% power out of reach within"
+                   " 16 weeks; docs/statistics.md, Measured")
+def test_reviewer_misses_cost_at_most_half_again_the_labels() -> None:
+    _, _, cost_20, _ = _reviewer_rows()
+    assert cost_20.passed
 
 
 @pytest.mark.slow
@@ -104,6 +121,21 @@ def test_labels_by_design_beside_todays_bound() -> None:
     assert neyman.low <= proportional.value
     # Valid at every look, the new bound needs about the labels today's single look does.
     assert by["neyman: new / today's labels"].value <= 1.2
+
+
+@pytest.mark.slow
+def test_neyman_and_boosted_designs_need_no_more_labels_than_proportional() -> None:
+    rows = goals.allocation_power(reps=RUNS)
+    _show(rows)
+    by = {row.measured: row for row in rows}
+    neyman = by["neyman (sampling design) / proportional labels, same bound"]
+    boosted = by["boosted / proportional labels, same bound"]
+    # What fieldtrust sample draws with allocation = "neyman" saves labels (point value).
+    assert neyman.value <= 1.0
+    # Neither needs significantly more than proportional: the paired interval reaches 1.
+    assert neyman.low <= 1.0 and boosted.low <= 1.0
+    # The ratio is measured, not degenerate: both designs reach 80% power on the grid.
+    assert all(by[f"labels for 80% power, {name}"].value < 2000 for name in goals.ALLOCATED)
 
 
 @pytest.mark.slow

@@ -139,9 +139,38 @@ def test_overview_puts_the_strata_below_target_next_to_the_overall_figure(
     assert "below 95%" in headline and "n = " in headline and "[" in headline
     tables = at.dataframe
     below = tables[0].value
-    pairs = set(zip(below["doc_type"], below["field"], strict=True))
+    pairs = set(zip(below["doc type"], below["field"], strict=True))
     assert ("handwritten_receipt", "tax") in pairs
     assert (below["accuracy"] < 0.95).all()
+
+
+def test_overview_figures_say_their_n_why_it_differs_from_the_sidebar_and_use_human_headers(
+    shared_demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(shared_demo_db)
+    at = _open("overview", user="quinn")
+    captions = _texts(at)
+    recorded = file_rows(shared_demo_db, "SELECT count(*) FROM labels")[0][0]
+    headline = next(m.value for m in at.markdown if "overall" in m.value)
+    n = int(re.search(r"\(n = ([\d,]+)\)", headline).group(1).replace(",", ""))  # type: ignore[union-attr]
+    assert n < recorded  # the demo's second reviews and adjudications are labels too
+    assert f"n counts {n:,} design-based labels" in captions
+    assert f"The sidebar's {recorded:,} labels are every label recorded" in captions
+    assert f"{recorded:,} labels recorded (every review" in captions  # the sidebar itself
+    strata = at.dataframe[1].value
+    assert not {"accuracy_high", "n_labeled", "labels_by_provenance"} & set(strata.columns)
+    assert {"design-based labels", "95% interval", "audit labels", "covers"} <= set(
+        strata.columns)
+    # A stratum whose interval is uninformative shows the note, the others an interval.
+    for row in strata.to_dict(orient="records"):
+        shown = row["95% interval"]
+        assert shown.startswith("no usable interval") or re.fullmatch(
+            r"\[\d+\.\d%, \d+\.\d%\]", shown), shown
+    assert any(str(v).startswith("no usable interval") for v in strata["95% interval"])
+    # Each heatmap cell with labels says how many.
+    heatmap = next(c for c in at.get("plotly_chart"))
+    cells = [t for row in json.loads(heatmap.proto.spec)["data"][0]["text"] for t in row if t]
+    assert cells and all(re.fullmatch(r"\d+\.\d%<br>n=[\d,]+|no labels", t) for t in cells)
 
 
 def test_calibration_metrics_carry_an_interval_and_their_label_count(
@@ -158,9 +187,34 @@ def test_calibration_metrics_carry_an_interval_and_their_label_count(
     brier = next(m for m in at.metric if m.label.startswith("Brier"))
     low, high = (float(x) for x in re.findall(r"0\.\d{3}", ranges[0]))
     assert low <= float(brier.value) <= high
+    # The point threshold says how many labels lie above it, and of how many extractions.
+    thresholds = next(m.value for m in at.markdown if "threshold" in m.value)
+    if "Point threshold" in thresholds:
+        assert re.search(r"Point threshold \*\*0\.\d{3}\*\* \(estimate, no guarantee\):"
+                         r" accuracy above [\d.]+% on n = [\d,]+ labels above, coverage"
+                         r" [\d.]+% of [\d,]+ extractions", _shown(thresholds)), thresholds
     ece_caption = next(c for c in captions if c.startswith("debiased squared form"))
     assert re.fullmatch(r"debiased squared form -?\d\.\d{4}; [\d,]+ labels; no interval",
                         ece_caption)
+
+
+#: A reviewer's open items in the order the review page shows them (the first is on screen).
+_OPEN_ITEMS_SQL = """
+SELECT a.sample_id, a.extraction_id FROM assignments a JOIN audit_items i USING (sample_id,
+    extraction_id)
+WHERE a.reviewer = ? AND NOT EXISTS (SELECT 1 FROM labels l WHERE
+    l.extraction_id = a.extraction_id AND l.review_round = a.review_round)
+ORDER BY a.assigned_at, i.prn, a.extraction_id
+"""
+
+
+def _labels_now(db: Path) -> list[tuple[object, ...]]:
+    return file_rows(db, "SELECT count(*), sum(hash(label_id, verdict)) FROM labels")
+
+
+def _on_screen(db: Path, user: str) -> tuple[str, str]:
+    """(sample_id, extraction_id) of the item ``user``'s review page shows now."""
+    return file_rows(db, _OPEN_ITEMS_SQL, [user])[0]
 
 
 def test_labelling_writes_a_label_and_moves_on(
@@ -168,10 +222,8 @@ def test_labelling_writes_a_label_and_moves_on(
 ) -> None:
     use_db(demo_db)
     at = _open("review", user="ana")
-    held = file_rows(
-        demo_db, "SELECT sample_id, extraction_id FROM assignments WHERE reviewer = 'ana'"
-    )
-    assert len(held) == 1
+    held = file_rows(demo_db, _OPEN_ITEMS_SQL, ["ana"])
+    assert len(held) == 2  # the item on screen and the next (its page is being prepared)
     sample_id, extraction_id = held[0]
 
     at.button(key=state.REVIEW_CORRECT).click().run()
@@ -184,8 +236,8 @@ def test_labelling_writes_a_label_and_moves_on(
     )
     assert labels == [(sample_id, "correct", "ana", "primary")]
     assert any("Recorded **correct**" in s.value for s in at.success)
-    held = file_rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ana'")
-    assert len(held) == 2  # the next item is assigned and shown
+    now = file_rows(demo_db, _OPEN_ITEMS_SQL, ["ana"])
+    assert len(now) == 2 and now[0] == held[1]  # the held one is shown, one more is held
 
 
 @pytest.mark.parametrize(
@@ -198,7 +250,7 @@ def test_an_incorrect_verdict_records_the_correction_error_type_and_detail(
 ) -> None:
     use_db(demo_db)
     at = _open("review", user="ben")
-    (held,) = file_rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ben'")
+    held = _on_screen(demo_db, "ben")[1:]
     at.text_input(key=state.REVIEW_CORRECTED).set_value("12.50")
     at.selectbox(key=state.REVIEW_ERROR_TYPE).set_value(error_type)
     if detail is not None:
@@ -215,15 +267,54 @@ def test_an_incorrect_verdict_records_the_correction_error_type_and_detail(
     assert labels == [("incorrect", "12.50", "present", error_type, detail, "ben", "primary")]
 
 
-def test_an_incomplete_incorrect_verdict_is_refused_with_the_library_message(
+def test_key_2_alone_records_incorrect_with_nothing_guessed(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    """No default error type: a bare 'incorrect' is not_recorded, as in every import."""
+    use_db(demo_db)
+    at = _open("review", user="chloe")
+    (held,) = file_rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'chloe'")
+    assert at.selectbox(key=state.REVIEW_ERROR_TYPE).value is None
+    assert at.selectbox(key=state.REVIEW_CORRECTION).value is None
+    at.button(key=state.REVIEW_INCORRECT).click().run()
+    assert not at.exception
+    assert not at.error, at.error[0].value
+    assert file_rows(
+        demo_db,
+        "SELECT verdict, corrected_value, corrected_status, error_type FROM labels"
+        " WHERE extraction_id = ?", [held[0]],
+    ) == [("incorrect", None, None, "not_recorded")]
+
+
+def test_unreadable_and_absent_are_offered_and_a_contradiction_is_refused_in_the_forms_words(
     demo_db: Path, use_db: Callable[[Path], None]
 ) -> None:
     use_db(demo_db)
     at = _open("review", user="chloe")
+    options = at.selectbox(key=state.REVIEW_CORRECTION).options
+    assert {"Absent", "Unreadable", "Not recorded"} <= set(options)
+    assert "Unreadable" in [b.label for b in at.button]
     before = file_rows(demo_db, "SELECT count(*) FROM labels")
+    at.selectbox(key=state.REVIEW_CORRECTION).set_value("null")
+    at.text_input(key=state.REVIEW_CORRECTED).set_value("12.50")
     at.button(key=state.REVIEW_INCORRECT).click().run()
     assert not at.exception
-    assert any("corrected_status" in _shown(e.value) for e in at.error)
+    assert any("'Absent' (corrected_status null) means there is no value" in _shown(e.value)
+               for e in at.error), [e.value for e in at.error]
+    assert file_rows(demo_db, "SELECT count(*) FROM labels") == before
+
+
+def test_the_adjudication_form_has_no_verdict_until_one_is_picked(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("audit", user="quinn")
+    at.session_state[state.AUDIT_TAB] = "Adjudication"
+    at.run()
+    assert at.selectbox(key=state.AUDIT_ADJ_VERDICT).value is None
+    before = file_rows(demo_db, "SELECT count(*) FROM labels")
+    at.button(key=state.AUDIT_ADJ_SUBMIT).click().run()
+    assert any("Pick the verdict first" in e.value for e in at.error)
     assert file_rows(demo_db, "SELECT count(*) FROM labels") == before
 
 
@@ -238,7 +329,7 @@ def test_adjudication_records_error_type_other_with_its_detail(
     at.selectbox(key=state.AUDIT_ADJ_VERDICT).set_value("incorrect")
     at.selectbox(key=state.AUDIT_ADJ_TYPE).set_value("other")
     at.text_input(key=state.AUDIT_ADJ_DETAIL).set_value("stamp over the amount")
-    at.checkbox(key=state.AUDIT_ADJ_ABSENT).check()
+    at.selectbox(key=state.AUDIT_ADJ_CORRECTION).set_value("null")
     at.button(key=state.AUDIT_ADJ_SUBMIT).click().run()
     assert not at.exception
     assert not at.error, at.error[0].value
@@ -257,12 +348,120 @@ def test_next_skips_the_item_and_records_the_skip(
 ) -> None:
     use_db(demo_db)
     at = _open("review", user="ana")
-    (first,) = file_rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ana'")
+    first = _on_screen(demo_db, "ana")[1]
     at.button(key=state.REVIEW_SKIP).click().run()
     assert not at.exception
-    assert file_rows(demo_db, "SELECT extraction_id, reviewer FROM skips") == [(first[0], "ana")]
-    (now,) = file_rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ana'")
-    assert now[0] != first[0]
+    assert file_rows(demo_db, "SELECT extraction_id, reviewer FROM skips") == [(first, "ana")]
+    assert _on_screen(demo_db, "ana")[1] != first
+    held = file_rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ana'")
+    assert first not in {row[0] for row in held}  # given back to the pool
+
+
+def test_undo_brings_the_last_verdict_back_and_a_new_one_supersedes_it(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("review", user="ana")
+    _, first = _on_screen(demo_db, "ana")
+    at.button(key=state.REVIEW_CORRECT).click().run()
+    assert _on_screen(demo_db, "ana")[1] != first
+
+    before = _labels_now(demo_db)
+    at.button(key=state.REVIEW_UNDO).click().run()
+    assert not at.exception
+    assert any(s.value.startswith("Changing your verdict") for s in at.subheader)
+    assert "You said **correct**" in _texts(at)
+    assert _labels_now(demo_db) == before  # nothing is written until the new verdict
+
+    at.button(key=state.REVIEW_UNCLEAR).click().run()
+    assert not at.exception
+    rows = file_rows(
+        demo_db,
+        "SELECT verdict, supersedes IS NULL, label_id FROM labels WHERE extraction_id = ?"
+        " ORDER BY labeled_at", [first],
+    )
+    assert [(v, s) for v, s, _ in rows] == [("correct", True), ("unclear", False)]
+    (superseded,) = file_rows(demo_db, "SELECT supersedes FROM labels WHERE verdict = 'unclear'"
+                                       " AND extraction_id = ?", [first])
+    assert superseded[0] == rows[0][2]  # the new row points at the verdict it replaces
+    assert any("from **correct** to **unclear**" in s.value for s in at.success)
+    assert not any(s.value.startswith("Changing") for s in at.subheader)  # back to labelling
+
+
+def test_keep_leaves_the_verdict_and_writes_nothing(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("review", user="ana")
+    at.button(key=state.REVIEW_CORRECT).click().run()
+    before = _labels_now(demo_db)
+    at.button(key=state.REVIEW_UNDO).click().run()
+    at.button(key=state.REVIEW_KEEP).click().run()
+    assert not at.exception
+    assert "Kept your verdict" in _texts(at)
+    assert _labels_now(demo_db) == before
+
+
+def test_my_recent_labels_changes_an_earlier_verdict(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("review", user="ana")
+    _, first = _on_screen(demo_db, "ana")
+    at.button(key=state.REVIEW_CORRECT).click().run()
+    at.button(key=state.REVIEW_CORRECT).click().run()
+    at.toggle(key=state.REVIEW_RECENT).set_value(True).run()
+    (older,) = file_rows(demo_db, "SELECT label_id FROM labels WHERE extraction_id = ?", [first])
+    at.selectbox(key=state.REVIEW_RECENT_PICK).set_value(older[0]).run()
+    at.button(key=state.REVIEW_RECENT_EDIT).click().run()
+    assert not at.exception
+    assert "You said **correct**" in _texts(at)
+    at.text_input(key=state.REVIEW_CORRECTED).set_value("12.50")
+    at.selectbox(key=state.REVIEW_ERROR_TYPE).set_value("misread_characters")
+    at.button(key=state.REVIEW_INCORRECT).click().run()
+    assert not at.exception
+    assert not at.error, at.error[0].value
+    effective = file_rows(
+        demo_db, "SELECT verdict, corrected_value, reviewer FROM labels l WHERE extraction_id = ?"
+        " AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)", [first])
+    assert effective == [("incorrect", "12.50", "ana")]
+
+
+def test_undo_of_an_adjudicated_verdict_is_refused_in_the_library_words(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    (adjudicated,) = file_rows(
+        demo_db, "SELECT l.label_id, l.reviewer, l.sample_id FROM labels l WHERE l.review_round"
+        " = 'primary' AND EXISTS (SELECT 1 FROM labels a WHERE a.review_round = 'adjudication'"
+        " AND a.extraction_id = l.extraction_id) ORDER BY l.labeled_at LIMIT 1")
+    label_id, reviewer, _ = adjudicated
+    at = _open("review", user=reviewer)
+    at.session_state[state.REVIEW_CORRECTING] = label_id
+    before = _labels_now(demo_db)
+    at.run()
+    assert not at.exception
+    assert any("was adjudicated by" in _shown(w.value) for w in at.warning)
+    assert not any(s.value.startswith("Changing") for s in at.subheader)
+    assert _labels_now(demo_db) == before
+
+
+def test_a_verdict_from_the_priority_queue_is_recorded_outside_any_sample(
+    demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    use_db(demo_db)
+    at = _open("review", user="ana")
+    at.session_state[state.REVIEW_TAB] = "Priority queue"
+    at.run()
+    picked = at.selectbox(key=state.VIEWER_QUEUE_ITEM).value
+    at.button(key=state.QUEUE_CORRECT).click().run()
+    assert not at.exception
+    assert not at.error, at.error[0].value
+    labels = file_rows(demo_db, "SELECT verdict, reviewer FROM labels WHERE extraction_id = ?",
+                       [picked])
+    assert labels == [("correct", "ana")]
+    assert any("Recorded **correct**" in s.value for s in at.success)
+    assert at.selectbox(key=state.VIEWER_QUEUE_ITEM).value != picked  # it left the queue
 
 
 def test_a_manager_sees_no_labelling_controls(
@@ -391,8 +590,8 @@ def test_serve_runs_streamlit_on_the_dashboard_with_the_store() -> None:
 
     command = streamlit_command("/data/store.duckdb", 8765)
     assert Path(APP).resolve() == app_path().resolve()
-    assert command[1:4] == ["-m", "fieldtrust.dashboard.serve_main", "run"]
-    assert command[4] == APP
+    assert command[1:6] == ["-m", "fieldtrust.dashboard.serve_main", "--allowed-hosts", "", "run"]
+    assert command[6] == APP
     assert command[command.index("--server.port") + 1] == "8765"
     assert command[-3:] == ["--", "--db", "/data/store.duckdb"]
     # This machine only, unless asked: demo mode lets anyone act as anyone.
@@ -615,3 +814,32 @@ def test_a_page_shown_before_the_policy_was_raised_cannot_approve_on_it(
     assert f"{doc_type}/{field} is not an automation candidate (" in errors
     assert "as a whole stratum at the store's policy settings" in errors
     assert file_rows(demo_db, "SELECT count(*) FROM decisions") == [(0,)]
+
+
+def test_the_planner_shows_the_librarys_certificate_table_with_its_n(
+    shared_demo_db: Path, use_db: Callable[[Path], None]
+) -> None:
+    from fieldtrust.sampling.certify_plan import plan_certificates
+    from fieldtrust.sampling.design import Design
+    from fieldtrust.store.bar import resolve_bar
+
+    use_db(shared_demo_db)
+    at = _open("audit", user="ben")
+    at.session_state[state.AUDIT_TAB] = "Design and draw"
+    at.run()
+    week = at.selectbox(key=state.AUDIT_WEEK).value
+    at.selectbox(key=state.AUDIT_ALLOCATION).set_value("neyman").run()
+    assert not at.exception, at.exception[0].message
+    caption = next(c.value for c in at.caption if "can certify within the window" in c.value)
+    assert re.search(r"\d+ strata, n = [\d,]+ extractions: extractions of " + week, caption)
+    shown = next(d.value for d in at.dataframe if "certify_week" in d.value.columns)
+    con = store.connect(shared_demo_db, read_only=True)
+    try:
+        bar = resolve_bar(con)
+        library = plan_certificates(con, week, Design(allocation="neyman"), bar).strata
+    finally:
+        con.close()
+    assert shown["certify_week"].fillna(-1).tolist() == [
+        -1 if w is None else w for w in library.column("certify_week").to_pylist()]
+    assert shown["reason"].fillna("").tolist() == [
+        r or "" for r in library.column("reason").to_pylist()]

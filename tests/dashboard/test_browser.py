@@ -7,15 +7,7 @@ of every page lands in test-artifacts/ (gitignored) for a person to look at.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +15,7 @@ from typing import Any
 import pytest
 
 from fieldtrust import store
+from tests.served import serving, settle
 
 CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,57 +36,11 @@ pytestmark = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"fieldtrust serve exited early with code {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError(f"the dashboard at {url} did not become healthy in {timeout:.0f} s")
-
-
 @pytest.fixture
 def server(demo_db: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """`fieldtrust serve --demo` on a private demo store; yields (url, db path)."""
-    with _serving(demo_db, tmp_path) as url:
-        yield url, demo_db
-
-
-@contextlib.contextmanager
-def _serving(db: Path, folder: Path, *options: str) -> Iterator[str]:
-    """`fieldtrust [options] serve --demo` on ``db``, run in ``folder``; yields its url."""
-    port = _free_port()
-    log_path = folder / "serve.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "fieldtrust.cli.main", "--db", str(db), *options, "serve",
-             "--demo", "--port", str(port)],  # the default address: 127.0.0.1
-            stdout=log, stderr=subprocess.STDOUT, cwd=folder,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            _wait_healthy(url, process)
-            yield url
-        finally:
-            print(log_path.read_text(errors="replace")[-4000:])  # shown when the test fails
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    with serving(demo_db, tmp_path, "--demo") as (port, _):  # the default address: 127.0.0.1
+        yield f"http://127.0.0.1:{port}", demo_db
 
 
 @pytest.fixture
@@ -112,24 +59,12 @@ def page() -> Iterator[Any]:
 
 
 def _settle(page: Any, timeout: float = 240.0) -> None:
-    """Wait until Streamlit has finished running the script (status widget gone for 1.5 s)."""
-    page.wait_for_selector("[data-testid='stApp']")
-    quiet_since = None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        running = page.evaluate(
-            "() => !!document.querySelector('[data-testid=\"stStatusWidget\"]')"
-            " || !!document.querySelector('[data-testid=\"stSkeleton\"]')"
-        )
-        if running:
-            quiet_since = None
-        elif quiet_since is None:
-            quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since > 1.5:
-            return
-        time.sleep(0.2)
-    page.screenshot(path=str(ARTIFACTS / "stuck.png"), full_page=True)
-    raise AssertionError("the page kept running for more than four minutes (see stuck.png)")
+    """Wait until Streamlit has finished running the script; a screenshot if it never does."""
+    try:
+        settle(page, timeout)
+    except AssertionError:
+        page.screenshot(path=str(ARTIFACTS / "stuck.png"), full_page=True)
+        raise
 
 
 def _no_exception(page: Any) -> None:
@@ -225,10 +160,53 @@ def test_the_served_dashboard_runs_on_the_settings_serve_resolved(
     # reading the settings again without the file, 95%.
     team = tmp_path / "team.toml"
     team.write_text("[fieldtrust]\ntarget = 0.99\n")
-    with _serving(demo_db, tmp_path, "--config", str(team)) as url:
+    with serving(demo_db, tmp_path, "--demo", options=("--config", str(team))) as (port, _):
         team.write_text("[fieldtrust]\ntarget = 0.5\n")  # the server does not read it again
-        page.goto(url)
+        page.goto(f"http://127.0.0.1:{port}")
         _settle(page)
         _no_exception(page)
         shown = page.inner_text("[data-testid='stMain']")
         assert re.search(r"\d+ strata below 99%", shown), shown[:2000]
+
+
+def test_a_reviewer_undoes_a_slip_by_keyboard_and_everything_fits_the_window(
+    server: tuple[str, Path], page: Any
+) -> None:
+    url, db = server
+    page.goto(f"{url}/review")
+    _settle(page)
+    _act_as(page, "ana (reviewer)")
+    # At 1400 x 1000 the verdict buttons and the page image are on screen unscrolled.
+    correct = page.get_by_role("button", name=re.compile(r"^Correct")).first.bounding_box()
+    image = page.locator("[data-testid='stMain'] [data-testid='stImage'] img").first
+    image.wait_for()
+    shown = image.bounding_box()
+    assert correct is not None and correct["y"] + correct["height"] <= 1000, correct
+    assert shown is not None and shown["y"] + shown["height"] <= 1000, shown
+
+    page.locator("h1").click()  # focus the page, not a text field
+    page.keyboard.press("1")
+    page.get_by_text("Recorded correct").first.wait_for()
+    _settle(page)
+    page.locator("h1").click()
+    page.keyboard.press("u")
+    page.get_by_text("Changing your verdict").first.wait_for()
+    _settle(page)
+    _no_exception(page)
+    _shot(page, "review-changing-a-verdict")
+    page.locator("h1").click()
+    page.keyboard.press("3")
+    page.get_by_text("Changed your verdict").first.wait_for()
+    _settle(page)
+    _no_exception(page)
+
+    con = store.connect(db, read_only=True)
+    try:
+        chain = con.execute(
+            "SELECT n.verdict, o.verdict, n.reviewer FROM labels n JOIN labels o"
+            " ON n.supersedes = o.label_id WHERE n.reviewer = 'ana'"
+            " AND n.labeled_at > now() - INTERVAL 1 HOUR"
+        ).fetchall()
+    finally:
+        con.close()
+    assert chain == [("unclear", "correct", "ana")]

@@ -100,6 +100,10 @@ def test_a_reviewer_sees_the_page_with_the_value_boxed_then_the_next_and_a_notic
     page.goto(f"{url}/review")
     _settle(page)
     _act_as(page, "ana (reviewer)")
+    # The whole page, so the box can be checked against the stored bbox as fractions of it
+    # (a tall page is otherwise cut around the value; tests/dashboard/test_render.py).
+    page.get_by_text("Whole page", exact=True).click()
+    _settle(page)
     sources = []
     for index in range(2):
         image = page.locator("[data-testid='stImage'] img").first

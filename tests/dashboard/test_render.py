@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.server
 import io
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,6 +64,70 @@ def test_zoom_shows_the_region_enlarged(root: Path) -> None:
     assert zoomed.width == render.ZOOM_WIDTH and zoomed.height < 600
     x0, _, x1, _ = zoomed.box  # type: ignore[misc]
     assert (x1 - x0) / zoomed.width > 0.3  # the value fills a good part of the view
+
+
+@pytest.mark.parametrize(
+    ("bbox", "top"),
+    [((0.25, 0.9, 0.5, 0.95), 300), ((0.25, 0.02, 0.5, 0.05), 0), ((0.25, 0.5, 0.5, 0.55), 165)],
+    ids=["near_the_bottom", "near_the_top", "in_the_middle"],
+)
+def test_a_window_keeps_the_box_on_a_page_cut_to_fit_the_screen(
+    root: Path, bbox: tuple[float, float, float, float], top: int
+) -> None:
+    source = render.open_document(None, _location("receipt.png"), root=root)
+    assert isinstance(source, render.Source)
+    whole = render.page_image(source, 1, bbox)
+    # The window counts rows of a page PAGE_WIDTH wide: this 400-pixel image gets 4/9 of it.
+    cut = render.page_image(source, 1, bbox, window=675)
+    assert isinstance(whole, render.PageImage) and isinstance(cut, render.PageImage)
+    assert (cut.width, cut.height) == (400, 300)  # the page's width, the window's height
+    assert whole.box is not None and cut.box is not None
+    assert cut.box == (whole.box[0], whole.box[1] - top, whole.box[2], whole.box[3] - top)
+    assert _red(cut.png) is not None  # the box is drawn inside the window
+    # A page that fits is shown whole.
+    assert render.page_image(source, 1, bbox, window=1400).height == 600  # type: ignore[union-attr]
+
+
+def test_pdfium_is_never_called_from_two_threads_at_once(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # PDFium crashes or corrupts the process when two threads call it at once, even on
+    # different documents, and the server renders for every reviewer's session and
+    # ahead of each one's next item.
+    source = render.open_document(None, _location("two.pdf", 2), root=root)
+    assert isinstance(source, render.Source)
+    alone = render._render(source, 2, None, False)
+    assert isinstance(alone, render.PageImage)
+    active, most = [0], [0]
+    original = render.pdfium.PdfDocument
+
+    class Watched(original):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+            time.sleep(0.005)  # widen the window two unguarded threads would share
+            super().__init__(*args, **kwargs)
+
+        def close(self) -> None:
+            super().close()
+            active[0] -= 1
+
+    monkeypatch.setattr(render.pdfium, "PdfDocument", Watched)
+    results: list[bytes] = []
+
+    def draw() -> None:
+        for _ in range(5):
+            image = render._render(source, 2, None, False)
+            assert isinstance(image, render.PageImage)
+            results.append(image.png)
+
+    threads = [threading.Thread(target=draw) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert most == [1]
+    assert len(results) == 40 and set(results) == {alone.png}
 
 
 def test_a_pdf_page_is_rendered_and_counted(root: Path) -> None:

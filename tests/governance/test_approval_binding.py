@@ -26,6 +26,7 @@ from fieldtrust.governance.certification import certify
 from fieldtrust.governance.evidence import evidence_payload
 from fieldtrust.governance.policy import export_policy
 from fieldtrust.store.bar import Criteria
+from fieldtrust.store.chain import chain_rows
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
@@ -61,6 +62,7 @@ def approvable(db_path: Path) -> Path:
     builder.labels(labels)
     con.execute("INSERT INTO label_import_designs VALUES ('random-batch', 'random_sample',"
                 " 'carol', now()::TIMESTAMP)")
+    chain_rows(con, "label_import_designs", {"batch_id": "random-batch"})
     con.close()
     return db_path
 

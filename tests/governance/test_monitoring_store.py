@@ -31,7 +31,8 @@ from fieldtrust.governance.acts import approve, resume, revoke
 from fieldtrust.governance.bar_admin import set_policy_settings
 from fieldtrust.governance.evidence import load_evidence
 from fieldtrust.governance.monitoring import monitor_approvals
-from fieldtrust.governance.policy import export_policy
+from fieldtrust.governance.policy import export_policy, policy_file_problems
+from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.weeks import Week, iso_week
 
 from fieldtrust import store
@@ -77,8 +78,10 @@ def approvable(con: duckdb.DuckDBPyConnection, builder: Any) -> duckdb.DuckDBPyC
     """invoice/total: four closed weeks of 150 labels at 98% (form v1, extractor m1)."""
     builder.users()
     set_policy_settings(con, "root", n_min=50)
-    con.execute("INSERT INTO label_import_designs VALUES ('random-batch', 'random_sample',"
-                " 'carol', now()::TIMESTAMP)")
+    # Chained as labels import --random-sample writes it: the policy export verifies the history.
+    declared = con.execute("INSERT INTO label_import_designs VALUES ('random-batch',"
+                           " 'random_sample', 'carol', now()::TIMESTAMP) RETURNING *")
+    chain_returned(con, "label_import_designs", declared)
     _weeks(builder, BEFORE, wrong=0.02)
     return con
 
@@ -120,8 +123,14 @@ def test_a_slide_after_approval_suspends_the_segment_in_the_policy_until_a_perso
     policy = export_policy(con, monitors=charted)
     (entry,) = policy["thresholds"]
     assert entry["form_versions"] == ["v1"] and entry["extractor_versions"] == ["m1"]
-    assert entry["segments"] == [{"form_version": "v1", "extractor_version": "m1",
-                                  "status": "suspended", "reason": flagged.reason}]
+    assert entry["segments"] == [{"form_version": "v1", "extractor_version": "m1"}]
+    assert policy["format"] == 4 and policy["monitoring"] == [{
+        "doc_type": "invoice", "field": "total", "decision_id": decision.decision_id,
+        "form_version": "v1", "extractor_version": "m1", "status": "suspended",
+        "reason": flagged.reason}]
+    # The status is the charts' reading, beside the thresholds verify rebuilds: the file,
+    # segments included, still matches the store as it stood at its history head.
+    assert policy_file_problems(con, policy) == []
 
     # A reviewer may not resume; a manager may, with a reason, once.
     with pytest.raises(PermissionDenied):
@@ -255,8 +264,8 @@ def test_the_cli_shows_the_charts_and_resumes(
     assert (row["status"], row["alarm_week"], row["weeks_monitored"]) == (
         "suspended", str(NOW), 1)
     exported = runner.invoke(cli, ["--db", str(db_path), "policy", "export"])
-    (entry,) = json.loads(exported.stdout)["thresholds"]
-    assert entry["segments"][0]["status"] == "suspended"
+    (segment,) = json.loads(exported.stdout)["monitoring"]
+    assert segment["status"] == "suspended"
     refused = runner.invoke(cli, ["--db", str(db_path), "monitor", "resume", "--doc-type",
                                   "invoice", "--field", "total", "--form-version", "v9",
                                   "--extractor-version", "m1", "--as", "mona", "--comment",

@@ -18,7 +18,7 @@ from fieldtrust.ingest.extractions import IngestResult, ingest_files, ingest_tab
 
 from fieldtrust import store
 from fieldtrust.errors import ValidationError
-from tests.conftest import table_fingerprint
+from tests.conftest import named_cases, table_fingerprint
 
 GOOD: list[dict[str, Any]] = [
     {
@@ -378,9 +378,7 @@ RULE_CASES: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("changes", "pattern"), [c[1:] for c in RULE_CASES], ids=[c[0] for c in RULE_CASES]
-)
+@named_cases(("changes", "pattern"), RULE_CASES)
 def test_every_rule_rejects_the_file_with_its_message(
     holding: duckdb.DuckDBPyConnection, tmp_path: Path, changes: dict[str, Any], pattern: str
 ) -> None:
@@ -741,3 +739,79 @@ def test_ingest_table_takes_a_given_content_hash(con: duckdb.DuckDBPyConnection)
     )
     assert (first.rows_added, second.rows_added) == (3, 0)
     assert con.execute("SELECT source_sha256 FROM ingest_batches").fetchall() == [("abc",)]
+
+
+# --- your own column names -------------------------------------------------------------
+
+
+def _own_names(tmp_path: Path, suffix: str) -> Path:
+    """An extraction log under its own column names, with a column fieldtrust has none of."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    table = pa.table({
+        "id": ["x1", "x2"], "document": ["d1", "d2"], "kind": ["invoice", "receipt"],
+        "name": ["total", "total"], "value": ["12.50", "3.00"], "score": [0.9, 0.7],
+        "at": ["2026-01-05T10:00:00Z", "2026-01-05T11:00:00Z"], "file": ["a.pdf", "b.png"],
+        "page": [1, 2], "latency_ms": [812, 640],
+    })
+    path = tmp_path / f"log{suffix}"
+    (pq.write_table if suffix == ".parquet" else pacsv.write_csv)(table, path)
+    return path
+
+
+OWN_NAMES = {"extraction_id": "id", "doc_id": "document", "doc_type": "kind", "field": "name",
+             "confidence": "score", "extracted_at": "at", "document_uri": "file"}
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_a_log_under_its_own_names_ingests_with_a_mapping_and_extra_columns_left_out(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path, suffix: str
+) -> None:
+    from fieldtrust.ingest.extractions import ingest_files
+
+    path = _own_names(tmp_path, suffix)
+    before = table_fingerprint(con)
+    way_out = r"; map it \(--columns\) or leave it out \(--ignore-unknown\)$"
+    with pytest.raises(ValidationError, match=r"unknown column latency_ms .*bbox\)" + way_out):
+        ingest_files(con, [path], columns=OWN_NAMES)
+    assert table_fingerprint(con) == before
+    [result] = ingest_files(con, [path], columns=OWN_NAMES, ignore_unknown=True)
+    assert (result.rows_added, result.columns_ignored) == (2, ("latency_ms",))
+    assert con.execute(
+        "SELECT extraction_id, doc_id, doc_type, confidence, document_uri, page FROM extractions"
+        " ORDER BY 1"
+    ).fetchall() == [("x1", "d1", "invoice", 0.9, "a.pdf", 1), ("x2", "d2", "receipt", 0.7,
+                                                               "b.png", 2)]
+
+
+def test_a_mapping_to_a_column_the_file_lacks_is_named(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    from fieldtrust.ingest.extractions import ingest_files
+
+    from fieldtrust.errors import InputError
+
+    path = _own_names(tmp_path, ".csv")
+    with pytest.raises(ValidationError, match=r"missing required column doc_type: the column"
+                       r" mapping reads it from 'type', which the file lacks"):
+        ingest_files(con, [path], columns={**OWN_NAMES, "doc_type": "type"})
+    with pytest.raises(InputError, match=r"column mapping: 'kind' is not an extraction column"):
+        ingest_files(con, [path], columns={"kind": "doc_type"})
+
+
+def test_the_ingest_command_reads_the_columns_table_and_ignore_unknown(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from fieldtrust.cli.main import cli
+
+    path = _own_names(tmp_path, ".csv")
+    toml = tmp_path / "fieldtrust.toml"
+    toml.write_text("[columns]\n" + "".join(f'{k} = "{v}"\n' for k, v in OWN_NAMES.items()))
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "s.duckdb"), "ingest", str(path),
+                                      "--ignore-unknown", "--quiet"],
+                                env={"FIELDTRUST_CONFIG": str(toml)})
+    assert result.exit_code == 0, result.output
+    assert result.output == ("log.csv: 2 rows read, 2 added, 0 already stored; columns left out:"
+                             " latency_ms\n")

@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -107,6 +108,59 @@ def test_a_file_changed_after_it_was_counted_is_reported_not_recounted(
     assert result.changed_files == [str(first.relative_to(folder))]
     assert result.missing_files == [str(gone.relative_to(folder))]
     assert counts(con) == before
+
+
+def test_an_acknowledged_change_is_not_reported_again_until_the_file_changes_once_more(
+    rows: pa.Table, tmp_path: Path
+) -> None:
+    folder = write_parquet_lake(rows, tmp_path / "lake")
+    db = tmp_path / "s.duckdb"
+    fresh_store(db).close()
+    env = {"FIELDTRUST_SOURCE": "parquet", "FIELDTRUST_SOURCE_PATH": str(folder)}
+    runner = CliRunner()
+
+    def refresh(*options: str) -> Any:
+        return runner.invoke(cli, ["--db", str(db), "refresh", "--quiet", *options], env=env)
+
+    assert refresh().exit_code == 0
+    first, gone = sorted(folder.glob("week=*/*.parquet"))[:2]
+    changed_path, gone_path = (str(p.relative_to(folder)) for p in (first, gone))
+    os.utime(first, (1, 1))
+    gone.unlink()
+    for _ in range(2):  # reported on every refresh
+        warned = refresh()
+        assert [line for line in warned.output.splitlines() if line.startswith("warning")] == [
+            f"warning: {changed_path} changed after it was counted; it was not counted again"
+            f" (write its rows as a new file; `fieldtrust refresh --acknowledge {changed_path}`"
+            " once you have looked)",
+            f"warning: {gone_path} was counted but is gone from the source"
+            f" (`fieldtrust refresh --acknowledge {gone_path}` once you have looked)",
+        ]
+    # A reviewer may not acknowledge, nor may anyone acknowledge a file that did not change.
+    before = table_fingerprint(duckdb.connect(str(db), read_only=True))
+    refused = refresh("--acknowledge", changed_path, "--as", "alice")
+    assert refused.exit_code == 2 and "alice (role reviewer) may not acknowledge" in refused.output
+    unchanged = str(sorted(folder.glob("week=*/*.parquet"))[-1].relative_to(folder))
+    refused = refresh("--acknowledge", unchanged, "--as", "quinn")
+    assert refused.exit_code == 2
+    assert refused.output.strip() == (
+        f"error: {unchanged} is not a counted file of parquet:{folder} that changed or went"
+        f" away; those waiting to be acknowledged: {changed_path}, {gone_path}")
+    assert table_fingerprint(duckdb.connect(str(db), read_only=True)) == before
+
+    done = refresh("--acknowledge", changed_path, "--acknowledge", gone_path, "--as", "quinn")
+    assert done.exit_code == 0, done.output
+    assert done.output.splitlines()[:2] == [
+        f"{changed_path}: acknowledged by quinn; reported again if it changes",
+        f"{gone_path}: acknowledged by quinn; reported again if it changes",
+    ]
+    assert "warning" not in done.output and "warning" not in refresh().output
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT path, size IS NULL, acknowledged_by"
+                           " FROM source_file_acknowledgements ORDER BY path").fetchall() == sorted(
+            [(changed_path, False, "quinn"), (gone_path, True, "quinn")])
+    os.utime(first, (2, 2))  # it changes again: reported again
+    assert f"warning: {changed_path} changed" in refresh().output
 
 
 def test_bad_rows_are_refused_with_the_ingest_messages_unless_skipped(
@@ -396,3 +450,68 @@ def test_a_lake_engine_draws_no_progress_bar_on_stdout(kind: str, rows: pa.Table
     setting = "SELECT current_setting('enable_progress_bar')"
     assert source.con.execute(setting).fetchall() == [(False,)]  # type: ignore[attr-defined]
     source.close()
+
+
+def _with_locations(rows: pa.Table) -> pa.Table:
+    """``rows`` with a document, page, box and excerpt per row, under the lake's own names."""
+    n = rows.num_rows
+    return (rows.append_column("doc_path", pa.array([f"docs/{i // 3}.pdf" for i in range(n)]))
+                .append_column("page_no", pa.array([1 + i % 2 for i in range(n)], pa.int64()))
+                .append_column("box", pa.array(["0.1,0.2,0.3,0.25"] * n))
+                .append_column("snippet", pa.array([f"Total {i}.00" for i in range(n)])))
+
+
+LOCATION_MAPPING = (("bbox", "box"), ("document_uri", "doc_path"), ("page", "page_no"),
+                    ("source_excerpt", "snippet"))
+
+
+@pytest.mark.parametrize("kind", ["parquet", "delta", "spark"])
+def test_a_lake_draw_brings_home_the_document_page_box_and_excerpt(
+    kind: str, rows: pa.Table, tmp_path: Path
+) -> None:
+    """[columns] document_uri = ... was refused, and the draw dropped the location."""
+    if kind == "spark":
+        import shutil
+
+        if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+            pytest.skip("local Spark needs Java 17")
+    lake = _with_locations(rows)
+    folder = tmp_path / "lake"
+    (write_delta_lake if kind == "delta" else write_parquet_lake)(lake, folder)
+    con = fresh_store(tmp_path / "b.duckdb")
+    source = open_source(SourceConfig(kind, str(folder), columns=LOCATION_MAPPING))
+    try:
+        refresh_source(con, source)
+        result = draw_sample(con, "2026-W02", seed=5, actor="quinn", source=source)
+    finally:
+        source.close()
+    items = sample_items(con, result.sample_id).to_pylist()
+    assert items
+    by_id = {r["extraction_id"]: r for r in lake.to_pylist()}
+    stored = con.execute(
+        "SELECT extraction_id, document_uri, page, bbox_x0, bbox_y0, bbox_x1, bbox_y1,"
+        " source_excerpt FROM extractions"
+    ).fetchall()
+    assert len(stored) == len(items)
+    for extraction_id, uri, page, *box, excerpt in stored:
+        row = by_id[extraction_id]
+        assert (uri, page, excerpt) == (row["doc_path"], row["page_no"], row["snippet"])
+        assert box == [0.1, 0.2, 0.3, 0.25]
+    from fieldtrust.store.locations import document_location
+
+    located = document_location(con, items[0]["extraction_id"])
+    assert located is not None and located.bbox == (0.1, 0.2, 0.3, 0.25)
+
+
+def test_the_settings_columns_table_maps_ingest_and_a_lake_alike(tmp_path: Path) -> None:
+    from fieldtrust.cli.source_cmds import column_mapping, source_config
+    from fieldtrust.settings import load_settings
+
+    path = tmp_path / "fieldtrust.toml"
+    path.write_text('[columns]\ndocument_uri = "doc_path"\nconfidence = "score"\n'
+                    '[source]\nkind = "parquet"\npath = "lake"\n'
+                    '[source.columns]\nconfidence = "prob"\n')
+    resolved = load_settings(config_file=path, environ={})
+    assert column_mapping(resolved) == {"document_uri": "doc_path", "confidence": "prob"}
+    assert source_config(resolved).columns == (("confidence", "prob"),
+                                               ("document_uri", "doc_path"))

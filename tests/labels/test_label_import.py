@@ -18,20 +18,23 @@ from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.verify import verify_history
 
 from fieldtrust.errors import ValidationError
-from tests.conftest import Builder, table_fingerprint
+from tests.conftest import Builder, named_cases, table_fingerprint
 
 AT = dt.datetime(2026, 1, 5, 9)
 QA_LEAD = "quinn"
+REVIEWERS = ("rita", "alice", "bob", "carol", "dave")
 
 
 @pytest.fixture
 def stored(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     """A store with extractions e1..e4, one audit sample holding e1 and e2, and users:
-    root (admin), quinn (qa_lead, who imports) and rita (reviewer).
+    root (admin), quinn (qa_lead, who imports) and the reviewers rita, alice, bob,
+    carol and dave.
     """
     bootstrap_admin(con, "root")
     grant_role(con, "root", QA_LEAD, "qa_lead")
-    grant_role(con, "root", "rita", "reviewer")
+    for reviewer in REVIEWERS:
+        grant_role(con, "root", reviewer, "reviewer")
     Builder(con).extractions([
         {"extraction_id": f"e{i}", "doc_id": f"d{i}", "value": "1", "extracted_at": AT}
         for i in range(1, 5)
@@ -53,8 +56,8 @@ def stored(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 
 
 def run_import(con: duckdb.DuckDBPyConnection, path: Path, **options: Any) -> LabelImportResult:
-    """``import_labels`` as the store's qa_lead."""
-    return import_labels(con, path, actor=QA_LEAD, **options)
+    """``import_labels`` as the store's qa_lead; rows naming no reviewer are carol's."""
+    return import_labels(con, path, actor=QA_LEAD, **{"reviewer_default": "carol", **options})
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -219,12 +222,13 @@ def test_missing_labeled_at_is_the_import_time(
 ) -> None:
     before = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     run_import(
-        stored, write_csv(tmp_path / "l.csv", [{"extraction_id": "e1", "verdict": "correct"}])
+        stored, write_csv(tmp_path / "l.csv", [{"extraction_id": "e1", "verdict": "correct"}]),
+        reviewer_default="rita",
     )
     after = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     row = stored.execute("SELECT reviewer, labeled_at FROM labels").fetchone()
     assert row is not None
-    assert row[0] == "import"
+    assert row[0] == "rita"
     assert before <= row[1] <= after
 
 
@@ -277,9 +281,7 @@ RULE_CASES: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("changes", "pattern"), [c[1:] for c in RULE_CASES], ids=[c[0] for c in RULE_CASES]
-)
+@named_cases(("changes", "pattern"), RULE_CASES)
 def test_every_rule_rejects_the_file_with_its_message(
     stored: duckdb.DuckDBPyConnection, tmp_path: Path, changes: dict[str, Any], pattern: str
 ) -> None:
@@ -376,19 +378,19 @@ VERDICT_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     (
         "other without a detail",
         {"error_type": "other", "error_detail": "  "},
-        ["row 2, column error_detail: error_type 'other' needs error_detail"],
+        ["row 2, column error_detail: error type 'Other' needs a detail (error_detail)"],
     ),
     (
         "a value with status null",
         {"corrected_status": "null"},
-        ["row 2, column corrected_value: corrected_status 'null' means there is no value, but"
-         " corrected_value is '2'"],
+        ["row 2, column corrected_value: 'Absent' (corrected_status null) means there is no"
+         " value, but the corrected value is '2'"],
     ),
     (
         "correct with an error type",
         {"verdict": "correct", "corrected_value": "", "corrected_status": "",
          "error_detail": ""},
-        ["row 2, column error_type: a 'correct' verdict takes no error_type"],
+        ["row 2, column error_type: 'Correct' takes no error type (error_type)"],
     ),
     (
         "a bad error type, even without a correction",
@@ -414,9 +416,7 @@ VERDICT_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("changes", "expected"), [c[1:] for c in VERDICT_CASES], ids=[c[0] for c in VERDICT_CASES]
-)
+@named_cases(("changes", "expected"), VERDICT_CASES)
 def test_rows_are_held_to_the_rules_of_recording_a_verdict(
     stored: duckdb.DuckDBPyConnection, tmp_path: Path, changes: dict[str, Any],
     expected: list[str]
@@ -483,7 +483,7 @@ def test_only_a_qa_lead_or_admin_may_import(
 
     path = write_csv(tmp_path / "l.csv", LABELS)
     if allowed:
-        result = import_labels(stored, path, actor=actor)
+        result = import_labels(stored, path, actor=actor, reviewer_default="carol")
         assert result.rows_added == 3
         assert stored.execute("SELECT imported_by FROM label_imports").fetchall() == [(actor,)]
         return
@@ -536,16 +536,6 @@ def test_a_verdict_only_qa_sheet_imports_with_not_recorded_details(
     assert kinds == {"not_recorded": 2, "wrong_field": 1}
 
 
-def test_the_dashboards_rules_stay_strict(stored: duckdb.DuckDBPyConnection) -> None:
-    from fieldtrust.labels.verdicts import record_verdict
-
-    from fieldtrust.errors import FieldError
-
-    with pytest.raises(FieldError, match="error_type is missing"):
-        record_verdict(stored, actor="rita", extraction_id="e1", verdict="incorrect",
-                       corrected_value="2")
-
-
 def test_a_filled_sample_file_imports_as_written(
     stored: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
@@ -571,3 +561,156 @@ def test_a_filled_sample_file_imports_as_written(
     assert ("incorrect" if first == "e1" else "correct") == stored_rows[0][2]
     assert {r[0]: r[3:] for r in stored_rows}[first] == ("null", "other", "stamp over the total")
     assert {r[1] for r in stored_rows} == {"2026-W02/v1"}
+
+
+# --- re-labelled items, one rule for every format ----------------------------------------
+
+
+def _dashboard_label(con: duckdb.DuckDBPyConnection, reviewer: str, verdict: str) -> str:
+    from fieldtrust.labels.verdicts import record_verdict
+
+    return record_verdict(con, actor=reviewer, extraction_id="e1", verdict=verdict).label_id
+
+
+def test_another_reviewers_label_refuses_the_row_naming_it_never_its_verdict(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    """A CSV used to override a dashboard label silently; Label Studio refused the file."""
+    label = _dashboard_label(stored, "rita", "incorrect")
+    before = table_fingerprint(stored)
+    row = {"extraction_id": "e1", "verdict": "correct", "reviewer": "alice"}
+    with pytest.raises(ValidationError) as caught:
+        run_import(stored, write_csv(tmp_path / "l.csv", [row]))
+    [problem] = caught.value.problems
+    assert problem.startswith(
+        f"row 1, column extraction_id: 'e1' already has a primary label by rita ({label},"
+        " recorded in the dashboard); another reviewer's verdict does not replace it")
+    assert "incorrect" not in problem
+    assert table_fingerprint(stored) == before
+
+
+def test_the_same_reviewers_newer_verdict_replaces_theirs_and_is_counted(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    old = _dashboard_label(stored, "rita", "incorrect")
+    rows = [{"extraction_id": "e1", "verdict": "correct", "reviewer": "rita"},
+            {"extraction_id": "e3", "verdict": "correct", "reviewer": "rita"}]
+    result = run_import(stored, write_csv(tmp_path / "l.csv", rows))
+    assert (result.rows_added, result.rows_replaced, result.rows_already_stored) == (1, 1, 0)
+    assert stored.execute(
+        "SELECT verdict, review_round, supersedes, sample_id FROM labels"
+        " WHERE extraction_id = 'e1' ORDER BY labeled_at"
+    ).fetchall() == [("incorrect", "primary", None, "2026-W02/v1"),
+                     ("correct", "primary", old, "2026-W02/v1")]  # still an audit label
+    assert stored.execute(
+        "SELECT verdict FROM effective_labels WHERE extraction_id = 'e1'"
+    ).fetchall() == [("correct",)]
+    assert stored.execute("SELECT rows_added FROM label_imports").fetchall() == [(2,)]
+    assert verify_history(stored).intact
+
+
+def test_a_repeat_of_the_current_verdict_is_already_stored_and_an_older_one_refused(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    _dashboard_label(stored, "rita", "correct")
+    same = [{"extraction_id": "e1", "verdict": "correct", "reviewer": "rita"}]
+    result = run_import(stored, write_csv(tmp_path / "same.csv", same))
+    assert (result.rows_added, result.rows_replaced, result.rows_already_stored) == (0, 0, 1)
+    older = [{"extraction_id": "e1", "verdict": "incorrect", "reviewer": "rita",
+              "labeled_at": "2026-01-06T10:00:00Z"}]
+    with pytest.raises(ValidationError, match=r"row 1, column labeled_at: 2026-01-06 10:00:00"
+                       r" is older than rita's current label on 'e1'"):
+        run_import(stored, write_csv(tmp_path / "older.csv", older))
+
+
+def test_one_reviewers_history_in_one_file_chains_in_time_order(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    rows = [{"extraction_id": "e3", "verdict": "correct", "reviewer": "bob",
+             "labeled_at": "2026-01-07T09:00:00Z"},
+            {"extraction_id": "e3", "verdict": "incorrect", "reviewer": "bob",
+             "labeled_at": "2026-01-06T09:00:00Z"}]
+    result = run_import(stored, write_csv(tmp_path / "history.csv", rows))
+    assert (result.rows_added, result.rows_replaced) == (1, 1)
+    chain = stored.execute(
+        "SELECT verdict, label_id, supersedes FROM labels ORDER BY labeled_at").fetchall()
+    assert [c[0] for c in chain] == ["incorrect", "correct"]
+    assert chain[1][2] == chain[0][1]
+
+
+def test_a_dry_run_counts_what_it_would_do_and_writes_nothing(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    _dashboard_label(stored, "rita", "incorrect")
+    rows = [{"extraction_id": "e1", "verdict": "correct", "reviewer": "rita"},
+            {"extraction_id": "e3", "verdict": "correct", "reviewer": "bob"},
+            {"extraction_id": "e4", "verdict": ""}]
+    path = write_csv(tmp_path / "trial.csv", rows)
+    before = table_fingerprint(stored)
+    trial = run_import(stored, path, dry_run=True)
+    assert table_fingerprint(stored) == before
+    assert (trial.dry_run, trial.rows_added, trial.rows_replaced, trial.rows_without_verdict) \
+        == (True, 1, 1, 1)
+    real = run_import(stored, path)  # the dry run left no trace: the file imports for real
+    assert (real.dry_run, real.rows_added, real.rows_replaced) == (False, 1, 1)
+
+
+def test_every_problem_of_a_file_is_told_in_one_run(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    """A bad id (SQL), a bad error type (the verdict rule), a placeholder reviewer and
+    another reviewer's item: one rejection, four problems, by row."""
+    _dashboard_label(stored, "rita", "correct")
+    rows = [{"extraction_id": "nope", "verdict": "correct", "reviewer": "bob"},
+            {"extraction_id": "e3", "verdict": "incorrect", "error_type": "typo",
+             "reviewer": "bob"},
+            {"extraction_id": "e4", "verdict": "correct", "reviewer": "import"},
+            {"extraction_id": "e1", "verdict": "incorrect", "reviewer": "bob"}]
+    with pytest.raises(ValidationError) as caught:
+        run_import(stored, write_csv(tmp_path / "l.csv", rows))
+    assert caught.value.total == 4
+    assert [p.split(":")[0] for p in caught.value.problems] == [
+        "row 1, column extraction_id", "row 2, column error_type", "row 3, column reviewer",
+        "row 4, column extraction_id"]
+
+
+# --- people, not placeholders ---------------------------------------------------------
+
+
+def test_a_name_without_a_reviewer_role_is_refused_by_name_with_its_rows(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    rows = [{"extraction_id": f"e{i}", "verdict": "correct", "reviewer": "ann@example.com"}
+            for i in (1, 3, 4)]
+    with pytest.raises(ValidationError) as caught:
+        run_import(stored, write_csv(tmp_path / "l.csv", rows))
+    assert caught.value.problems == [
+        "row 1, column reviewer: 'ann@example.com' is not a reviewer of this store (rows 1, 2,"
+        " 3): map it to the store user who labelled (--reviewer-map ann@example.com=NAME), or"
+        " grant that name the role (fieldtrust users grant ann@example.com reviewer --as"
+        " ADMIN)"]
+    result = run_import(stored, write_csv(tmp_path / "l.csv", rows),
+                        reviewer_map={"ann@example.com": "alice"})
+    assert result.rows_added == 3
+    assert stored.execute("SELECT DISTINCT reviewer FROM labels").fetchall() == [("alice",)]
+
+
+def test_rows_naming_nobody_need_a_default_reviewer(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    path = write_csv(tmp_path / "l.csv", [{"extraction_id": "e1", "verdict": "correct"}])
+    with pytest.raises(ValidationError, match=r"row 1, column reviewer: blank, and no default"
+                       r" reviewer was given"):
+        import_labels(stored, path, actor=QA_LEAD)
+    with pytest.raises(ValidationError, match=r"'import' is not a reviewer of this store"):
+        import_labels(stored, path, actor=QA_LEAD, reviewer_default="import")
+
+
+def test_a_reviewer_whose_role_was_taken_away_still_imports_from_history(
+    stored: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    from fieldtrust.store.access import revoke_role
+
+    revoke_role(stored, "root", "dave", "reviewer")
+    row = {"extraction_id": "e3", "verdict": "correct", "reviewer": "dave"}
+    assert run_import(stored, write_csv(tmp_path / "l.csv", [row])).rows_added == 1

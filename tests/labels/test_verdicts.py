@@ -64,19 +64,17 @@ def test_incorrect_verdicts_keep_null_unclear_and_other_apart(
     ("kwargs", "message"),
     [
         ({"verdict": "maybe"}, "verdict 'maybe' is not one of correct, incorrect, unclear"),
-        ({"verdict": "incorrect", "corrected_value": "1"},
-         "error_type is missing: an 'incorrect' verdict needs one of"),
         ({"verdict": "incorrect", "corrected_value": "1", "error_type": "typo"},
          "error_type 'typo' is not in the taxonomy"),
         ({"verdict": "incorrect", "corrected_value": "1", "error_type": "other"},
-         "'other' needs error_detail"),
-        ({"verdict": "incorrect", "error_type": "wrong_field"}, "needs corrected_status"),
+         "error type 'Other' needs a detail"),
         ({"verdict": "incorrect", "corrected_value": "1", "corrected_status": "null",
-          "error_type": "wrong_field"}, "means there is no value"),
+          "error_type": "wrong_field"}, r"'Absent' \(corrected_status null\) means there is no"),
         ({"verdict": "incorrect", "corrected_status": "present", "error_type": "wrong_field"},
-         "'present' needs a corrected_value"),
-        ({"verdict": "correct", "error_type": "wrong_field"}, "'correct' verdict takes no"),
-        ({"verdict": "unclear", "corrected_value": "1"}, "'unclear' verdict takes no"),
+         r"'The document says' \(corrected_status present\) needs the corrected value"),
+        ({"verdict": "correct", "error_type": "wrong_field"},
+         r"'Correct' takes no error type \(error_type\)"),
+        ({"verdict": "unclear", "corrected_value": "1"}, "'Unreadable' takes no"),
         ({"verdict": "correct", "extraction_id": "nope"}, "no extraction 'nope'"),
         ({"verdict": "correct", "sample_id": "2026-W11/v1"}, "is not in audit sample"),
         ({"verdict": "correct", "review_round": "adjudication"}, "review_round 'adjudication'"),
@@ -92,6 +90,29 @@ def test_invalid_verdicts_are_refused_and_write_nothing(
     with pytest.raises(InputError, match=message):
         record_verdict(review_store, actor="alice", **arguments)  # type: ignore[arg-type]
     assert table_fingerprint(review_store) == before
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "stored"),
+    [
+        ({}, (None, None, "not_recorded", None)),
+        ({"corrected_value": "1"}, ("1", "present", "not_recorded", None)),
+        ({"error_type": "wrong_field"}, (None, None, "wrong_field", None)),
+        ({"error_type": "not_recorded", "error_detail": " smudge "},
+         (None, None, "not_recorded", "smudge")),
+    ],
+    ids=["bare", "value only", "type only", "an export's not_recorded"],
+)
+def test_an_incorrect_verdict_without_details_records_them_as_not_recorded(
+    review_store: duckdb.DuckDBPyConnection, kwargs: dict[str, str],
+    stored: tuple[str | None, ...],
+) -> None:
+    """The one rule: nothing is guessed, nothing refused for lack of detail."""
+    label = record_verdict(review_store, actor="alice", extraction_id="e01",
+                           verdict="incorrect", **kwargs)
+    got = get_label(review_store, label.label_id)
+    assert (got.corrected_value, got.corrected_status, got.error_type, got.error_detail) \
+        == stored
 
 
 def test_superseding_keeps_history_and_changes_the_effective_verdict(

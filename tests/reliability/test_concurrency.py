@@ -38,6 +38,7 @@ from rel_store import dashboard_as, record_figure
 from fieldtrust import store
 from fieldtrust.errors import StoreLockedError
 from tests.conftest import file_rows, store_held, table_fingerprint
+from tests.served import SCRIPT_RUNNING, QuietClock
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -249,17 +250,10 @@ def _thread_reviewer(reviewer: Reviewer, sample_id: str, stop: str | None = None
 async def _settled(page: Any, timeout: float = 180.0) -> None:
     """Wait until Streamlit has finished running the script (quiet for 1 s)."""
     await page.wait_for_selector("[data-testid='stApp']", timeout=timeout * 1000)
-    quiet_since = None
+    clock = QuietClock(1.0)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        running = await page.evaluate(
-            "() => !!document.querySelector('[data-testid=\"stStatusWidget\"]')"
-            " || !!document.querySelector('[data-testid=\"stSkeleton\"]')")
-        if running:
-            quiet_since = None
-        elif quiet_since is None:
-            quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since > 1.0:
+        if clock.settled(await page.evaluate(SCRIPT_RUNNING)):
             return
         await asyncio.sleep(0.2)
     raise AssertionError("a page kept running for minutes")

@@ -9,11 +9,8 @@ nothing changed. After the filler is deleted the same command succeeds.
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import subprocess
 import tempfile
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +21,8 @@ from rel_store import QA_LEAD, WEEK_START, extraction_rows, record_figure
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
-from tests.conftest import copy_store, file_fingerprint
+from tests.conftest import copy_store, file_fingerprint, fill_disk
+from tests.conftest import small_disk as mounted
 
 #: Room for the populated store (a few MB) and the writes that fail on it.
 DISK_MB = 24
@@ -33,28 +31,13 @@ DISK_MB = 24
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A private tmpfs of :data:`DISK_MB` MB, unmounted afterwards."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m", "tmpfs",
-                           str(mount)], capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
-    try:
+    with mounted(tmp_path / "disk", DISK_MB) as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def _fill(folder: Path) -> Path:
     """Write a file until the disk holding ``folder`` has no byte left."""
-    filler = folder / f"filler-{uuid.uuid4().hex[:6]}"
-    chunk = b"\0" * (1 << 20)
-    with filler.open("wb", buffering=0) as handle:
-        for size in (1 << 20, 1 << 12, 1):
-            piece = chunk[:size]
-            with contextlib.suppress(OSError):
-                while True:
-                    handle.write(piece)
+    filler = fill_disk(folder)
     with pytest.raises(OSError) as full, (folder / "probe").open("wb", buffering=0) as probe:
         probe.write(b"x" * 8192)
     assert full.value.errno == errno.ENOSPC

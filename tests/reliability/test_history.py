@@ -167,7 +167,7 @@ def _import(con: duckdb.DuckDBPyConnection, sample_id: str, tmp_path: Path) -> o
 
     path = tmp_path / "more labels.csv"
     path.write_text("extraction_id,verdict,reviewer,labeled_at\n"
-                    "x000001,correct,offline,2026-11-30T10:00:00Z\n", encoding="utf-8")
+                    "x000001,correct,rev8,2026-11-30T10:00:00Z\n", encoding="utf-8")
     return import_labels(con, path, actor=QA_LEAD)
 
 

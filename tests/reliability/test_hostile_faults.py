@@ -15,7 +15,6 @@ import hashlib
 import http.server
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -47,6 +46,7 @@ from fieldtrust.errors import (
     ValidationError,
 )
 from tests.conftest import file_fingerprint, table_fingerprint
+from tests.served import free_port, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "dashboard" / "app.py")
@@ -419,12 +419,6 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
         return
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.slow
 def test_serve_on_every_interface_asks_no_outside_service_for_its_address(
     populated: Path, tmp_path: Path
@@ -432,7 +426,7 @@ def test_serve_on_every_interface_asks_no_outside_service_for_its_address(
     proxy = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
     threading.Thread(target=proxy.serve_forever, daemon=True).start()
     proxy_url = f"http://127.0.0.1:{proxy.server_address[1]}"
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "serve.log"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HTTP_PROXY": proxy_url,
            "HTTPS_PROXY": proxy_url, "http_proxy": proxy_url, "https_proxy": proxy_url,
@@ -444,7 +438,7 @@ def test_serve_on_every_interface_asks_no_outside_service_for_its_address(
             stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, env=env,
         )
     try:
-        _wait_healthy(f"http://127.0.0.1:{port}", server)
+        wait_healthy(f"http://127.0.0.1:{port}", server)
         time.sleep(2)  # the lookup runs as the server prints its addresses
     finally:
         server.terminate()
@@ -452,22 +446,6 @@ def test_serve_on_every_interface_asks_no_outside_service_for_its_address(
         proxy.shutdown()
     assert _Recorder.seen == [], _Recorder.seen
     assert "External URL" not in log.read_text(errors="replace")
-
-
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 90.0) -> None:
-    import urllib.request
-
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the server exited early"
-        try:
-            with opener.open(f"{url}/_stcore/health", timeout=2) as reply:
-                if reply.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError("the server never became healthy")
 
 
 # --- 12. messages ------------------------------------------------------------------------------

@@ -34,8 +34,9 @@ from fieldtrust.cli.main import cli
 from tests.conftest import copy_store, file_fingerprint
 
 TRIED: Counter[str] = Counter()
-#: Labels are imported by the populated store's qa_lead.
-LABELS_IMPORT = ["labels", "import", "--as", QA_LEAD]
+#: Labels are imported by the populated store's qa_lead; the corpus's reviewer "a" is ana.
+LABELS_IMPORT = ["labels", "import", "--as", QA_LEAD, "--reviewer-map", "a=ana",
+                 "--reviewer", "ana"]
 FUZZ = settings(max_examples=15, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -117,9 +118,10 @@ def test_labels_file_corpus(case: Case, shared: Path, populated: Path, tmp_path:
     if case.outcome == "reject":
         _assert_rejected(shared, LABELS_IMPORT, path, case.expect)
         return
+    _grant_reviewers(populated, {reviewer for _, reviewer in case.rows.values()})
     result = _invoke(populated, LABELS_IMPORT, path)
     assert result.exit_code == 0, result.output
-    assert f"{path.name}: {len(case.rows)} rows read, {len(case.rows)} labels added" in \
+    assert f"{path.name}: {len(case.rows)} rows read; added {len(case.rows)} new labels" in \
         result.output
     con = store.connect(populated, read_only=True)
     try:
@@ -128,6 +130,19 @@ def test_labels_file_corpus(case: Case, shared: Path, populated: Path, tmp_path:
                 "SELECT verdict, reviewer FROM labels WHERE extraction_id = ?"
                 " AND review_round = 'import'", [extraction_id]).fetchall()
             assert stored == [expected]
+    finally:
+        con.close()
+
+
+def _grant_reviewers(db: Path, names: set[str]) -> None:
+    """Make the corpus's odd reviewer names (``o'brien; --``) reviewers of the store."""
+    from fieldtrust.store.access import admins, grant_role
+
+    con = store.connect(db)
+    try:
+        admin = admins(con)[0]
+        for name in sorted(names):
+            grant_role(con, admin, name, "reviewer")
     finally:
         con.close()
 

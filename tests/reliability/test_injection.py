@@ -82,12 +82,12 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 BASE_TABLES = (
     "assignments", "audit_cells", "audit_items", "audit_samples", "decisions",
     "evidence_snapshots", "extraction_counts", "extraction_log", "extractions", "form_versions",
-    "history_chain", "ingest_batches", "label_import_designs", "label_imports",
-    "label_lead_times", "labels", "policy_settings", "queue_cache_state", "queue_candidates",
-    "queue_partitions", "recalibration_knots",
+    "history_chain", "history_signatures", "ingest_batches", "label_import_designs",
+    "label_imports", "label_lead_times", "labels", "policy_settings", "queue_cache_state",
+    "queue_candidates", "queue_partitions", "recalibration_knots",
     "recalibration_maps", "role_revocations", "sampled_extractions", "schema_migrations",
-    "skips", "source_counts", "source_draw_skips", "source_files", "source_refreshes",
-    "user_roles",
+    "signing_started", "skips", "source_counts", "source_draw_skips", "source_files",
+    "source_refreshes", "user_roles",
 )
 
 
@@ -378,7 +378,7 @@ def test_sample_csv_defuses_formula_looking_ids_and_they_import_back(
     # A reviewer fills the verdict column of the hostile rows and imports the file back.
     rows = _cells(out)
     hostile_ids = _hostile_ids()
-    filled = [dict(r, verdict="correct", reviewer="offline") for r in rows
+    filled = [dict(r, verdict="correct", reviewer="rev8") for r in rows
               if unescape_cell(r["extraction_id"]) in hostile_ids]
     assert len(filled) == len(hostile_ids)
     back = tmp_path / "filled.csv"
@@ -391,7 +391,7 @@ def test_sample_csv_defuses_formula_looking_ids_and_they_import_back(
     result = import_labels(pcon, back, actor=QA_LEAD)
     assert result.rows_added == len(hostile_ids)
     labelled = {x for (x,) in pcon.execute(
-        "SELECT extraction_id FROM labels WHERE reviewer = 'offline'").fetchall()}
+        "SELECT extraction_id FROM labels WHERE reviewer = 'rev8'").fetchall()}
     assert labelled == hostile_ids
 
 
@@ -448,7 +448,7 @@ def test_the_review_page_shows_hostile_extractions_as_written(
     assert at.subheader[0].value == f"{plain(text)} · {plain(shown_field)}"
     assert [c.value for c in at.code][:1] == [text]  # the value, in a code block
     details = next(m.value for m in at.markdown if m.value.startswith("Document "))
-    assert details.startswith(f"Document {code_span(text)}  \nType **{plain(text)}**")
+    assert details.startswith(f"Document {code_span(text)} · type **{plain(text)}**")
 
 
 def test_the_review_form_stores_hostile_text_and_refuses_incomplete_input(
@@ -467,7 +467,7 @@ def test_the_review_form_stores_hostile_text_and_refuses_incomplete_input(
 
     at.button(key=state.REVIEW_INCORRECT).click().run()  # 'other' without a detail
     assert not at.exception
-    assert any("needs error_detail" in as_read(e.value) for e in at.error)
+    assert any("needs a detail" in as_read(e.value) for e in at.error)
     con = store.connect(populated, read_only=True)
     try:
         assert table_fingerprint(con) == before

@@ -245,7 +245,7 @@ def test_a_signed_in_reviewer_cannot_become_a_manager_through_the_demo_picker(
 ) -> None:
     at = _app(dashboard_db)
     at.secrets["auth"] = AUTH
-    at.user = {"is_logged_in": True, "email": "ana"}
+    at.user = {"is_logged_in": True, "email": "ana", "email_verified": True}
     at.session_state[state.AUTH_DEMO_USER] = MANAGER
     at.run()
     at.switch_page("app_pages/automation.py").run()

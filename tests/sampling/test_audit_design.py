@@ -75,7 +75,7 @@ def test_load_toml_top_level_and_json(tmp_path: Path) -> None:
         ({"double_review_share": 1.5}, r"double_review_share = 1.5 must be in \[0, 1\]"),
         ({"prior_error": 0.9}, r"prior_error = 0.9 must be in \(0, 0.5\]"),
         ({"new_version_weeks": -1}, r"new_version_weeks = -1 must be 0 or more"),
-        ({"bse_rate": 0.1}, r"unknown key 'bse_rate'; known keys: bands, base_rate"),
+        ({"bse_rate": 0.1}, r"unknown key 'bse_rate'; known keys: allocation, bands, base_rate"),
         ({"base_rate": True}, r"base_rate = True is not a number"),
     ],
 )

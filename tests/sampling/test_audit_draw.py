@@ -297,8 +297,10 @@ def test_sample_items_in_review_order(con: duckdb.DuckDBPyConnection, world) -> 
     world.insert(con, world.frame(WEEK, 800, seed=16))
     sample = draw_sample(con, WEEK, seed=SEED, actor=world.qa_lead)
     items = sample_items(con, sample.sample_id)
-    # the columns the export writes, with the double-review flag before the sample id
-    assert items.column_names == [*ITEM_COLUMNS[:-1], "double_review", "sample_id"]
+    # every column the export writes, and where the value came from
+    assert set(ITEM_COLUMNS) | {"confidence"} <= set(items.column_names)
+    assert items.column_names[-7:] == ["document_uri", "page", "bbox_x0", "bbox_y0", "bbox_x1",
+                                       "bbox_y1", "source_excerpt"]
     frame = items.to_pandas()
     frame["u"] = [prn(SEED, WEEK, i) for i in frame["extraction_id"]]
     assert frame.equals(frame.sort_values(["cell", "u"], kind="stable"))

@@ -143,8 +143,8 @@ def test_a_policy_row_written_before_the_horizon_existed_holds_its_default(
     from fieldtrust.store.verify import verify_history
 
     path = tmp_path / "old.duckdb"
-    before_horizon = tuple(m for m in migrations.MIGRATIONS
-                           if m.name != "0023_policy_horizon_weeks")
+    later = ("0023_policy_horizon_weeks", "0050_policy_max_own_label_share")
+    before_horizon = tuple(m for m in migrations.MIGRATIONS if m.name not in later)
     monkeypatch.setattr(migrations, "MIGRATIONS", before_horizon)
     old = store.connect(path)
     grant_role(old, "root", "root", "admin")  # chained, as the library writes it
@@ -156,10 +156,11 @@ def test_a_policy_row_written_before_the_horizon_existed_holds_its_default(
     chain_returned(old, "policy_settings", inserted)
     old.close()
     monkeypatch.undo()
-    con = store.connect(path)  # gains migration 0023
+    con = store.connect(path)  # gains migrations 0023 and 0050
     try:
         bar = policy_bar(con).bar
         assert (bar.target, bar.n_min, bar.horizon_weeks) == (0.97, 300, 52)
+        assert bar.max_own_label_share == 1.0
         assert verify_history(con).intact  # the new column does not alter the chained row
         changed = set_policy_settings(con, "root", horizon_weeks=104)
         assert (changed.bar.horizon_weeks, changed.bar.n_min) == (104, 300)

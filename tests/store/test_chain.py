@@ -64,7 +64,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         skip(con, "ana", sample_id, item.extraction_id, "scan unreadable")
         extraction = con.execute("SELECT min(extraction_id) FROM extractions").fetchall()[0][0]
         labels_file = path.with_name("offline.csv")
-        labels_file.write_text(f"extraction_id,verdict,reviewer\n{extraction},correct,offline\n",
+        labels_file.write_text(f"extraction_id,verdict,reviewer\n{extraction},correct,ana\n",
                                encoding="utf-8")
         grant_role(con, ADMIN, "temp-lead", "qa_lead")
         revoke_role(con, ADMIN, "temp-lead", "qa_lead")
@@ -256,7 +256,7 @@ def test_a_removed_chain_entry_leaves_a_gap(con: duckdb.DuckDBPyConnection) -> N
     assert {p.kind for p in check.problems} == {"chain_gap", "chain_altered", "inserted"}
 
 
-def test_a_rewritten_chain_is_caught_by_the_head_kept_outside(
+def test_a_rewritten_chain_is_caught_by_its_signatures_and_the_head_kept_outside(
     con: duckdb.DuckDBPyConnection, path: Path, tmp_path: Path
 ) -> None:
     kept = tmp_path / "policy.json"
@@ -267,9 +267,11 @@ def test_a_rewritten_chain_is_caught_by_the_head_kept_outside(
                 " FROM labels WHERE verdict = 'correct')")
     con.execute("DELETE FROM history_chain")
     chain_existing_rows(con)
-    assert verify_history(con).intact  # the store alone cannot tell
+    # The signed entries (decisions, policy settings) sign hashes the rewrite changed.
+    alone = verify_history(con)
+    assert alone.problems and {p.kind for p in alone.problems} <= {"bad_signature", "unsigned"}
     check = verify_history(con, expected_head=kept_head)
-    assert [p.kind for p in check.problems] == ["rewritten"]
+    assert "rewritten" in [p.kind for p in check.problems]
     con.close()
     result = _verify_cli(path, "--policy", str(kept))
     assert result.exit_code == 2

@@ -225,3 +225,36 @@ def test_one_audited_week_of_six_is_not_called_a_candidate(one_audited_week) -> 
     assert "at these settings, not approvable: weeks 1 (from --weeks)" in table
     row = next(line for line in table.splitlines() if line.startswith("invoice"))
     assert row.split()[-1] == "not_at_policy"  # the candidate column, never "yes"
+
+
+def test_calibrate_table_has_human_headers_and_a_note_for_an_uninformative_interval(
+    tmp_path,
+) -> None:
+    path = tmp_path / "store.duckdb"
+    con = store.connect(path)
+    build_store(con, [StratumSpec("invoice", "total", per_week=4000, beta_a=25)],
+                weeks=WEEKS, design=DesignSpec(rate=0.04, minimum=10), seed=9)
+    # Three labels, all right, from a declared random sample: Clopper-Pearson [29%, 100%].
+    add_stratum(con, "invoice", "iban", WEEKS[-1], n=300, labelled=3, errors=0)
+    con.close()
+    code, out, _ = run(path, "calibrate", "--weeks", "3")
+    assert code == 0, out
+    lines = out.splitlines()
+    header = next(line for line in lines if line.startswith("doc type"))
+    for name in ("labels", "95% interval", "stated", "point threshold", "certified threshold",
+                 "lower bound", "labels needed"):
+        assert f"  {name}  " in header
+    assert "point t " not in header and "acc low" not in header
+    payload = {(s["doc_type"], s["field"]): s
+               for s in json.loads(run(path, "calibrate", "--weeks", "3", "--json")[1])["strata"]}
+    iban = payload[("invoice", "iban")]
+    assert iban["n_labeled"] == 3 and iban["interval_note"] == "no usable interval on 3 labels"
+    row = next(line for line in lines if line.split()[:2] == ["invoice", "iban"])
+    assert row.split()[5:8] == ["no", "usable", "interval*"]
+    total = payload[("invoice", "total")]
+    assert total["interval_note"] is None and total["n_eff"] > 0
+    shown = f"[{total['accuracy_low']:.1%}, {total['accuracy_high']:.1%}]"
+    assert shown in next(line for line in lines if line.split()[:2] == ["invoice", "total"])
+    assert lines[-1].startswith("*: no usable interval (it would span over half of 0-100%)")
+    assert "3 design-based labels" not in lines[1]  # the overall line counts every stratum
+    assert "design-based labels" in lines[1]

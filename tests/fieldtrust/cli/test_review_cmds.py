@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import click
@@ -14,6 +15,7 @@ from decided import approve_as_stated
 from fieldtrust.labels.verdicts import record_verdict
 
 from fieldtrust.cli.main import cli
+from tests.conftest import file_fingerprint, file_rows
 
 
 def run(db: Path, *args: str) -> tuple[int, str, str]:
@@ -104,6 +106,56 @@ def test_agreement_adjudicate_errors_and_export(store_file: Path, tmp_path: Path
     assert values == {"", "'=1+1", "2"}
 
 
+def test_a_reviewer_corrects_their_last_verdict_and_the_old_one_stays(store_file: Path) -> None:
+    code, out, _ = run(store_file, "labels", "recent", "--as", "alice", "--json")
+    assert code == 0
+    (mine,) = json.loads(out)
+    assert (mine["extraction_id"], mine["verdict"], mine["can_change"]) == ("e00", "correct",
+                                                                          "yes")
+    code, out, err = run(store_file, "labels", "correct", "last", "incorrect", "--corrected-value",
+                         "11.00", "--error-type", "misread_characters", "--as", "alice")
+    assert code == 0, err
+    assert re.fullmatch(r"e00: incorrect \(was correct\) by alice; label \S+ supersedes"
+                        f" {mine['label_id']}, which stays in the history\n", out)
+    history = file_rows(store_file, "SELECT verdict, corrected_value, supersedes FROM labels"
+                        " WHERE extraction_id = 'e00' AND review_round = 'primary'"
+                        " ORDER BY labeled_at")
+    assert history == [("correct", None, None), ("incorrect", "11.00", mine["label_id"])]
+    code, out, _ = run(store_file, "labels", "recent", "--as", "alice")
+    assert code == 0 and "incorrect" in out.splitlines()[2] and "yes" in out.splitlines()[2]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["no-such-label", "correct", "--as", "alice"],
+         "error: no label 'no-such-label' in the store; check the id"),
+        (["last", "correct", "--as", "dave"],
+         "error: dave has no verdict of their own that still stands"),
+        (["last", "incorrect", "--as", "alice"],
+         "error: an 'incorrect' verdict"),  # the verdict rule's own words follow
+    ],
+    ids=["unknown_id", "nothing_to_correct", "incomplete_verdict"],
+)
+def test_a_correction_that_cannot_be_made_says_why_and_changes_nothing(
+    store_file: Path, args: list[str], message: str
+) -> None:
+    before = file_fingerprint(store_file)
+    code, out, err = run(store_file, "labels", "correct", *args)
+    assert (code, out) == (2, "")
+    assert err.startswith(message), err
+    assert len(err.strip().splitlines()) == 1
+    assert file_fingerprint(store_file) == before
+
+
+def test_another_reviewers_verdict_is_a_qa_leads_to_correct(store_file: Path) -> None:
+    (label_id,) = file_rows(store_file, "SELECT label_id FROM labels WHERE reviewer = 'alice'")[0]
+    code, _, err = run(store_file, "labels", "correct", label_id, "unclear", "--as", "bob")
+    assert code == 2 and "bob (role reviewer) may not correct another reviewer's label" in err
+    code, out, _ = run(store_file, "labels", "correct", label_id, "unclear", "--as", "carol")
+    assert code == 0 and out.startswith("e00: unclear (was correct) by carol;")
+
+
 def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:
     found = []
     for name, command in group.commands.items():
@@ -114,7 +166,8 @@ def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Com
 
 
 OURS = ("users", "users grant", "users list", "decide", "policy", "policy export",
-        "policy show", "agreement", "adjudicate", "errors", "labels export")
+        "policy show", "agreement", "adjudicate", "errors", "labels export", "labels correct",
+        "labels recent")
 
 
 @pytest.mark.parametrize("name", OURS)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import duckdb
@@ -130,6 +131,54 @@ def test_drawing_needs_a_qa_lead(filled: Path) -> None:
     con.close()
 
 
+def test_the_sheet_carries_the_document_and_no_confidence_unless_asked(
+    filled: Path, tmp_path: Path
+) -> None:
+    con = store.connect(filled)
+    con.execute("UPDATE extractions SET document_uri = 'docs/' || doc_id || '.pdf', page = 2,"
+                " source_excerpt = 'Total: ' || value")
+    con.close()
+    sheet, shown = tmp_path / "sheet.csv", tmp_path / "shown.csv"
+    code, out = run(filled, "sample", "--week", WEEK, "--seed", "3", "--out", str(sheet),
+                    *AS_LEAD)
+    assert code == 0, out
+    with sheet.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert "confidence" not in rows[0]
+    first = rows[0]
+    assert first["document_uri"].startswith("docs/") and first["page"] == "2"
+    assert first["source_excerpt"] == "Total: " + first["value"].removeprefix("'")
+    code, out = run(filled, "sample", "--week", WEEK, "--seed", "3", "--out", str(shown),
+                    "--show-confidence", *AS_LEAD)
+    with shown.open(newline="") as handle:
+        header = next(csv.reader(handle))
+    assert header[header.index("value") + 1] == "confidence"
+
+
+def test_open_only_leaves_out_the_items_labelled_already(filled: Path, tmp_path: Path) -> None:
+    """A redrawn week's sheet re-listed every labelled item with an empty verdict."""
+    sheet = tmp_path / "w48.csv"
+    run(filled, "sample", "--week", WEEK, "--seed", "3", "--out", str(sheet), *AS_LEAD)
+    with sheet.open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        columns, rows = reader.fieldnames, list(reader)
+    for row in rows[:10]:
+        row["verdict"], row["reviewer"] = "correct", "quinn"
+    with sheet.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    code, out = run(filled, "labels", "import", str(sheet), *AS_LEAD)
+    assert code == 0, out
+    redrawn = tmp_path / "open.csv"
+    code, out = run(filled, "sample", "--week", WEEK, "--seed", "3", "--out", str(redrawn),
+                    "--open-only", *AS_LEAD)
+    assert code == 0 and f"wrote {len(rows) - 10} items without a label yet" in out
+    with redrawn.open(newline="") as handle:
+        left = {r["extraction_id"] for r in csv.DictReader(handle)}
+    assert left == {r["extraction_id"] for r in rows[10:]}
+
+
 def test_report_and_queue(filled: Path, world) -> None:
     run(filled, "sample", "--week", WEEK, "--seed", "3", *AS_LEAD)
     con = store.connect(filled)
@@ -137,10 +186,29 @@ def test_report_and_queue(filled: Path, world) -> None:
     con.close()
     code, out = run(filled, "report", "--weeks", "2")
     assert code == 0, out
-    assert "(overall)" in out and WEEK in out and ("ALERT" in out or "no alerts" in out)
-    code, out = run(filled, "report", "--json")
-    payload = json.loads(out)
+    assert "ALERT" in out or "no alerts" in out
+    code, text = run(filled, "report", "--weeks", "2", "--json")
+    payload = json.loads(text)
     assert payload["weeks"][-1] == WEEK and payload["trend"] and payload["overall"]
+    # Every figure carries its n and its interval (or the [*] of an uninformative one),
+    # and says what it covers; the cells are the JSON's numbers.
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("doc type"))
+    assert lines[header].split()[:2] == ["doc", "type"] and WEEK in lines[header]
+    overall = payload["overall"][-1]
+    row = next(line for line in lines if line.startswith("(all strata)"))
+    if overall["interval_note"] is None:
+        assert row.rstrip().endswith(
+            f"{100 * overall['estimate']:.1f} [{100 * overall['lower']:.1f}"
+            f"-{100 * overall['upper']:.1f}] n={overall['n']:,}")
+    else:
+        assert row.rstrip().endswith(f"{100 * overall['estimate']:.1f} [*] n={overall['n']:,}")
+    covered = next(line for line in lines if line.startswith("(extractions covered)"))
+    assert covered.rstrip().endswith(f"{overall['population']:,.0f}")
+    body = lines[header + 2: next(i for i, line in enumerate(lines) if not line.strip())]
+    for cell in (c for line in body[2:] for c in re.split(r"\s{2,}", line.strip())[2:]):
+        assert re.fullmatch(r"\d+\.\d (\[\d+\.\d-\d+\.\d\]|\[\*\]) n=[\d,]+", cell), cell
+    assert len(body) == 2 + len({(r["doc_type"], r["field"]) for r in payload["trend"]})
     code, out = run(filled, "queue", "--limit", "5")
     assert code == 0 and "stated confidence" in out
     code, out = run(filled, "queue", "--limit", "3", "--json")
@@ -165,7 +233,7 @@ def test_out_file_round_trips_through_labels_import(filled: Path, tmp_path: Path
         reader = csv.DictReader(handle)
         columns, rows = reader.fieldnames, list(reader)
     for row in rows[:40]:  # a reviewer labels the first 40 rows, leaves the rest blank
-        row["verdict"], row["reviewer"] = "correct", "ana"
+        row["verdict"], row["reviewer"] = "correct", "quinn"
     with out_file.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
@@ -177,4 +245,4 @@ def test_out_file_round_trips_through_labels_import(filled: Path, tmp_path: Path
         "SELECT count(*), count(DISTINCT sample_id), min(reviewer) FROM effective_labels"
     ).fetchall()
     con.close()
-    assert stored == [(40, 1, "ana")]
+    assert stored == [(40, 1, "quinn")]

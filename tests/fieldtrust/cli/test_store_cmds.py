@@ -204,9 +204,13 @@ def test_many_problems_show_twenty_and_a_count(tmp_path: Path) -> None:
 
 
 def with_qa_lead(db: Path) -> None:
-    """Users of the store: root (admin) and carol (qa_lead, who may import labels)."""
+    """Users of the store: root (admin), carol (qa_lead, who may import labels) and the
+    reviewers alice and bob.
+    """
     assert run(db, "users", "grant", "root", "admin", "--as", "root").exit_code == 0
     assert run(db, "users", "grant", "carol", "qa_lead", "--as", "root").exit_code == 0
+    for reviewer in ("alice", "bob"):
+        assert run(db, "users", "grant", reviewer, "reviewer", "--as", "root").exit_code == 0
 
 
 def test_labels_import_happy_path_and_again(tmp_path: Path) -> None:
@@ -222,7 +226,8 @@ def test_labels_import_happy_path_and_again(tmp_path: Path) -> None:
     result = run(db, "labels", "import", labels, "--reviewer", "alice", "--as", "carol")
     assert result.exit_code == 0, result.output
     assert result.stdout == (
-        "labels.csv: 3 rows read, 2 labels added, 0 already stored, 1 without a verdict\n"
+        "labels.csv: 3 rows read; added 2 new labels and 0 replacing their reviewer's earlier"
+        " label; 0 already stored, 1 without a verdict\n"
     )
     assert file_rows(db, "SELECT extraction_id, reviewer FROM labels ORDER BY 1") == [
         ("x1", "alice"),
@@ -230,7 +235,7 @@ def test_labels_import_happy_path_and_again(tmp_path: Path) -> None:
     ]
     again = run(db, "labels", "import", labels, "--as", "carol")
     assert again.exit_code == 0
-    assert "0 labels added" in again.stdout
+    assert "added 0 new labels" in again.stdout
     assert counts(db) == (3, 1, 2)
 
 
@@ -258,7 +263,7 @@ def test_labels_import_rejects_bad_rows_with_exit_2(
     if len(row) == 3:
         row, header = [*row, "null"], [*header, "corrected_status"]
     path = write_csv(tmp_path / "l.csv", [row], header)
-    result = run(db, "labels", "import", path, "--as", "carol")
+    result = run(db, "labels", "import", path, "--reviewer", "alice", "--as", "carol")
     assert result.exit_code == 2
     assert result.stderr.startswith("error: l.csv: rejected, 1 problem; nothing was written")
     assert message in result.stderr
@@ -268,7 +273,7 @@ def test_labels_import_rejects_bad_rows_with_exit_2(
 @pytest.mark.parametrize(("actor", "message"), [
     (None, "importing labels needs to know who you are: give --as NAME"),
     ("root", None),  # an admin may import
-    ("bob", "bob (no role) may not import a file of labels"),
+    ("dan", "dan (no role) may not import a file of labels"),
 ])
 def test_labels_import_needs_a_qa_lead_or_admin(
     tmp_path: Path, actor: str | None, message: str | None
@@ -277,7 +282,8 @@ def test_labels_import_needs_a_qa_lead_or_admin(
     assert run(db, "ingest", write_csv(tmp_path / "a.csv", GOOD)).exit_code == 0
     with_qa_lead(db)
     path = write_csv(tmp_path / "l.csv", [["x1", "correct"]], ["extraction_id", "verdict"])
-    result = run(db, "labels", "import", path, *(["--as", actor] if actor else []))
+    result = run(db, "labels", "import", path, "--reviewer", "alice",
+                 *(["--as", actor] if actor else []))
     if message is None:
         assert result.exit_code == 0, result.output
         assert counts(db) == (3, 1, 1)

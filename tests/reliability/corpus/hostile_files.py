@@ -199,10 +199,10 @@ LABEL_CASES: tuple[Case, ...] = (
     Case("labels_other_without_detail.csv",
          _csv("x000001,incorrect,12.00,other,", header="extraction_id,verdict,corrected_value,"
               "error_type,error_detail"),
-         "reject", ("row 1, column error_detail: error_type 'other' needs error_detail",)),
+         "reject", ("row 1, column error_detail: error type 'Other' needs a detail",)),
     Case("labels_correct_with_error_type.csv",
          _csv("x000001,correct,wrong_field", header="extraction_id,verdict,error_type"),
-         "reject", ("row 1, column error_type: a 'correct' verdict takes no error_type",)),
+         "reject", ("row 1, column error_type: 'Correct' takes no error type (error_type)",)),
     Case("labels_reviewer_line_break.csv",
          _csv(f'x000001,correct,"ana\nbob",{LABEL_TIME}', header=LABEL_HEADER),
          "reject", ("row 1, column reviewer: 'ana\\nbob' is not a usable name",)),
