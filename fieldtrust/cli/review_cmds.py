@@ -440,7 +440,7 @@ def labels_correct(
     if as_json:
         echo_json(label.to_dict())
         return
-    click.echo(f"{label.extraction_id}: {label.verdict} (was {before.verdict}) by"
+    echo(f"{label.extraction_id}: {label.verdict} (was {before.verdict}) by"
                f" {label.reviewer}; label {label.label_id} supersedes {before.label_id},"
                " which stays in the history")
 
