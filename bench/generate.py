@@ -157,9 +157,8 @@ def _renamed(column: pa.ChunkedArray, chunk: int) -> pa.ChunkedArray:
 
 def write_chunks(folder: Path, rows: int, seed: int) -> None:
     """Demo populations of at most :data:`CHUNK_ROWS` rows each, as Parquet files."""
-    from fieldtrust.demo.layout import with_locations
-
     from fieldtrust.demo import generate_demo
+    from fieldtrust.demo.page_layout import with_locations
 
     n_chunks = max(1, math.ceil(rows / CHUNK_ROWS))
     for chunk in range(n_chunks):

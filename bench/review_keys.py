@@ -42,7 +42,7 @@ from typing import Any
 import duckdb
 from fieldtrust.dashboard import render, viewer
 from fieldtrust.labels.assignment import ReviewItem, current_sample, next_items, sample_progress
-from fieldtrust.labels.progress import cell_progress, item_context
+from fieldtrust.labels.review_progress import cell_progress, item_context
 from fieldtrust.labels.review_screen import review_screen
 from fieldtrust.labels.verdicts import record_verdict
 from fieldtrust.sampling.draw import draw_sample

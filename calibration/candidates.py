@@ -29,18 +29,23 @@ approval freezes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any
 
 import duckdb
+from fieldtrust.calibration import anytime
+from fieldtrust.calibration.certificate import expected_wrong, familywise_delta
+from fieldtrust.calibration.closed import closed_cells, closed_part, store_facts
 from fieldtrust.calibration.design import unlabelled_mass
 from fieldtrust.calibration.population import StratumData, empty_stratum, load_strata, strata_names
+from fieldtrust.calibration.seeds import SeedJudgements
 from fieldtrust.calibration.stability import VersionCheck, WeekCheck, version_checks, week_checks
 from fieldtrust.calibration.thresholds import ThresholdPoint, ThresholdResult, select_thresholds
 from fieldtrust.store.bar import Bar, resolve_bar
 from fieldtrust.store.provenance import code_version
-from fieldtrust.store.scope import Scope
+from fieldtrust.store.scope import Scope, last_weeks
 
 #: The closed set of reasons a stratum is not a candidate, with the text shown to people.
 REASONS: dict[str, str] = {
@@ -62,6 +67,14 @@ REASONS: dict[str, str] = {
         "no form version above the threshold certifies on its own labels"
     ),
     "not_at_policy": "at these settings, not approvable",
+    "no_closed_week": (
+        "no closed week yet: a week enters the certificate when its sample is drawn"
+        " (fieldtrust sample)"
+    ),
+    "cannot_certify_at_volume": (
+        "cannot certify at this volume: even every item above the threshold labelled would not"
+        " reach the evidence"
+    ),
 }
 
 
@@ -89,6 +102,7 @@ class CandidateAssessment:
     n_labeled: int = 0
     weeks: tuple[str, ...] = ()  # weeks with extractions (the certification window's)
     audit_weeks: tuple[str, ...] = ()  # weeks of the audit samples behind the labels
+    thresholds: ThresholdResult | None = None  # the certificate's walk behind the candidacy
 
     @property
     def covered_versions(self) -> tuple[str, ...]:
@@ -116,16 +130,28 @@ class CandidateAssessment:
         if self.reason == "unaudited_weeks":
             uncovered = self.evidence.get("uncovered_weeks") or []
             return REASONS[self.reason] + (f" ({', '.join(uncovered)})" if uncovered else "")
+        if self.reason == "cannot_certify_at_volume" and self.evidence.get("labels_needed_reason"):
+            return str(self.evidence["labels_needed_reason"])
         return REASONS[self.reason]
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: a candidate's evidence, or why a stratum is not one."""
         if self.candidate:
             return dict(self.evidence)
-        return {"doc_type": self.doc_type, "field": self.field, "reason": self.reason,
-                "reason_text": self.reason_text, "reasons": list(self.reasons),
-                "labels_needed": self.labels_needed,
-                "labels_needed_threshold": self.labels_needed_threshold}
+        out = {"doc_type": self.doc_type, "field": self.field, "reason": self.reason,
+               "reason_text": self.reason_text, "reasons": list(self.reasons),
+               "labels_needed": self.labels_needed,
+               "labels_needed_threshold": self.labels_needed_threshold}
+        for key in _ANYTIME_NOT_CANDIDATE_KEYS:
+            if key in self.evidence:
+                out[key] = self.evidence[key]
+        return out
+
+
+#: What a stratum that is not a candidate also says under the anytime certificate.
+_ANYTIME_NOT_CANDIDATE_KEYS = ("certificate", "labels_needed_cells", "labels_needed_reason",
+                               "open_weeks", "open_weeks_text", "closed_weeks",
+                               "unaudited_closed_weeks", "reviewer_misses", "between_week_text")
 
 
 def assess(
@@ -178,6 +204,7 @@ def assess(
         n_labeled=data.n_labeled,
         weeks=tuple(sorted(data.week_hist)),
         audit_weeks=tuple(sorted({c.week for c in data.cells})),
+        thresholds=thresholds,
     )
 
 
@@ -237,7 +264,11 @@ def _evidence(
 
 
 def automation_candidates(
-    con: duckdb.DuckDBPyConnection, scope: Scope = Scope(), bar: Bar | None = None
+    con: duckdb.DuckDBPyConnection,
+    scope: Scope = Scope(),
+    bar: Bar | None = None,
+    *,
+    seeds: Mapping[tuple[str, str], SeedJudgements] | None = None,
 ) -> list[CandidateAssessment]:
     """Assess every stratum of the store; candidates first, then by (doc_type, field).
 
@@ -246,10 +277,16 @@ def automation_candidates(
     con
         Store connection (read-only is enough).
     scope
-        Weeks and filters; certification uses the labels of these weeks.
+        Weeks and filters; certification uses the labels of these weeks. Under
+        ``certificate = "anytime"`` the weeks are the horizon's (the store's
+        last ``horizon_weeks`` weeks) whatever ``scope`` says: the evidence
+        is cumulative over the horizon, never a window that slides.
     bar
         Every setting the certificate and the checks use (STATS.md sections 6
         and 7); None is the store's policy (:func:`fieldtrust.store.bar.resolve_bar`).
+    seeds
+        Judged and missed seeds per (doc_type, field), for the anytime
+        certificate when the bar's ``seed_rate`` is above 0.
 
     Returns
     -------
@@ -259,12 +296,121 @@ def automation_candidates(
         (``no_coverage``). ``evidence`` is JSON-ready.
     """
     bar = resolve_bar(con) if bar is None else bar
+    if bar.certificate == "anytime":
+        scope = Scope(weeks=last_weeks(con, bar.horizon_weeks), doc_types=scope.doc_types,
+                      form_versions=scope.form_versions, fields=scope.fields)
     assessments = []
     loaded = {(s.doc_type, s.field): s for s in load_strata(con, scope)}
     # Without a weeks filter every stratum the filters select has extractions.
     names = set(strata_names(con, scope)) | set(loaded) if scope.weeks else set(loaded)
-    for name in sorted(names):
-        data = loaded.get(name) or empty_stratum(*name)
-        thresholds = select_thresholds(data.design, data.labels, bar)
-        assessments.append(assess(data, thresholds, bar, scope=scope))
+    if bar.certificate == "anytime":
+        facts = store_facts(con, list(loaded.values()))
+        delta = stratum_delta(bar, len(loaded))
+        for name in sorted(names):
+            data = loaded.get(name) or empty_stratum(*name)
+            closed = closed_cells(data, facts)
+            result = anytime.anytime_certificate(closed, bar, delta=delta,
+                                                 seeds=(seeds or {}).get(name))
+            assessments.append(assess_anytime(data, result, bar, scope=scope))
+    else:
+        for name in sorted(names):
+            data = loaded.get(name) or empty_stratum(*name)
+            thresholds = select_thresholds(data.design, data.labels, bar)
+            assessments.append(assess(data, thresholds, bar, scope=scope))
     return sorted(assessments, key=lambda a: (not a.candidate, a.doc_type, a.field))
+
+
+def stratum_delta(bar: Bar, n_strata: int) -> float:
+    """Each stratum's ``delta``: the bar's, or its share of it under ``familywise = 1``."""
+    delta = 1.0 - bar.confidence
+    return familywise_delta(delta, n_strata) if bar.familywise and n_strata else delta
+
+
+def assess_anytime(
+    data: StratumData, result: anytime.AnytimeResult, bar: Bar, *, scope: Scope = Scope()
+) -> CandidateAssessment:
+    """Candidacy of one stratum under the anytime certificate (its closed weeks only)."""
+    closed = result.closed
+    thresholds = result.thresholds
+    certified = thresholds.certified
+    reasons: list[str] = []
+    versions: list[VersionCheck] = []
+    reason = result.labels_needed_reason or ""
+    if data.n_population == 0:
+        reasons.append("no_coverage")
+    elif closed.n_population == 0:
+        reasons.append("no_closed_week")
+    elif closed.n_labels == 0:
+        reasons.append("no_labels")
+    elif certified is None:
+        if "no audit accounts for" in reason:
+            reasons.append("unaudited_weeks")
+        elif reason.startswith("cannot certify"):
+            reasons.append("cannot_certify_at_volume")
+        else:
+            reasons.append("too_few_labels" if thresholds.point else "accuracy_below_target")
+    if certified is not None:
+        # Each form version on its own labels, on the closed weeks only (the open
+        # week is nobody's evidence): a check that can only remove versions.
+        versions = version_checks(closed_part(data, closed.weeks), certified.threshold, bar)
+        if not result.enough_evidence:
+            reasons.append("no_week_evidence")
+        if result.unstable:
+            reasons.append("unstable_week")
+        if not any(v.covered for v in versions):
+            reasons.append("new_form_version_without_evidence")
+    if not bar.approvable:
+        reasons.append("not_at_policy")
+    evidence = _evidence(data, thresholds, list(result.weeks_checked), versions, bar, scope,
+                         not reasons)
+    evidence.update(result.evidence())
+    evidence.update(method=anytime.METHOD, uncovered_weeks=list(closed.unaudited_weeks),
+                    bound_exact_clopper_pearson=None)
+    return CandidateAssessment(
+        doc_type=data.doc_type,
+        field=data.field,
+        candidate=not reasons,
+        reason=reasons[0] if reasons else None,
+        reasons=tuple(reasons),
+        threshold=certified.threshold if certified else None,
+        labels_needed=thresholds.labels_needed,
+        labels_needed_threshold=thresholds.labels_needed_threshold,
+        weeks_checked=result.weeks_checked,
+        form_versions=tuple(versions),
+        evidence=evidence,
+        certified=certified,
+        n_population=data.n_population,
+        n_labeled=closed.n_labels,
+        weeks=closed.weeks,
+        audit_weeks=tuple(sorted({c.week for c in closed.cells})),
+        thresholds=thresholds,
+    )
+
+
+def across_strata(assessments: list[CandidateAssessment], bar: Bar) -> dict[str, Any]:
+    """What is promised across the strata shown: per stratum, and wrong certificates expected.
+
+    Each certified stratum is wrong with probability at most its ``delta``
+    (at every look of the horizon under the anytime certificate, at this one
+    look under the fixed one); among those shown the expected number of wrong
+    certificates is at most the sum of their deltas (:func:`expected_wrong`).
+    Under ``familywise = 1`` each is certified at ``delta / K``, so the chance
+    of any wrong one is at most ``delta``.
+    """
+    shown = [a for a in assessments if a.n_population > 0]
+    delta = stratum_delta(bar, len(shown)) if bar.certificate == "anytime" else (
+        1.0 - bar.confidence)
+    certified = [a for a in shown if a.threshold is not None]
+    wrong = expected_wrong([delta] * len(certified))
+    looks = ("at every weekly look over the horizon of"
+             f" {bar.horizon_weeks} weeks") if bar.certificate == "anytime" else "at this look"
+    text = (f"each certified stratum: accuracy above its threshold at least {bar.target:.0%}"
+            f" with probability at least {1.0 - delta:.2%}, {looks}; among the"
+            f" {len(certified)} certified of {len(shown)} strata shown, at most {wrong:.2f}"
+            " wrong certificates expected")
+    if bar.certificate == "anytime" and bar.familywise:
+        text += f"; the chance of any wrong one is at most {1.0 - bar.confidence:.0%}"
+    return {"certificate": bar.certificate, "familywise": bool(bar.familywise),
+            "delta_per_stratum": delta, "strata_shown": len(shown),
+            "certified_shown": len(certified), "expected_wrong_certificates": wrong,
+            "text": text}

@@ -196,23 +196,60 @@ def walk_start(
     prior_error: float,
     target: float = 0.95,
     delta: float = 0.05,
+    population: npt.ArrayLike | None = None,
+    power: float = 0.5,
 ) -> int:
     """Index of the first candidate (high to low) worth testing, from planned label counts.
 
     The first candidate whose planned labels above it (the design's sample
     sizes, never the verdicts or how far reviewers went) reach the labels
     the evidence needs on average if errors occur at ``prior_error``:
-    ``log(1/delta) / KL(prior || 1 - target)``. With no such candidate, the
-    lowest is tested. A count of the design, so the walk stays valid; held
-    for the horizon it keeps the walk's first tested threshold fixed.
+    ``n0 = log(1/delta) / KL(prior || 1 - target)`` (at ``power`` above
+    0.5, the ``n0`` whose log evidence clears ``log(1/delta)`` by ``z_power``
+    of its standard deviations, the normal approximation to the sum of
+    per-label log likelihood ratios; Wald 1947). Given the
+    ``population`` above each candidate, the count is corrected for
+    sampling without replacement as a sample size is,
+    ``n0 / (1 + n0 / N(t))`` (labelling a large share of a small stratum
+    gathers evidence faster than draws with replacement). With no such
+    candidate, the lowest is tested; given ``population``, the one whose
+    planned labels come closest to its need (the highest ratio). A count of
+    the design, so the walk stays valid; held for the horizon it keeps the
+    walk's first tested threshold fixed.
     """
     planned = np.asarray(planned_labels, dtype=float).reshape(-1)
     if planned.size == 0:
         return 0
-    growth = evidence_growth(1.0 - target, prior_error)
-    needed = math.log(1.0 / delta) / growth if growth > 0 else math.inf
+    needed: float | FloatArray = _labels_for_power(1.0 - target, prior_error, delta, power)
+    if population is not None and math.isfinite(float(needed)):
+        size = np.asarray(population, dtype=float).reshape(-1)
+        needed = needed / (1.0 + needed / np.maximum(size, 1.0))
     hits = np.flatnonzero(planned >= needed)
-    return int(hits[0]) if hits.size else planned.size - 1
+    if hits.size:
+        return int(hits[0])
+    if population is not None and np.all(np.isfinite(needed)):
+        return int(np.argmax(planned / np.broadcast_to(needed, planned.shape)))
+    return planned.size - 1
+
+
+def _labels_for_power(max_error: float, prior_error: float, delta: float, power: float) -> float:
+    """Labels whose log likelihood ratio reaches ``log(1/delta)`` with probability ``power``.
+
+    ``n KL - z sqrt(n V) = log(1/delta)`` solved for ``n``, with ``KL`` and
+    ``V`` the mean and variance of one label's log likelihood ratio at
+    ``prior_error`` against ``max_error`` (``z = 0`` at power 0.5).
+    """
+    check_fraction("power", power)
+    growth = evidence_growth(max_error, prior_error)
+    if growth <= 0:
+        return math.inf
+    level = math.log(1.0 / delta)
+    z = max(float(ndtri(power)), 0.0)
+    p, a = prior_error, max_error
+    step = math.log(p * (1 - a) / (a * (1 - p))) if p > 0 else 0.0
+    sd = math.sqrt(p * (1 - p)) * abs(step)
+    root = (z * sd + math.sqrt((z * sd) ** 2 + 4 * growth * level)) / (2 * growth)
+    return root**2
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -55,7 +56,8 @@ SELECT DISTINCT doc_type, field FROM {table} WHERE {where} ORDER BY doc_type, fi
 """
 
 _CELLS_SQL = """
-SELECT s.week, c.sample_id, c.cell, c.doc_type, c.field, c.band, c.n_population
+SELECT s.week, c.sample_id, c.cell, c.doc_type, c.field, c.band, c.n_population,
+       c.inclusion_prob, c.version_status
 FROM audit_cells c JOIN audit_samples s USING (sample_id)
 WHERE s.week IN (SELECT unnest(?::VARCHAR[]))
 ORDER BY s.week, c.doc_type, c.field, c.band, c.cell
@@ -66,13 +68,21 @@ _BAND = re.compile(r"^\s*\[\s*([0-9.eE+-]+)\s*,\s*([0-9.eE+-]+)\s*([\]\)])\s*$")
 
 @dataclass(frozen=True)
 class AuditCell:
-    """One cell of an audited week with a labelled prefix: ``pi = prefix / N_h``."""
+    """One cell of an audited week with a labelled prefix: ``pi = prefix / N_h``.
+
+    ``planned_prob`` is the design's ``n_h / N_h`` at drawing (what the
+    anytime certificate's bets are fixed from), ``sample_id`` and
+    ``version_status`` locate the cell's items and population.
+    """
 
     week: str
     cell: str
     band: str
     inclusion_prob: float
     n_population: int
+    sample_id: str = ""
+    planned_prob: float = 1.0
+    version_status: str = "established"
 
 
 @dataclass(frozen=True)
@@ -110,6 +120,10 @@ class StratumData:
         object.__setattr__(self, "design", design)
         object.__setattr__(self, "labels", labels)
 
+    def label_arrays(self, mask: npt.NDArray[np.bool_]) -> dict[str, Any]:
+        """The per-label arrays restricted to ``mask``, by field name (for ``replace``)."""
+        return {name: getattr(self, name)[mask] for name in LABEL_ARRAYS}
+
     @functools.cached_property
     def label_rows_by_week(self) -> dict[str, IntArray]:
         """Positions of the labels of each week (computed once: designs are built per week)."""
@@ -130,6 +144,11 @@ class StratumData:
     def coverage(self) -> Coverage:
         """Which weeks of the window the design-based labels cover, and how many extractions."""
         return coverage_of(self)
+
+
+#: The fields of :class:`StratumData` that hold one entry per design-based label.
+LABEL_ARRAYS = ("confidence", "correct", "weight", "inclusion_prob", "from_audit", "week",
+                "form_version", "u", "cell")
 
 
 def empty_stratum(doc_type: str, field_name: str) -> StratumData:
@@ -192,7 +211,7 @@ def permanent_uniform(ids: pa.Array | pa.ChunkedArray) -> FloatArray:
 
 
 @functools.lru_cache(maxsize=4096)  # a handful of band texts, parsed per week and stratum
-def _band_range(band: str) -> tuple[int, int] | None:
+def band_range(band: str) -> tuple[int, int] | None:
     """Grid indices ``[lo, hi)`` a band covers, or None when it is off the grid or unreadable."""
     match = _BAND.match(band)
     if not match:
@@ -212,7 +231,7 @@ def _week_blocks(cells: Sequence[AuditCell]) -> list[tuple[str, tuple[int, int]]
     """The bands of one audited week as disjoint grid ranges, or None to use one block."""
     ranges: dict[str, tuple[int, int]] = {}
     for cell in cells:
-        span = _band_range(cell.band)
+        span = band_range(cell.band)
         if span is None:
             return None
         ranges[cell.band] = span
@@ -463,12 +482,13 @@ def _cells_by_stratum(
     """
     out: dict[tuple[str, str], list[AuditCell]] = {}
     rows = con.sql(_CELLS_SQL, params=[weeks]).fetchall()
-    for week, sample_id, cell, doc_type, field_name, band, n_pop in rows:
+    for week, sample_id, cell, doc_type, field_name, band, n_pop, planned, status in rows:
         pi = prefix_prob.get((str(sample_id), str(cell)))
         if pi is None or int(n_pop) <= 0:
             continue  # no design-based label yet: the cell's extractions stay unaccounted
         out.setdefault((doc_type, field_name), []).append(
-            AuditCell(str(week), str(cell), str(band), float(pi), int(n_pop)))
+            AuditCell(str(week), str(cell), str(band), float(pi), int(n_pop), str(sample_id),
+                      float(planned), str(status)))
     return {stratum: tuple(cells) for stratum, cells in out.items()}
 
 

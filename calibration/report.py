@@ -14,7 +14,12 @@ from typing import Any
 import duckdb
 import numpy as np
 import pyarrow as pa
-from fieldtrust.calibration.candidates import CandidateAssessment, assess
+from fieldtrust.calibration.candidates import (
+    CandidateAssessment,
+    across_strata,
+    assess,
+    automation_candidates,
+)
 from fieldtrust.calibration.figures import interval_note
 from fieldtrust.calibration.population import (
     Coverage,
@@ -200,15 +205,22 @@ class CalibrationReport:
             f" known: {', '.join(f'{s.doc_type}/{s.field}' for s in self.strata) or 'none'}"
         )
 
+    @property
+    def across_strata(self) -> dict[str, Any]:
+        """What is promised across the strata shown (:func:`~fieldtrust.calibration.candidates.
+        across_strata`)."""
+        return across_strata([s.assessment for s in self.strata], self.bar)
+
     def to_dict(self, *, include_bins: bool = False) -> dict[str, Any]:
         """``{"target", "confidence", "bar", "approvable", "not_approvable_because",
-        "overall", "strata"}``: the ``--json`` shape."""
+        "across_strata", "overall", "strata"}``: the ``--json`` shape."""
         return {
             "target": self.target,
             "confidence": self.confidence,
             "bar": self.bar.values(),
             "approvable": self.bar.approvable,
             "not_approvable_because": self.bar.loosened_text() or None,
+            "across_strata": self.across_strata,
             "overall": self.overall.to_dict(),
             "strata": [s.to_dict(include_bins=include_bins) for s in self.strata],
         }
@@ -276,15 +288,25 @@ def stratum_report(
     n_bins: int,
     strategy: str,
     scope: Scope = Scope(),
+    assessment: CandidateAssessment | None = None,
 ) -> StratumReport:
-    """Table, bins, thresholds and candidacy of one stratum at ``bar``."""
-    thresholds = select_thresholds(data.design, data.labels, bar)
+    """Table, bins, thresholds and candidacy of one stratum at ``bar``.
+
+    ``assessment``: the stratum's candidacy when already decided (the anytime
+    certificate decides every stratum of the store at once); else the fixed
+    certificate's, computed here.
+    """
+    if assessment is None or assessment.thresholds is None:
+        thresholds = select_thresholds(data.design, data.labels, bar)
+        assessment = assess(data, thresholds, bar, scope=scope)
+    else:
+        thresholds = assessment.thresholds
     confidence = bar.confidence
     return StratumReport(
         table=stratum_table(data, confidence=confidence, n_bins=n_bins, strategy=strategy),
         bins=stratum_bins(data, n_bins=n_bins, strategy=strategy, confidence=confidence),
         thresholds=thresholds,
-        assessment=assess(data, thresholds, bar, scope=scope),
+        assessment=assessment,
         coverage=data.coverage,
         labels_by_provenance=dict(data.labels_by_provenance),
     )
@@ -329,9 +351,11 @@ def calibration_report(
     bar = resolve_bar(con) if bar is None else bar
     loaded = {(s.doc_type, s.field): s for s in load_strata(con, scope)}
     names = sorted(set(strata_names(con, scope)) | set(loaded)) if scope.weeks else sorted(loaded)
+    decided = {(a.doc_type, a.field): a for a in automation_candidates(con, scope, bar)} \
+        if bar.certificate == "anytime" else {}
     reports = [
         stratum_report(loaded.get(name) or empty_stratum(*name), bar, n_bins=n_bins,
-                       strategy=strategy, scope=scope)
+                       strategy=strategy, scope=scope, assessment=decided.get(name))
         for name in names
     ]
     reports.sort(key=_worst_first)

@@ -116,6 +116,26 @@ def miss_rate_upper_bound(
 
 
 @dataclass(frozen=True)
+class SeedJudgements:
+    """How reviewers judged one stratum's seeds: the certificate path's input.
+
+    ``judged`` seeds reached a verdict ("unclear" counts as caught);
+    ``missed`` of them were judged correct although their value was wrong.
+    Produced from the store's seed verdicts; the certificate turns it into a
+    :class:`MissAllowance` with :func:`miss_allowance`.
+    """
+
+    judged: int
+    missed: int
+
+    def __post_init__(self) -> None:
+        if self.judged < 0 or not 0 <= self.missed <= self.judged:
+            raise InputError(
+                f"seed judgements need 0 <= missed <= judged, got judged={self.judged},"
+                f" missed={self.missed}")
+
+
+@dataclass(frozen=True)
 class MissAllowance:
     """What the seeds allow: the miss-rate bound and the error rate the labels are tested at."""
 

@@ -259,8 +259,6 @@ def render_page(
         return Notice(f"Not shown: {exc}.", source.uri)
     except page_images.UNREADABLE as exc:
         return Notice(f"The document cannot be read as a PDF or an image ({exc}).", source.uri)
-    except IndexError:
-        return Notice(f"The document has no page {page}.", source.uri)
     box = None
     if bbox is not None:
         x0, y0, x1, y1 = bbox

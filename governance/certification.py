@@ -63,7 +63,7 @@ def certify(
         n_min=bar.n_min,
         stability_weeks=bar.stability_weeks,
         window=window,
-        method=METHOD,
+        method=str(match.evidence.get("method", METHOD)),
         coverage=point.coverage if point else None,
         labels_above=point.labels_above if point else None,
         accuracy=point.accuracy if point else None,

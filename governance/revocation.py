@@ -1,10 +1,11 @@
 """Flag approved strata that later audits show failing: "revocation recommended".
 
-For every stratum whose current policy is an approval, each ISO week from
-the approval's own week on (its extractions after the decision were
-automated) is checked on its own audit labels above the approved
-threshold (read through :func:`fieldtrust.store.labelled.labelled_items`, so adjudicated
-verdicts and design weights count as everywhere else). A week fails when its
+For every stratum whose current policy is an approval, the approval's own
+ISO week and each week after it are checked on their own audit labels above
+the approved threshold, read through
+:func:`fieldtrust.store.labelled.labelled_items` (adjudicated verdicts and
+design weights count as everywhere else). The approval's week is automated
+from the approval on, so it is watched like any later week. A week fails when its
 accuracy is significantly below the target, one-sided at level
 ``1 - confidence``: the upper confidence bound on the design-weighted
 accuracy is below the target. The bound is Korn-Graubard (STATS.md section
@@ -179,8 +180,8 @@ def _weekly_checks(
 ) -> list[WeekCheck]:
     items = design_based_items(con, Scope(doc_types=(doc_type,), fields=(field,)))
     week = np.asarray(items.column("week").to_pylist(), dtype=object)
-    stated = np.asarray(items.column("confidence").to_numpy())
-    keep = (stated >= threshold) & (week >= approval_week)
+    above = np.asarray(items.column("confidence").to_numpy()) >= threshold
+    keep = above & (week >= approval_week)
     correct = np.asarray(items.column("correct").to_numpy(), dtype=float)[keep]
     weight = np.asarray(items.column("weight").to_numpy(), dtype=float)[keep]
     week = week[keep]

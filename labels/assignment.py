@@ -69,7 +69,8 @@ ORDER BY a.assigned_at, i.prn, a.extraction_id
 # Candidates for a primary review: not labelled (in any round that gives a
 # verdict), not handed out in this sample, not skipped by or second-reviewed
 # by the actor. Candidates for a second review: double-review items whose
-# primary review is with someone else and whose second review is free.
+# primary review is with someone else, whose second review is free and that
+# no QA lead has adjudicated yet (an adjudication settles the item).
 _CANDIDATES_SQL = """
 WITH items AS (
     SELECT extraction_id, cell, prn, double_review FROM audit_items WHERE sample_id = $sample
@@ -98,7 +99,7 @@ second_free AS (
       AND EXISTS (SELECT 1 FROM taken t WHERE t.extraction_id = i.extraction_id
                   AND t.review_round = 'primary')
       AND NOT EXISTS (SELECT 1 FROM taken t WHERE t.extraction_id = i.extraction_id
-                      AND t.review_round = 'second')
+                      AND t.review_round IN ('second', 'adjudication'))
 ),
 candidates AS (
     SELECT * FROM (SELECT * FROM primary_free UNION ALL SELECT * FROM second_free)

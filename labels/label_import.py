@@ -309,13 +309,17 @@ def _import_label_studio(
 
 
 def _by_task(exc: ValidationError, task_rows: list[int]) -> ValidationError:
-    """``exc`` with its rows (one per annotation) renumbered as the export's tasks."""
+    """``exc`` with its rows (one per annotation) renumbered as the export's tasks.
+
+    A problem that already names its task (``row N (task T)``) was numbered by
+    the check itself and is left as it is.
+    """
     def task(match: re.Match[str]) -> str:
         number = int(match.group(1))
         return f"row {task_rows[number - 1]}" if 0 < number <= len(task_rows) else match[0]
 
-    return ValidationError(exc.source, [re.sub(r"^row (\d+)", task, p) for p in exc.problems],
-                           exc.total)
+    renumbered = [re.sub(r"^row (\d+)(?! \(task )", task, p) for p in exc.problems]
+    return ValidationError(exc.source, renumbered, exc.total)
 
 
 def _import_file(

@@ -42,7 +42,7 @@ from fieldtrust.errors import InputError, Refused
 #: Which way a setting is stricter: a higher value, a lower one, or only the policy's own.
 Direction = Literal["higher", "lower", "same"]
 
-Value = float | int
+Value = float | int | str
 
 
 @dataclass(frozen=True)
@@ -74,11 +74,29 @@ class Range:
         return f"in {left}{_number(self.low)}, {_number(self.high)}{right}"
 
 
+@dataclass(frozen=True)
+class Choice:
+    """The values a text setting allows: one of a closed set."""
+
+    options: tuple[str, ...]
+
+    def allows(self, value: object) -> bool:
+        return value in self.options
+
+    @property
+    def text(self) -> str:
+        """The rule in words: ``one of 'fixed', 'anytime'``."""
+        return "one of " + ", ".join(repr(o) for o in self.options)
+
+
+Rule = Range | Choice
+
+
 def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
-def _setting(default: Value, help: str, rule: Range, stricter: Direction) -> Any:
+def _setting(default: Value, help: str, rule: Rule, stricter: Direction) -> Any:
     return field(default=default, metadata={"help": help, "rule": rule, "stricter": stricter})
 
 
@@ -136,6 +154,15 @@ class Bar:
                                           " labels its approver may have given (1: any, with"
                                           " a warning when all are theirs).", Range(0, 1),
                                           "lower")
+    certificate: str = _setting("fixed", "Which certificate certifies: 'fixed' (one look,"
+                                " thinned bound) or 'anytime' (valid at every weekly look).",
+                                Choice(("fixed", "anytime")), "same")
+    familywise: int = _setting(0, "1: certify each of the K strata shown at delta / K, so the"
+                               " chance of any wrong certificate is at most delta.",
+                               Range(0, 1), "higher")
+    seed_rate: float = _setting(0.0, "Share of each sample seeded with known wrong values; 0:"
+                                " reviewer misses are not allowed for.",
+                                Range(0, 1, open_high=True), "higher")
     #: Not a setting: what this bar asks that the store's policy does not allow an
     #: approval (empty for the policy itself and for a stricter bar).
     loosened: tuple[Loosened, ...] = ()
@@ -220,9 +247,9 @@ def setting_help(name: str) -> str:
     return str(_field(name).metadata["help"])
 
 
-def setting_rule(name: str) -> Range:
+def setting_rule(name: str) -> Rule:
     """The values a bar setting allows."""
-    rule: Range = _field(name).metadata["rule"]
+    rule: Rule = _field(name).metadata["rule"]
     return rule
 
 
@@ -233,7 +260,7 @@ def setting_direction(name: str) -> Direction:
 
 
 def setting_type(name: str) -> type:
-    """The Python type of a bar setting's values (``int`` or ``float``)."""
+    """The Python type of a bar setting's values (``int``, ``float`` or ``str``)."""
     return type(_field(name).default)
 
 
@@ -246,11 +273,13 @@ def setting_default(name: str) -> Value:
 def setting_problem(name: str, value: object) -> str | None:
     """What is wrong with ``value`` for bar setting ``name`` (``must be at least 1``), or None."""
     kind = setting_type(name)
+    rule = setting_rule(name)
+    if isinstance(rule, Choice):
+        return None if rule.allows(value) else f"must be {rule.text}"
     if isinstance(value, bool) or not isinstance(value, int | float):
         return f"must be a number ({kind.__name__})"
     if kind is int and not isinstance(value, int):
         return "must be a whole number"
-    rule = setting_rule(name)
     return None if rule.allows(value) else f"must be {rule.text}"
 
 
@@ -265,6 +294,8 @@ def _field(name: str) -> dataclasses.Field[Any]:
 
 def _looser(name: str, asked: Value, policy: Value) -> bool:
     direction = setting_direction(name)
+    if isinstance(asked, str) or isinstance(policy, str):
+        return asked != policy
     if direction == "higher":
         return asked < policy
     if direction == "lower":

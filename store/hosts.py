@@ -26,6 +26,8 @@ import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from fieldtrust.errors import InputError
+
 #: Addresses that only this machine can reach, and the names a browser uses for them.
 LOOPBACK_ADDRESSES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
@@ -81,7 +83,7 @@ def setting_hosts(setting: str) -> tuple[AllowedHost, ...]:
 
     Raises
     ------
-    ValueError
+    InputError
         An entry is not a host name with an optional port (a url, a path, a wildcard).
     """
     hosts = []
@@ -90,7 +92,7 @@ def setting_hosts(setting: str) -> tuple[AllowedHost, ...]:
             continue
         parsed = parse_host(entry)
         if parsed is None or "*" in entry or "://" in entry:
-            raise ValueError(
+            raise InputError(
                 f"{entry[:60]!r}, which is not a host name with an optional port (like"
                 " fieldtrust.example.com or fieldtrust.example.com:443)"
             )

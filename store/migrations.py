@@ -287,8 +287,8 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
-    # 0006_demo_truth and 0011_demo_truth_error_type gave every store the demo's
-    # truth table (demo_truth) before 0025. The demo creates it now
+    # 0006_demo_truth and 0011_demo_truth_error_type (RETIRED) gave every store the
+    # demo's truth table (demo_truth) before 0025. The demo creates it now
     # (fieldtrust.demo.truth); stores that applied them keep the table.
     Migration(
         "0010_labels_history_constraints",
@@ -696,6 +696,21 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
     ),
     Migration(
+        "0060_policy_anytime_certificate",
+        """
+        -- The bar gains the anytime-valid certificate's settings: which
+        -- certificate certifies ('fixed', today's one look, or 'anytime'),
+        -- familywise control across strata (0 or 1) and the seed rate of
+        -- known-answer items (0: reviewer misses not allowed for). NULL in a
+        -- row written before they existed, which held the defaults ('fixed',
+        -- 0, 0); fieldtrust.store.bar reads it so. The one writer checks the
+        -- values through the Bar (DuckDB cannot add a column with a CHECK).
+        ALTER TABLE policy_settings ADD COLUMN certificate VARCHAR;
+        ALTER TABLE policy_settings ADD COLUMN familywise INTEGER;
+        ALTER TABLE policy_settings ADD COLUMN seed_rate DOUBLE;
+        """,
+    ),
+    Migration(
         "0070_extractor_versions",
         """
         -- The extractor (model, prompt, OCR engine) version that produced each
@@ -788,9 +803,14 @@ def pending_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [m.name for m in MIGRATIONS if m.name not in done]
 
 
+#: Migrations this fieldtrust once had and retired (their tables stay in the stores that
+#: ran them): known, so a store that recorded them is not taken for a newer one's.
+RETIRED = ("0006_demo_truth", "0011_demo_truth_error_type")
+
+
 def unknown_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Migrations the store records that this fieldtrust does not know (a newer one ran)."""
-    known = {m.name for m in MIGRATIONS}
+    known = {m.name for m in MIGRATIONS} | set(RETIRED)
     return [name for name in _recorded(con) if name not in known]
 
 

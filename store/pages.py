@@ -14,13 +14,15 @@ import pypdfium2 as pdfium
 from fieldtrust.store.documents import check_pixels, document_format, render_scale
 from PIL import Image, UnidentifiedImageError
 
+from fieldtrust.errors import DocumentError
+
 #: Width in pixels pages are rendered at (an A4 page: about 110 dpi).
 PAGE_WIDTH = 900
 
 #: The image formats Pillow may open: no other decoder (EPS, say, handed to Ghostscript) runs.
 IMAGE_FORMATS = ("PNG", "JPEG", "TIFF", "WEBP")
 
-#: What a page that cannot be read raises, besides IndexError for a page not there.
+#: What a page that cannot be read raises, besides DocumentError for a page refused or not there.
 UNREADABLE = (pdfium.PdfiumError, UnidentifiedImageError, OSError, ValueError)
 
 
@@ -35,10 +37,9 @@ def render_page(data: bytes, page: int, *, width: int = PAGE_WIDTH) -> tuple[Ima
 
     Raises
     ------
-    IndexError
-        The document has no page ``page``.
     DocumentError
-        The format is not allowed, or the page is larger than the budget.
+        The document has no page ``page``, its format is not allowed, or the page
+        is larger than the budget.
     pypdfium2.PdfiumError, PIL.UnidentifiedImageError, OSError, ValueError
         The bytes are no readable PDF or image (:data:`UNREADABLE`).
     """
@@ -47,7 +48,7 @@ def render_page(data: bytes, page: int, *, width: int = PAGE_WIDTH) -> tuple[Ima
         try:
             pages = len(pdf)
             if not 1 <= page <= pages:
-                raise IndexError(page)
+                raise DocumentError(f"the document has no page {page} (it has {pages})")
             handle = pdf[page - 1]
             page_width, page_height = handle.get_size()
             scale = render_scale(page_width, page_height, width, page=page)
@@ -59,7 +60,7 @@ def render_page(data: bytes, page: int, *, width: int = PAGE_WIDTH) -> tuple[Ima
     with Image.open(io.BytesIO(data), formats=IMAGE_FORMATS) as opened:
         pages = getattr(opened, "n_frames", 1)
         if not 1 <= page <= pages:
-            raise IndexError(page)
+            raise DocumentError(f"the document has no page {page} (it has {pages})")
         opened.seek(page - 1)
         check_pixels(opened.width, opened.height, f"page {page} of the image")
         # A JPEG decodes at 1/2, 1/4 or 1/8 of its size where that still covers the width.

@@ -34,6 +34,11 @@ _VARYING = (
     (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?Z?"), "<time>"),
     (re.compile(r"\b\d+\.\d s\b"), "<s>"),
     (re.compile(r'"seq": \d+'), '"seq": <n>'),
+    # The page's home folder (a temporary one in the test) and the key made there.
+    (re.compile(r"\S*/\.config/fieldtrust/"), "~/.config/fieldtrust/"),
+    (re.compile(r"\bsigning key [0-9a-f]{16}\b"), "signing key <key id>"),
+    (re.compile(r'"key_id": "[0-9a-f]{16}"'), '"key_id": "<key id>"'),
+    (re.compile(r'"value": "[A-Za-z0-9+/=]{80,}"'), '"value": "<signature>"'),
 )
 
 
@@ -106,6 +111,8 @@ class Shell:
         words = shlex.split(command)
         if words[0] == "export":
             name, value = words[1].split("=", 1)
+            if value.startswith("~/"):  # as bash expands a tilde in an assignment
+                value = str(Path(self.env.get("HOME") or Path.home()) / value[2:])
             self.env[name] = value
             return subprocess.CompletedProcess(command, 0, "", "")
         if words[0] == "cd":

@@ -109,7 +109,7 @@ def test_the_first_hour_ends_in_an_approval(tmp_path: Path,
                               "--out", str(sheet))
         labelled += _fill(sheet, "correct")
         out = run("labels", "import", str(sheet), "--reviewer", "ann")
-        assert "labels added" in out and " 0 without a verdict" in out
+        assert "new labels and" in out and " 0 without a verdict" in out
 
     candidates = json.loads(run("candidates", "--json"))["candidates"]
     assert [(c["doc_type"], c["field"]) for c in candidates] == [("invoice", "total")]
@@ -155,7 +155,9 @@ def quickstart_shell(tmp: Path, page: str, env: dict[str, str]) -> Shell:
                     "--yes", "setuptools"], check=True, capture_output=True)
     env = {k: v for k, v in env.items()
            if not k.startswith(("FIELDTRUST_", "PIP_", "VIRTUAL_ENV", "PYTHON"))}
+    (tmp / "home").mkdir()  # the page's ~ (its signing key goes there), not the tester's
     env.update(PATH=f"{tmp / 'venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}",
+               HOME=str(tmp / "home"),
                PIP_NO_INDEX="1", PIP_NO_BUILD_ISOLATION="0",
                PIP_DISABLE_PIP_VERSION_CHECK="1", COLUMNS="200")
     shown = {s.command: s.shown for s in steps(page)}

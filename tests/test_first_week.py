@@ -85,7 +85,7 @@ def test_a_team_s_first_week(label_studio: str, tmp_path: Path) -> None:  # noqa
     export_file = tmp_path / "export.json"
     export_file.write_text(json.dumps(export))
     out = _run(db, "labels", "import", str(export_file), "--format", "label-studio")
-    assert f"{len(tasks)} labels added" in out
+    assert f"added {len(tasks)} new labels" in out
 
     con = duckdb.connect(str(db), read_only=True)
     try:

@@ -92,7 +92,7 @@ with right:
     )
 st.markdown(views.threshold_text(stratum))
 st.caption("The guarantee is for the average above the threshold: items just above it can be"
-           " worse. With many strata each certified at 5%, about 5% may be wrongly certified.")
+           f" worse. Across strata, {report.across_strata['text']}.")
 
 with st.expander("Reliability bins"):
     downloads.show_table("reliability_bins", views.bins_table(stratum.bins))

@@ -185,13 +185,14 @@ def _candidate_row(a: CandidateAssessment) -> dict[str, Any]:
 @click.pass_context
 def candidates(ctx: click.Context, /, as_json: bool, **asks: float | int | None) -> None:
     """Strata that may be automated above a threshold, with evidence; why others may not."""
-    from fieldtrust.calibration.candidates import automation_candidates
+    from fieldtrust.calibration.candidates import across_strata, automation_candidates
 
     con = open_db(ctx, read_only=True)
     bar = held_bar(ctx, con, **asks)
     assessments = automation_candidates(con, _scope(con, bar.weeks), bar)
     chosen = [a for a in assessments if a.candidate]
     others = [a for a in assessments if not a.candidate]
+    promise = across_strata(assessments, bar)
     if as_json:
         echo_json(
             {
@@ -200,6 +201,7 @@ def candidates(ctx: click.Context, /, as_json: bool, **asks: float | int | None)
                 "bar": bar.values(),
                 "approvable": bar.approvable,
                 "not_approvable_because": bar.loosened_text() or None,
+                "across_strata": promise,
                 "candidates": [a.to_dict() for a in chosen],
                 "not_candidates": [a.to_dict() for a in others],
             }
@@ -207,6 +209,7 @@ def candidates(ctx: click.Context, /, as_json: bool, **asks: float | int | None)
         return
     echo(f"{len(chosen)} automation candidate(s) at target {bar.target:.0%}:")
     _echo_not_approvable(bar)
+    echo(f"promised: {promise['text']}")
     if chosen:
         echo_table([_candidate_row(a) for a in chosen])
     echo("")

@@ -25,8 +25,9 @@ import duckdb
 
 from fieldtrust.calibration.figures import share_text
 from fieldtrust.calibration.report import CalibrationReport, calibration_report
+from fieldtrust.errors import InputError
 from fieldtrust.sampling.alerts import Alert
-from fieldtrust.sampling.report import audit_report
+from fieldtrust.sampling.audit_report import audit_report
 from fieldtrust.store.bar import Bar, resolve_bar
 from fieldtrust.store.connection import connect
 from fieldtrust.store.scope import Scope, last_weeks
@@ -114,9 +115,9 @@ def _more(n: int | None) -> str:
 
 
 def section(page: str) -> str:
-    """The generated section of ``page`` (without its markers); ValueError if it has none."""
+    """The generated section of ``page`` (without its markers); InputError if it has none."""
     if START not in page or END not in page:
-        raise ValueError(f"the page has no generated section: add the lines {START} and {END}")
+        raise InputError(f"the page has no generated section: add the lines {START} and {END}")
     return page.split(START, 1)[1].split(END, 1)[0].strip("\n")
 
 

@@ -37,6 +37,7 @@ from fieldtrust.demo.page_layout import (
     text_start,
     value_box,
 )
+from fieldtrust.demo.truth import truth_rows
 from fieldtrust.demo.values import OWN_COMPANY
 from fieldtrust.store.locations import Location
 
@@ -80,6 +81,8 @@ def is_demo_uri(uri: str) -> bool:
 
 def demo_document(con: duckdb.DuckDBPyConnection, doc_id: str) -> DemoDocument | None:
     """The demo document ``doc_id`` from the store; None when it is no demo document."""
+    if not truth_rows(con):  # a store that is no demo store has no demo documents
+        return None
     # Every field of a demo document is extracted at one time (the generator's), so when
     # the sampled copy holds one of them its time bounds the read to a row group or two
     # instead of the doc_id column of every row (the review page draws these per item).

@@ -113,7 +113,7 @@ def test_a_imported_queue_labels_never_cover_an_unaudited_week(tmp_path, seed: i
     rows = {}
     for db, flags in ((path, []), (declared, ["--random-sample"])):
         result = CliRunner().invoke(cli, ["--db", str(db), "labels", "import", str(queue_file),
-                                          *flags, "--as", "carol"])
+                                          "--reviewer", "alice", *flags, "--as", "carol"])
         assert result.exit_code == 0, result.output
         rows[db] = calibrate_json(db)[("invoice", "total")]
     kept, weighted = rows[path], rows[declared]

@@ -93,40 +93,54 @@ def test_pdfium_is_never_called_from_two_threads_at_once(
 ) -> None:
     # PDFium crashes or corrupts the process when two threads call it at once, even on
     # different documents, and the server renders for every reviewer's session and
-    # ahead of each one's next item.
+    # ahead of each one's next item. Every render is a request to the one render
+    # worker (a process that reads one request, renders it, answers, then reads the
+    # next); the server sends the next request only once the last one is answered.
     source = render.open_document(None, _location("two.pdf", 2), root=root)
     assert isinstance(source, render.Source)
-    alone = render._render(source, 2, None, False)
+    renderer = render.Renderer()
+    alone = renderer.render(source, 2, None, False)
     assert isinstance(alone, render.PageImage)
-    active, most = [0], [0]
-    original = render.pdfium.PdfDocument
+    active, most, workers = [0], [0], set()
+    started, frame = renderer._started, render.Renderer._frame
+    answered = threading.local()
 
-    class Watched(original):  # type: ignore[misc, valid-type]
-        def __init__(self, *args: object, **kwargs: object) -> None:
-            active[0] += 1
-            most[0] = max(most[0], active[0])
-            time.sleep(0.005)  # widen the window two unguarded threads would share
-            super().__init__(*args, **kwargs)
+    def watched_start():  # type: ignore[no-untyped-def]
+        active[0] += 1
+        most[0] = max(most[0], active[0])
+        time.sleep(0.005)  # widen the window two unguarded requests would share
+        process = started()
+        workers.add(process.pid)
+        answered.frames = 0
+        return process
 
-        def close(self) -> None:
-            super().close()
+    def watched_frame(process, deadline):  # type: ignore[no-untyped-def]
+        payload = frame(process, deadline)
+        answered.frames += 1
+        if answered.frames == 2:  # the header, then the picture: this request is answered
             active[0] -= 1
+        return payload
 
-    monkeypatch.setattr(render.pdfium, "PdfDocument", Watched)
+    monkeypatch.setattr(renderer, "_started", watched_start)
+    monkeypatch.setattr(renderer, "_frame", watched_frame)
     results: list[bytes] = []
 
     def draw() -> None:
         for _ in range(5):
-            image = render._render(source, 2, None, False)
+            image = renderer.render(source, 2, None, False)
             assert isinstance(image, render.PageImage)
             results.append(image.png)
 
     threads = [threading.Thread(target=draw) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert most == [1]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        renderer.stop()
+    assert most == [1] and active == [0]
+    assert len(workers) == 1  # one worker process rendered all forty
     assert len(results) == 40 and set(results) == {alone.png}
 
 

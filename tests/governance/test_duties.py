@@ -14,7 +14,9 @@ from fieldtrust.governance.bar_admin import set_policy_settings
 from fieldtrust.governance.decisions import current_policy
 from fieldtrust.governance.duties import own_labels
 from fieldtrust.governance.policy import export_policy
+from fieldtrust.store.access import grant_role
 from fieldtrust.store.bar import policy_bar
+from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.weeks import Week
 
 from fieldtrust.cli.main import cli
@@ -43,8 +45,9 @@ def _labelled_by(con: duckdb.DuckDBPyConnection, builder: Any, reviewers: list[s
                            "verdict": "correct"})
     builder.extractions(extractions)
     builder.labels(labels)
-    con.execute("INSERT INTO label_import_designs VALUES ('random-batch', 'random_sample',"
-                " 'root', now()::TIMESTAMP)")
+    declared = con.execute("INSERT INTO label_import_designs VALUES ('random-batch',"
+                           " 'random_sample', 'root', now()::TIMESTAMP) RETURNING *")
+    chain_returned(con, "label_import_designs", declared)  # as labels import chains it
 
 
 def test_the_approver_s_share_counts_the_labels_the_certificate_reads(
@@ -89,7 +92,7 @@ def test_a_policy_below_one_refuses_an_approver_who_gave_more(
         approve(con, "mona", "invoice", "total", "mine")
     assert current_policy(con) == []
     # Another manager, who labelled nothing, may approve the same evidence.
-    con.execute("INSERT INTO user_roles VALUES ('nora', 'manager', 'root', now()::TIMESTAMP)")
+    grant_role(con, "root", "nora", "manager")
     assert approve(con, "nora", "invoice", "total", "checked by two").decided_by == "nora"
     # The policy file states what the approval was held to.
     (entry,) = export_policy(con)["thresholds"]

@@ -80,6 +80,19 @@ def test_bad_week_after_approval_is_flagged(
     assert {d.week for d in frozen.designs} == {bad, good}
 
 
+def test_the_approvals_own_week_is_watched_like_any_after_it(
+    review_store: duckdb.DuckDBPyConnection, builder: Any
+) -> None:
+    con = review_store
+    now_week = iso_week(store.utc_now())
+    approve_as_stated(con, "mona", "invoice", "total", 0.9, "certified")
+    # The week of the approval is automated from the approval on: a bad audit of it
+    # is a slip like any later week's (issue 23: the first automated week was never checked).
+    _week(builder, con, now_week, "total", 45, 15)
+    (flag,) = revocation_recommendations(con)
+    assert [(w.week, w.n, w.failing) for w in flag.weeks] == [(now_week, 60, True)]
+
+
 def test_upper_bound_is_clopper_pearson_at_the_effective_size() -> None:
     correct = np.array([1.0] * 45 + [0.0] * 15)
     weight = np.full(60, 4.0)

@@ -134,6 +134,11 @@ from fieldtrust.governance.acts import _record, revoke
 from fieldtrust.governance.evidence import Certification
 from fieldtrust.labels.assignment import next_items
 from fieldtrust.labels.verdicts import record_verdict, supersede
+from fieldtrust.store.signing import KEY_ENV, using
+import os
+# Decisions are signed: the library signs with the key the CLI would install.
+signing = using(os.environ[KEY_ENV])  # kept: its exit would uninstall the key
+signing.__enter__()
 con = store.connect(sys.argv[1])
 sample = sys.argv[2]
 print("ready", flush=True)

