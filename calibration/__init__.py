@@ -20,6 +20,7 @@ passed whole (STATS.md sections 1-7, 10, 11). Modules, from the arithmetic up:
 * ``stability``: the weekly and per-form-version checks a certified
   threshold must pass;
 * ``candidates``: which strata are automation candidates, and why not;
+* ``segments``: each form version x extractor version certified on its own labels;
 * ``report``: everything above for every stratum (``fieldtrust calibrate``);
 * ``recalibrate``, ``maps``: confidence recalibration maps, fitted and stored;
 * ``monitoring``, ``run_length``: after approval, a weekly CUSUM per approved

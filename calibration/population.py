@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from fieldtrust.calibration.design import GRID, N_GRID, Blocks, Labels, grid_index
 from fieldtrust.store.labelled import PROVENANCES, labelled_items
-from fieldtrust.store.rollup import is_current, population_counts
+from fieldtrust.store.rollup import is_current, population_counts, segment_counts
 from fieldtrust.store.scope import Scope
 from fieldtrust.store.weeks import Week
 
@@ -417,9 +417,28 @@ def strata_names(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> list
     return [(str(d), str(f)) for d, f in rows]
 
 
-def _population(con: duckdb.DuckDBPyConnection, scope: Scope) -> pa.Table:
-    """Counts per (doc_type, field, form_version, week, k), sorted by stratum."""
-    counts = population_counts(con, scope)
+#: Joins a form version and an extractor version into a segment's name (SEGMENT_SEP free text).
+SEGMENT_SEP = "\x1e"
+
+
+def segment_name(form_version: str, extractor_version: str) -> str:
+    """The key of one segment (form version x extractor version) in segment-keyed data."""
+    return f"{form_version}{SEGMENT_SEP}{extractor_version}"
+
+
+def segment_parts(name: str) -> tuple[str, str]:
+    """(form_version, extractor_version) of :func:`segment_name`'s key."""
+    form_version, _, extractor_version = name.partition(SEGMENT_SEP)
+    return form_version, extractor_version
+
+
+def _population(con: duckdb.DuckDBPyConnection, scope: Scope, segments: bool) -> pa.Table:
+    """Counts per (doc_type, field, form_version, week, k), sorted by stratum.
+
+    ``segments``: the form_version column names the segment instead
+    (:func:`segment_name`), counted from the stored rows.
+    """
+    counts = segment_counts(con, scope) if segments else population_counts(con, scope)
     return counts.sort_by([("doc_type", "ascending"), ("field", "ascending")])
 
 
@@ -473,14 +492,20 @@ def _cells_by_stratum(
     return {stratum: tuple(cells) for stratum, cells in out.items()}
 
 
-def load_strata(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> list[StratumData]:
+def load_strata(
+    con: duckdb.DuckDBPyConnection, scope: Scope = Scope(), *, segments: bool = False
+) -> list[StratumData]:
     """Per-stratum arrays for every (doc_type, field) with extractions in ``scope``.
 
     Sorted by (doc_type, field). One aggregation over the extractions, one
     read of the labelled items, one read of the audit cells; the rest is
-    numpy on a few thousand rows per stratum.
+    numpy on a few thousand rows per stratum. ``segments``: the data's
+    form-version axis (``version_hist``, ``week_version_hist``,
+    ``form_version``) holds segments instead, form version x extractor
+    version (:func:`segment_name`), so the form-version checks of
+    :mod:`fieldtrust.calibration.stability` certify each segment on its own.
     """
-    population = _population(con, scope)
+    population = _population(con, scope, segments)
     k = population.column("k").to_numpy().astype(np.int64)
     n = population.column("n").to_numpy().astype(np.int64)
     sum_c = population.column("sum_confidence").to_numpy().astype(float)
@@ -512,7 +537,10 @@ def load_strata(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> list[
     order, bounds = _by_stratum(items, index_of, len(names))
     other_order, other_bounds = _by_stratum(others, index_of, len(names))
     label_week_code, label_weeks = _codes(items.column("week"))
-    label_version_code, label_versions = _codes(items.column("form_version"))
+    label_version_code, label_versions = _codes(
+        pc.binary_join_element_wise(items.column("form_version"),
+                                    items.column("extractor_version"), SEGMENT_SEP)
+        if segments else items.column("form_version"))
     columns = {
         "confidence": items.column("confidence").to_numpy().astype(float),
         "correct": items.column("correct").to_numpy().astype(float),

@@ -449,6 +449,14 @@ def revocations(con: duckdb.DuckDBPyConnection, bar: Bar) -> Any:
     return revocation_recommendations(con, bar)
 
 
+@query("monitoring")
+def monitoring(con: duckdb.DuckDBPyConnection) -> Any:
+    """Each approved segment's monitoring chart (governance.monitoring.monitor_approvals)."""
+    from fieldtrust.governance.monitoring import monitor_approvals
+
+    return monitor_approvals(con)
+
+
 @query("own_labels")
 def own_labels(con: duckdb.DuckDBPyConnection, user: str, doc_type: str, field: str) -> Any:
     """How many of a stratum's labels the would-be approver gave (governance.duties)."""

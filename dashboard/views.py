@@ -59,6 +59,35 @@ def policy_frame(policy: Sequence[Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def monitoring_frame(monitors: Sequence[Any]) -> pd.DataFrame:
+    """One row per approved segment: its chart's state against its frozen threshold."""
+    rows = [
+        {
+            "doc_type": m.doc_type, "field": m.field, "form_version": m.form_version,
+            "extractor_version": m.extractor_version, "status": m.status,
+            "statistic": round(m.statistic, 2),
+            "alarm threshold h": round(m.plan.threshold, 2) if m.plan else None,
+            "weeks monitored": m.weeks_monitored, "since": m.since_week,
+            "labels a week (plan)": m.plan.labels_per_week if m.plan else None,
+            "4-point drop caught within 4 weeks": m.plan.detection_rate if m.plan else None,
+            "weeks between false alarms": m.plan.arl0 if m.plan else None,
+            "alarm week": m.state.alarm_week if m.state else None,
+        }
+        for m in monitors
+    ]
+    return pd.DataFrame(rows)
+
+
+def suspension_text(monitor: Any) -> str:
+    """One warning line for a segment its monitoring chart suspended."""
+    return (
+        f"**{layout.plain(monitor.doc_type)} · {layout.plain(monitor.field)} ·"
+        f" {layout.plain(monitor.form_version)} x {layout.plain(monitor.extractor_version)}**"
+        f" is suspended (sent to people) until a manager revokes or resumes it:"
+        f" {layout.plain(monitor.reason or '')}"
+    )
+
+
 def revocation_text(recommendation: Any) -> str:
     """One warning line for an approved stratum failing its later audits."""
     return (

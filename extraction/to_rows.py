@@ -45,6 +45,7 @@ ROW_SCHEMA = pa.schema(
         ("conflict", pa.bool_()),
         ("conflict_value", pa.string()),
         ("source_excerpt", pa.string()),
+        ("extractor_version", pa.string()),
         ("document_uri", pa.string()),
         ("page", pa.int32()),
         ("bbox", pa.string()),  # "x0,y0,x1,y1", as an ingested file writes it
@@ -137,6 +138,8 @@ def extraction_rows(
             "conflict": spec.name in extraction.conflicts,
             "conflict_value": extraction.conflicts.get(spec.name),
             "source_excerpt": source_text if isinstance(source_text, str) and source_text else None,
+            # The model id is the extractor version: a new model is a new segment.
+            "extractor_version": extraction.model,
             "document_uri": document_uri,
             **_place((located or {}).get(spec.name)),
         }

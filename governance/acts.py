@@ -1,4 +1,4 @@
-"""The three governance acts: approve, reject and revoke automation of a stratum.
+"""The governance acts: approve, reject and revoke automation of a stratum, resume a segment.
 
 One library call per act, the same for the CLI, the dashboard and any script.
 Each act computes its evidence from the store itself, never from what a
@@ -37,6 +37,8 @@ from fieldtrust.governance.evidence import (
     Evidence,
     _freeze,  # the acts alone freeze evidence
 )
+from fieldtrust.governance.monitoring import SegmentMonitor, monitor_approvals
+from fieldtrust.governance.monitoring_plan import MonitoringPlan, plan_monitoring
 from fieldtrust.governance.revocation import RevocationRecommendation, revocation_recommendations
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.bar import Criteria, resolve_bar
@@ -113,12 +115,21 @@ def approve(
             f" stratum; {threshold} is below it: approve at or above the certified threshold"
             " (re-run `fieldtrust candidates` for fresh numbers)"
         )
+    if not certification.covered_segments:
+        raise Refused(
+            f"{doc_type}/{field}: no form version x extractor version above"
+            f" {certification.threshold} certifies on its own labels (a new extractor version"
+            " has no evidence yet); audit its extractions, then approve"
+        )
     # Segregation of duties, on the labels the certificate just read.
     check_own_labels(own_labels(con, actor, doc_type, field, certification.window),
                      resolve_bar(con, criteria))
     recorded = certification.threshold if threshold is None else threshold
+    monitoring = plan_monitoring(certification.segments, certification.covered_segments,
+                                 target=certification.target,
+                                 weeks=len(certification.weeks))
     return _record(con, actor, "approve", doc_type, field, recorded, comment,
-                   certification=certification)
+                   certification=certification, monitoring=monitoring)
 
 
 def reject(
@@ -182,6 +193,58 @@ def revoke(
     return _record(con, actor, "revoke", doc_type, field, threshold, comment, revocation=flagged)
 
 
+def resume(
+    con: duckdb.DuckDBPyConnection,
+    actor: str,
+    doc_type: str,
+    field: str,
+    form_version: str,
+    extractor_version: str,
+    comment: str,
+) -> SegmentMonitor:
+    """Resume a segment its monitoring chart suspended; the chart starts again after the alarm.
+
+    The person's answer to an alarm when revoking is not warranted (a known,
+    fixed cause, say in the comment). Recorded append-only in
+    ``monitoring_resumptions`` with the chart as the person saw it frozen as
+    evidence. Returns the segment's monitor as it is after resuming.
+
+    Raises
+    ------
+    PermissionDenied
+        ``actor`` may not decide.
+    Refused
+        No comment, or the segment is not a suspended segment of an approved stratum.
+    """
+    actor = _before_certifying(con, actor, "resume", doc_type, field, comment)
+    key = (doc_type, field, form_version, extractor_version)
+
+    def work(tx: duckdb.DuckDBPyConnection) -> str:
+        role = require(tx, actor, "decide")
+        found = next((m for m in monitor_approvals(tx)
+                      if (m.doc_type, m.field, m.form_version, m.extractor_version) == key), None)
+        if found is None or not found.suspended or found.state is None:
+            raise Refused(
+                f"{doc_type}/{field} form version {form_version!r} x extractor version"
+                f" {extractor_version!r} is not suspended, so there is nothing to resume"
+                " (`fieldtrust monitor` lists the segments)"
+            )
+        evidence_id = _freeze(tx, found.to_dict())
+        inserted = tx.execute(
+            "INSERT INTO monitoring_resumptions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " RETURNING *",
+            [str(uuid.uuid4()), found.decision_id, doc_type, field, form_version,
+             extractor_version, found.state.alarm_week, actor, role, comment.strip(),
+             utc_now(), evidence_id],
+        )
+        chain_returned(tx, "monitoring_resumptions", inserted)
+        return found.decision_id
+
+    write_with_retry(con, work, what=f"resuming {doc_type}/{field} {form_version}")
+    return next(m for m in monitor_approvals(con)
+                if (m.doc_type, m.field, m.form_version, m.extractor_version) == key)
+
+
 def _before_certifying(
     con: duckdb.DuckDBPyConnection, actor: str, action: str, doc_type: str, field: str,
     comment: str,
@@ -204,6 +267,7 @@ def _record(
     *,
     certification: Certification | None = None,
     revocation: RevocationRecommendation | None = None,
+    monitoring: MonitoringPlan | None = None,
 ) -> Decision:
     """Write one decision and freeze its evidence, in one transaction (retried on conflict).
 
@@ -236,6 +300,7 @@ def _record(
             revocation=revocation,
             designs=_designs(tx, doc_type, field, _weeks_of(certification, revocation)),
             provenance=provenance(tx),
+            monitoring=monitoring,
         )
         decision = Decision(
             decision_id=str(uuid.uuid4()),

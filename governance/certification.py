@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import duckdb
 from fieldtrust.calibration.candidates import METHOD, REASONS, automation_candidates
+from fieldtrust.calibration.segments import segment_checks
 from fieldtrust.governance.evidence import Certification
 from fieldtrust.store.bar import Criteria, Value, policy_bar, resolve_bar
 from fieldtrust.store.scope import Scope, last_weeks
@@ -52,6 +53,7 @@ def certify(
             " check the spelling (`fieldtrust info`)"
         )
     point = match.certified
+    segments = () if match.threshold is None else segment_checks(con, scope, match.threshold, bar)
     return Certification(
         candidate=match.candidate,
         reasons=match.reasons,
@@ -74,6 +76,7 @@ def certify(
         weeks_checked=match.weeks_checked,
         form_versions=match.form_versions,
         covered_versions=match.covered_versions,
+        segments=segments,
         policy=policy.as_dict(),
         stricter=_stricter(criteria, policy.bar.values()),
         held_to=bar.values(),

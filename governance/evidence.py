@@ -28,7 +28,9 @@ from typing import Any
 
 import duckdb
 import numpy as np
+from fieldtrust.calibration.segments import SegmentCheck
 from fieldtrust.calibration.stability import VersionCheck, WeekCheck
+from fieldtrust.governance.monitoring_plan import MonitoringPlan
 from fieldtrust.governance.revocation import RevocationRecommendation
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
@@ -72,11 +74,21 @@ class Certification:
     form_versions: tuple[VersionCheck, ...]
     # The form versions the candidacy covers; production sends any other to a human.
     covered_versions: tuple[str, ...] = ()
+    # Each form version x extractor version above the threshold on its own labels
+    # (calibration.segments); empty in evidence frozen before segments existed.
+    segments: tuple[SegmentCheck, ...] = ()
     # The store's policy bar when certified, with who set it and when
     # (store.bar.PolicyBar.as_dict()).
     policy: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     stricter: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # what the caller raised
     held_to: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # the settings used
+
+    @property
+    def covered_segments(self) -> tuple[tuple[str, str], ...]:
+        """(form_version, extractor_version) the approval covers: certified on their own
+        labels, of a covered form version. Production sends any other to a human."""
+        return tuple(c.key for c in self.segments
+                     if c.covered and c.form_version in self.covered_versions)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form (lists for tuples)."""
@@ -98,6 +110,10 @@ class Certification:
         values["form_versions"] = tuple(
             VersionCheck(**_nan_for_null(v, "accuracy", "accuracy_low"))
             for v in values["form_versions"]
+        )
+        values["segments"] = tuple(
+            SegmentCheck(**_nan_for_null(v, "accuracy", "accuracy_low"))
+            for v in values.get("segments", ())
         )
         return cls(**values)
 
@@ -124,11 +140,15 @@ class Evidence:
     revocation: RevocationRecommendation | None  # revoke, when later audits flagged it
     designs: tuple[AuditDesign, ...]
     provenance: Provenance
+    # approve: each covered segment's monitoring chart, fixed before any later week
+    monitoring: MonitoringPlan | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON form: ``format``, ``stratum``, ``certification``,
-        ``revocation``, ``designs``, ``code_version``, ``schema_version``."""
+        ``revocation``, ``designs``, ``code_version``, ``schema_version`` and
+        ``monitoring`` (null but for an approval)."""
         return {
+            "monitoring": self.monitoring.to_dict() if self.monitoring else None,
             "format": EVIDENCE_FORMAT,
             "stratum": {"doc_type": self.doc_type, "field": self.field},
             "certification": self.certification.to_dict() if self.certification else None,
@@ -156,6 +176,8 @@ class Evidence:
             revocation=RevocationRecommendation.from_dict(revocation) if revocation else None,
             designs=tuple(AuditDesign(**d) for d in record["designs"]),
             provenance=Provenance(record["code_version"], record["schema_version"]),
+            monitoring=MonitoringPlan.from_dict(record["monitoring"])
+            if record.get("monitoring") else None,
         )
 
     def to_json(self) -> str:
@@ -180,9 +202,13 @@ def evidence_id_of(payload_json: str) -> str:
     return hashlib.sha256(payload_json.encode("utf-8")).hexdigest()
 
 
-def _freeze(con: duckdb.DuckDBPyConnection, evidence: Evidence) -> str:
-    """Store ``evidence`` as a snapshot (in the caller's transaction); return its id."""
-    text = evidence.to_json()
+def _freeze(con: duckdb.DuckDBPyConnection, evidence: Evidence | Mapping[str, Any]) -> str:
+    """Store ``evidence`` as a snapshot (in the caller's transaction); return its id.
+
+    A decision's :class:`Evidence`, or the JSON-ready record another act
+    rests on (a resumed segment's chart).
+    """
+    text = evidence.to_json() if isinstance(evidence, Evidence) else canonical_json(evidence)
     evidence_id = evidence_id_of(text)
     # The same payload twice is stored, and chained, once: a conflict returns no row.
     inserted = con.execute(

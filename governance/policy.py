@@ -2,9 +2,11 @@
 
 Only strata whose current decision is an approval appear. A pipeline
 automates an extraction of (doc_type, field) when its stated confidence is
-at or above ``threshold`` and its form version is one of ``form_versions``
-(the versions the approval's certification covers), and sends everything
-else to a human: any other form version has no evidence of its own.
+at or above ``threshold`` and its (form version, extractor version) is one
+of the approval's ``segments`` (the segments its certification covers, each
+on its own labels) that ``monitoring`` does not list as ``suspended``, and
+sends everything else to a human: any other segment has no evidence of its
+own, and a suspended one was flagged by its monitoring chart.
 
 A policy is exported only from a store whose history verifies, signatures
 included (:func:`fieldtrust.store.verify.verify_history`): a decision written
@@ -13,6 +15,13 @@ signed with that key (``signature``), so production checks it with the public
 key alone (:func:`read_policy_file`), and ``fieldtrust verify --policy FILE``
 checks its whole content against the store (:func:`policy_file_problems`),
 not only the history head it names.
+
+The thresholds (segments included) are the decisions and their frozen
+evidence as they stood at the file's history head, which verify rebuilds and
+compares key by key. Each segment's monitoring status is kept apart, in
+``monitoring``: it is a reading of the charts on the day of export (labels
+that arrived since the approval, and resumptions), which the history head
+does not fix, so verify cannot rebuild it; the signature still covers it.
 """
 
 from __future__ import annotations
@@ -25,6 +34,12 @@ from typing import Any
 import duckdb
 from fieldtrust.governance.decisions import current_policy
 from fieldtrust.governance.evidence import evidence_payload
+from fieldtrust.governance.monitoring import (
+    SegmentMonitor,
+    covered_form_versions,
+    covered_segments,
+    monitor_approvals,
+)
 from fieldtrust.store.chain import ChainHead
 from fieldtrust.store.connection import utc_now
 from fieldtrust.store.files import OutputKind, file_head, read_capped, store_files, write_output
@@ -40,13 +55,16 @@ from fieldtrust.store.verify import verify_history
 
 from fieldtrust.errors import InputError, Refused, SigningError
 
-#: Bumped when the layout of the exported file changes (3: signed, exported from a verified store).
-POLICY_FORMAT = 3
+#: Bumped when the layout of the exported file changes (3: signed, exported
+#: from a verified store; 4: each threshold lists its segments, and
+#: ``monitoring`` gives each segment's status).
+POLICY_FORMAT = 4
 #: Largest policy file read back (one stratum is a few hundred bytes).
 MAX_POLICY_BYTES = 16 * 1024 * 1024
 #: The keys of one threshold, as the file holds them.
-THRESHOLD_KEYS = ("doc_type", "field", "threshold", "comparison", "form_versions", "target",
-                  "confidence", "approved_by", "approved_at", "evidence_id", "decision_id")
+THRESHOLD_KEYS = ("doc_type", "field", "threshold", "comparison", "form_versions",
+                  "extractor_versions", "segments", "target", "confidence", "approved_by",
+                  "approved_at", "evidence_id", "decision_id")
 
 #: How a pipeline compares an extraction's stated confidence with the threshold.
 COMPARISON = ">="
@@ -54,31 +72,44 @@ COMPARISON = ">="
 #: What the file means, in one sentence at its top: read by people, not pipelines.
 RULE = (
     "Automate an extraction of doc_type/field when its stated confidence is >= threshold"
-    " and its form version is one of form_versions; send every other extraction to a"
-    " human. Above the threshold, accuracy was certified to be at least target with the"
-    " stated confidence (1 - delta) on the evidence named."
+    " and its (form version, extractor version) is one of segments, unless monitoring"
+    " lists that segment as suspended; send every other extraction to a human. Above the"
+    " threshold, accuracy was certified to be at least target with the stated confidence"
+    " (1 - delta) on the evidence named."
 )
 
 
 def export_policy(
-    con: duckdb.DuckDBPyConnection, *, trusted: TrustedKeys | None = None
+    con: duckdb.DuckDBPyConnection, *, trusted: TrustedKeys | None = None,
+    monitors: list[SegmentMonitor] | None = None,
 ) -> dict[str, Any]:
     """The current approved thresholds, signed, ready for ``json.dump``.
 
     Keys: ``format``, ``generated_at`` (UTC, ISO), ``schema_version`` (the
     store's newest migration), ``fieldtrust_version``, ``history_head``,
-    ``rule``, ``thresholds`` and ``signature``. ``thresholds`` holds one
-    object per approved stratum with doc_type, field, threshold, comparison
-    (``">="``: a stated confidence at or above the threshold is automated),
-    form_versions (the versions covered; every other version goes to a
-    human), target and confidence (what the certificate states: accuracy
-    above the threshold at least ``target``, with confidence ``confidence``),
-    approved_by, approved_at, evidence_id and decision_id, sorted by stratum:
-    the policy as it stood at ``history_head`` (``{"seq": N, "hash": "..."}``,
-    the head of the history chain, :mod:`fieldtrust.store.chain`); ``rule`` is
-    that sentence for people reading the file. A copy of the file kept
-    outside the store proves the history up to that point: ``fieldtrust
-    verify --policy FILE`` checks the store still holds it.
+    ``rule``, ``thresholds``, ``monitoring`` and ``signature``. ``thresholds``
+    holds one object per approved stratum with doc_type, field, threshold,
+    comparison (``">="``: a stated confidence at or above the threshold is
+    automated), form_versions (the versions covered; every other version goes
+    to a human), extractor_versions (the extractor versions covered, ``*`` for
+    every one where the approval predates them), segments (each covered form
+    version x extractor version), target and confidence (what the certificate
+    states: accuracy above the threshold at least ``target``, with confidence
+    ``confidence``), approved_by, approved_at, evidence_id and decision_id,
+    sorted by stratum: the policy as it stood at ``history_head`` (``{"seq":
+    N, "hash": "..."}``, the head of the history chain,
+    :mod:`fieldtrust.store.chain`); ``rule`` is that sentence for people
+    reading the file. A copy of the file kept outside the store proves the
+    history up to that point: ``fieldtrust verify --policy FILE`` checks the
+    store still holds it.
+
+    ``monitoring`` lists every covered segment with doc_type, field,
+    decision_id, form_version, extractor_version and its ``status``:
+    ``automated``, ``suspended`` by its monitoring chart until a person
+    decides, or ``not monitored``, and the reason. Production automates an
+    extraction only when its segment is listed and not ``suspended``.
+    ``monitors``: the charts of :func:`fieldtrust.governance.monitoring.monitor_approvals`
+    when the caller has them (default: charted now).
 
     ``signature`` is ``{"algorithm": "ed25519", "key_id", "value"}`` over
     every other key (:func:`fieldtrust.store.signing.policy_message`).
@@ -95,9 +126,11 @@ def export_policy(
     check = verify_history(con, trusted=trusted)
     if not check.intact:
         raise Refused(f"the policy is not exported: {check.summary()}")
+    charted = monitor_approvals(con) if monitors is None else monitors
     payload = {
         "rule": RULE,
         "history_head": {"seq": check.head.seq, "hash": check.head.row_hash},
+        "monitoring": [_monitoring_entry(m) for m in charted],
         "format": POLICY_FORMAT,
         "generated_at": utc_now().isoformat(timespec="seconds") + "Z",
         "schema_version": schema_version(con),
@@ -114,12 +147,16 @@ def policy_thresholds(con: duckdb.DuckDBPyConnection, up_to_seq: int) -> list[di
         if entry.status != "active":
             continue
         certification = _certification(con, entry.decision.evidence_id)
+        segments = covered_segments(con, entry.decision.evidence_id)
         thresholds.append({
             "doc_type": entry.doc_type,
             "field": entry.field,
             "threshold": entry.threshold,
             "comparison": COMPARISON,
-            "form_versions": _covered_versions(certification),
+            "form_versions": covered_form_versions(con, entry.decision.evidence_id),
+            "extractor_versions": sorted({extractor for _, extractor in segments}),
+            "segments": [{"form_version": form, "extractor_version": extractor}
+                         for form, extractor in segments],
             "target": certification.get("target"),
             "confidence": certification.get("confidence"),
             "approved_by": entry.decision.decided_by,
@@ -137,13 +174,12 @@ def _certification(con: duckdb.DuckDBPyConnection, evidence_id: str | None) -> d
     return evidence_payload(con, evidence_id).get("certification") or {}
 
 
-def _covered_versions(certification: dict[str, Any]) -> list[str]:
-    """The form versions the approval's evidence covers; none known means none covered."""
-    if "covered_versions" in certification:
-        return [str(v) for v in certification["covered_versions"]]
-    # Evidence frozen before approvals named their versions: the checks that covered.
-    return [str(v["form_version"]) for v in certification.get("form_versions") or []
-            if isinstance(v, dict) and v.get("covered")]
+def _monitoring_entry(monitor: SegmentMonitor) -> dict[str, Any]:
+    """One segment's status in the file, named by its stratum and approval."""
+    return {"doc_type": monitor.doc_type, "field": monitor.field,
+            "decision_id": monitor.decision_id, "form_version": monitor.form_version,
+            "extractor_version": monitor.extractor_version, "status": monitor.status,
+            "reason": monitor.reason}
 
 
 def policy_json(policy: dict[str, Any]) -> str:

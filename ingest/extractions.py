@@ -64,7 +64,12 @@ from fieldtrust.ingest.rules import (
 from fieldtrust.store.connection import transaction, utc_now
 from fieldtrust.store.locations import LOCATION_COLUMNS, LOCATION_STORED_COLUMNS
 from fieldtrust.store.queue_cache import append_batch as append_queue_batch
-from fieldtrust.store.rollup import append_batch, counted_sources, store_name
+from fieldtrust.store.rollup import (
+    append_batch,
+    counted_sources,
+    record_extractor_versions,
+    store_name,
+)
 from fieldtrust.store.sql import quote_ident
 
 from fieldtrust.errors import InputError, Refused, ValidationError
@@ -84,6 +89,7 @@ EXTRACTION_COLUMNS = (
     "conflict",
     "conflict_value",
     "source_excerpt",
+    "extractor_version",
 )
 REQUIRED_COLUMNS = ("doc_id", "doc_type", "field", "confidence", "extracted_at")
 #: The rest of an extraction's columns, then its location (document_uri, page,
@@ -337,9 +343,10 @@ def _refuse_unmapped(source: str, staged: Staged, mapping: dict[str, str]) -> No
 
 
 #: Columns that name things (ids and strata): held to :func:`key_rules`.
-KEY_COLUMNS = ("extraction_id", "doc_id", "doc_type", "field", "form_version", "model")
-#: The key columns naming strata: few distinct values, however many rows.
-STRATUM_COLUMNS = ("doc_type", "field", "form_version", "model")
+KEY_COLUMNS = ("extraction_id", "doc_id", "doc_type", "field", "form_version", "model",
+               "extractor_version")
+#: The key columns naming strata and segments: few distinct values, however many rows.
+STRATUM_COLUMNS = ("doc_type", "field", "form_version", "model", "extractor_version")
 
 
 def validate_extractions(
@@ -521,6 +528,7 @@ def _typed_expressions(dtypes: dict[str, str]) -> list[str]:
         f"coalesce({boolean_sql(*_col(dtypes, 'conflict'))}, false)",
         _kept_text(*_col(dtypes, "conflict_value")),
         _kept_text(*_col(dtypes, "source_excerpt")),
+        f"coalesce({text_sql(*_col(dtypes, 'extractor_version'))}, 'unknown')",
         *location_select(dtypes),
     ]
     return expressions
@@ -577,6 +585,7 @@ def _store(con: duckdb.DuckDBPyConnection, item: _Input) -> IngestResult:
         " ON CONFLICT (doc_type, form_version) DO UPDATE"
         " SET first_seen_at = least(form_versions.first_seen_at, excluded.first_seen_at)"
     )
+    record_extractor_versions(con, typed)
     con.execute(
         "INSERT INTO ingest_batches VALUES (?, ?, ?, ?, ?, ?, ?)",
         [batch_id, item.source, item.sha256, item.fmt, staged.rows, added, utc_now()],

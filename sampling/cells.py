@@ -4,7 +4,9 @@ The population of ISO week W is every extraction with ``extracted_at`` in
 [Monday 00:00, next Monday) UTC. Cells are doc_type x field x confidence band
 x form-version status; a form version is *new* when ``form_versions`` first saw
 it within ``new_version_weeks`` weeks before the end of W (a version missing
-from ``form_versions`` counts as new: nobody has seen it before).
+from ``form_versions`` counts as new: nobody has seen it before), or when
+``extractor_versions`` first saw one of its extractor versions in that time
+(a new model on an old form is as unproven as a new form).
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from fieldtrust.errors import InputError
 
 #: Weeks of past labels that set a band's error rate for Neyman allocation.
 RATE_LOOKBACK_WEEKS = 8
+
+#: The parameters of a cell's version status (the rest locate the week's rows).
+_VERSION_PARAMS = ("new_since", "new_until")
 
 CELL_COLUMNS = ["cell", "doc_type", "field", "band", "version_status", "n_population"]
 
@@ -84,21 +89,31 @@ def _cell_counts(
 ) -> pd.DataFrame:
     """:func:`count_cells` as a pandas frame."""
     sql, params = population_sql(week, design)
+    # A form version is new too while one of its extractor versions is (first
+    # seen in the last new_version_weeks): a model change has no evidence yet.
+    # The whole form version is boosted, as its cells hold every extractor.
+    new_extractors = ("SELECT NULL::VARCHAR AS doc_type, NULL::VARCHAR AS form_version,"
+                      " false AS new_extractor")
     if design.new_version_weeks > 0:
         params["new_since"] = week.end - dt.timedelta(weeks=design.new_version_weeks)
-        is_new = "(f.first_seen_at IS NULL OR f.first_seen_at >= $new_since)"
+        params["new_until"] = week.end
+        is_new = ("(f.first_seen_at IS NULL OR f.first_seen_at >= $new_since"
+                  " OR coalesce(x.new_extractor, false))")
+        new_extractors = """
+            SELECT doc_type, form_version, true AS new_extractor FROM extractor_versions
+            WHERE first_seen_at >= $new_since AND first_seen_at < $new_until GROUP BY ALL"""
     else:
         is_new = "false"
     parts_sql = f"""
         SELECT doc_type, field, form_version, band_index, count(*) AS n
         FROM ({sql}) GROUP BY ALL"""
     if parts:  # the rows were counted elsewhere: only the version threshold is bound
-        params = {k: v for k, v in params.items() if k == "new_since"}
+        params = {k: v for k, v in params.items() if k in _VERSION_PARAMS}
         parts_sql = f"SELECT doc_type, field, form_version, band_index, n FROM {parts}"
     elif _edges_on_grid(design) and (counts_a_lake(con) or (from_rollup and is_current(con))):
         # The rollup holds the week's cells exactly when every band edge is a step
         # of the confidence grid (and a lake's rows are not in the store at all).
-        params = {k: v for k, v in params.items() if k == "new_since"} | {"week": str(week)}
+        params = {k: v for k, v in params.items() if k in _VERSION_PARAMS} | {"week": str(week)}
         params |= {f"k_{i}": round(e * GRID) for i, e in enumerate(design.bands[1:-1])}
         cases = " ".join(f"WHEN k < $k_{i} THEN {i}" for i in range(len(design.bands) - 2))
         band = f"CASE {cases} ELSE {len(design.bands) - 2} END" if cases else "0"
@@ -113,6 +128,7 @@ def _cell_counts(
                    sum(p.n)::BIGINT AS n_population,
                    list(p.form_version ORDER BY p.form_version) AS form_versions
             FROM parts p LEFT JOIN form_versions f USING (doc_type, form_version)
+            LEFT JOIN ({new_extractors}) x USING (doc_type, form_version)
             GROUP BY ALL
             ORDER BY doc_type, field, band_index, is_new
             """,

@@ -52,7 +52,7 @@ from fieldtrust.errors import InputError
 #: The draw's picks, per connection, until they are stored.
 _PICKS = "_fieldtrust_draw_picks"
 #: Columns of the picks copied to sampled_extractions beside doc_type, field, form_version.
-_COPIED = ("confidence", "extracted_at", *LOCATION_COLUMNS)
+_COPIED = ("confidence", "extracted_at", "extractor_version", *LOCATION_COLUMNS)
 
 
 def draw_sample(

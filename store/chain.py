@@ -89,6 +89,8 @@ CHAINED: Mapping[str, ChainedTable] = {
         ChainedTable("seed_verdicts", ("seed_verdict_id",), ("judged_at", "seed_verdict_id")),
         ChainedTable("label_import_second_looks", ("batch_id",), ("declared_at", "batch_id")),
         ChainedTable("rekeyed_values", ("rekey_id",), ("keyed_at", "rekey_id")),
+        ChainedTable("monitoring_resumptions", ("resumption_id",),
+                     ("resumed_at", "resumption_id")),
     )
 }
 

@@ -47,8 +47,8 @@ WITH verdicts AS (  -- one effective label per extraction, 'unclear' included
 live AS (SELECT * FROM verdicts WHERE correct IS NOT NULL),
 facts AS {facts},  -- the labelled rows' columns, from the small copy where it has them
 labelled AS (
-    SELECT e.extraction_id, e.doc_type, e.form_version, e.field, e.confidence,
-           {week} AS week, l.correct, l.label_id, l.reviewer, l.review_round,
+    SELECT e.extraction_id, e.doc_type, e.form_version, e.extractor_version, e.field,
+           e.confidence, {week} AS week, l.correct, l.label_id, l.reviewer, l.review_round,
            l.import_batch_id
     FROM live l JOIN facts e USING (extraction_id)
     WHERE {where}
@@ -121,7 +121,7 @@ SELECT j.extraction_id, j.doc_type, j.form_version, j.field, j.confidence, j.wee
        coalesce(j.provenance = 'audit' AND j.in_prefix, false)
            OR (j.provenance = 'random_import' AND r.random_prob IS NOT NULL) AS design_based,
        j.provenance, j.sample_id, j.cell,
-       j.label_id, j.reviewer, j.review_round
+       j.label_id, j.reviewer, j.review_round, j.extractor_version
 FROM joined j LEFT JOIN random_probs r USING (doc_type, field, week)
 ORDER BY j.extraction_id
 """
@@ -135,7 +135,7 @@ def labelled_items(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> pa
     from_audit (in its cell's labelled prefix), design_based, provenance
     (``audit``, ``random_import``, ``non_random``), sample_id and cell (the
     current sample's cell of an audit item), label_id, reviewer,
-    review_round. Sorted by extraction_id, so results never depend on the
+    review_round, extractor_version. Sorted by extraction_id, so results never depend on the
     order rows were stored in.
     """
     where, params = scope.where("e")

@@ -828,6 +828,53 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
         then=lambda con: chain_table(con, "rekeyed_values"),
     ),
+    Migration(
+        "0070_extractor_versions",
+        """
+        -- The extractor (model, prompt, OCR engine) version that produced each
+        -- extraction: a segment beside the form version, certified on its own
+        -- labels and never covered by an approval made on another. Rows
+        -- stored before it existed, and files that do not say, hold 'unknown'.
+        ALTER TABLE extractions ADD COLUMN extractor_version VARCHAR DEFAULT 'unknown';
+        ALTER TABLE sampled_extractions ADD COLUMN extractor_version VARCHAR DEFAULT 'unknown';
+        -- When each (doc_type, form_version, extractor_version) was first seen:
+        -- a form version whose extractor changed lately is new in the draw
+        -- (boosted) as a new form version is.
+        CREATE TABLE extractor_versions (
+            doc_type          VARCHAR   NOT NULL,
+            form_version      VARCHAR   NOT NULL,
+            extractor_version VARCHAR   NOT NULL,
+            first_seen_at     TIMESTAMP NOT NULL,
+            PRIMARY KEY (doc_type, form_version, extractor_version)
+        );
+        INSERT INTO extractor_versions
+            SELECT doc_type, form_version, extractor_version, min(extracted_at)
+            FROM extractions GROUP BY ALL;
+        """,
+    ),
+    Migration(
+        "0071_monitoring_resumptions",
+        """
+        -- Append-only. A segment whose monitoring chart alarmed is suspended in
+        -- the exported policy until a person decides: revoke the stratum, or
+        -- resume the segment with a reason (this row). The chart restarts at 0
+        -- in the week after alarm_week.
+        CREATE TABLE monitoring_resumptions (
+            resumption_id     VARCHAR   PRIMARY KEY,
+            decision_id       VARCHAR   NOT NULL,  -- the approval being monitored
+            doc_type          VARCHAR   NOT NULL,
+            field             VARCHAR   NOT NULL,
+            form_version      VARCHAR   NOT NULL,
+            extractor_version VARCHAR   NOT NULL,
+            alarm_week        VARCHAR   NOT NULL,  -- the alarm this resumption answers
+            resumed_by        VARCHAR   NOT NULL,
+            role              VARCHAR   NOT NULL,
+            comment           VARCHAR   NOT NULL,
+            resumed_at        TIMESTAMP NOT NULL,
+            evidence_id       VARCHAR              -- the chart as the person saw it
+        );
+        """,
+    ),
 )
 
 

@@ -29,6 +29,8 @@ import duckdb
 from fieldtrust.store.scope import Scope
 from fieldtrust.store.sql import fetch_one, has_table
 
+from fieldtrust.errors import Refused
+
 if TYPE_CHECKING:  # the CLI imports this module (migrations) and starts without pyarrow
     import pyarrow as pa
 
@@ -41,7 +43,7 @@ GRID = 200
 # (stored as 0.28499999...) on their own grid step, as calibration.design does.
 _COUNTS_SQL = f"""
 WITH counts AS (
-    SELECT doc_type, field, form_version,
+    SELECT doc_type, field, {{version}} AS form_version,
            (epoch_us(extracted_at) - epoch_us(TIMESTAMP '1900-01-01'))
                // 604800000000 AS week_index,
            floor(confidence * {GRID} + 1e-9)::SMALLINT AS k,
@@ -60,6 +62,11 @@ FROM counts
 _COLUMNS = "doc_type, field, form_version, week, k, n, sum_confidence"
 
 
+def _counts_sql(where: str, version: str = "form_version") -> str:
+    """:data:`_COUNTS_SQL` over the rows ``where`` selects, its version column ``version``."""
+    return _COUNTS_SQL.format(where=where, version=version)
+
+
 def append_batch(con: duckdb.DuckDBPyConnection, batch_id: str, rows_added: int) -> None:
     """Add the counts of a batch just stored; call inside the ingest's transaction.
 
@@ -69,7 +76,7 @@ def append_batch(con: duckdb.DuckDBPyConnection, batch_id: str, rows_added: int)
     if _rows_not_counted(con) != rows_added:
         refresh(con)
         return
-    sql = _COUNTS_SQL.format(where="e.batch_id = ?")
+    sql = _counts_sql("e.batch_id = ?")
     con.execute(f"INSERT INTO extraction_counts ({_COLUMNS}) {sql}", [batch_id])
 
 
@@ -83,11 +90,11 @@ def refresh(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("DELETE FROM extraction_counts")
     if not has_table(con, "source_counts"):  # migration 0018
         con.execute(
-            f"INSERT INTO extraction_counts ({_COLUMNS}) {_COUNTS_SQL.format(where='TRUE')}"
+            f"INSERT INTO extraction_counts ({_COLUMNS}) {_counts_sql('TRUE')}"
         )
         return
     where = "e.batch_id NOT IN (SELECT batch_id FROM ingest_batches WHERE format = 'source')"
-    con.execute(f"INSERT INTO extraction_counts ({_COLUMNS}) {_COUNTS_SQL.format(where=where)}")
+    con.execute(f"INSERT INTO extraction_counts ({_COLUMNS}) {_counts_sql(where)}")
     con.execute(f"INSERT INTO extraction_counts ({_COLUMNS}) SELECT {_COLUMNS} FROM source_counts")
 
 
@@ -169,28 +176,58 @@ def population_counts(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) ->
         where, params = scope.where_week_labels("r")
         return con.sql(_SUMMED_SQL.format(where=where), params=params).to_arrow_table()
     where, params = scope.where("e")
-    return con.sql(_COUNTS_SQL.format(where=where), params=params).to_arrow_table()
+    return con.sql(_counts_sql(where), params=params).to_arrow_table()
 
 
-_SAMPLED_COLUMNS = "extraction_id, doc_type, form_version, field, confidence, extracted_at"
+#: The copy's columns as migration 0014 made it (before the locations and 0070's extractor).
+_FIRST_SAMPLED_COLUMNS = (
+    "extraction_id, doc_type, form_version, field, confidence, extracted_at"
+)
+_SAMPLED_COLUMNS = f"{_FIRST_SAMPLED_COLUMNS}, extractor_version"
+
+
+def segment_counts(con: duckdb.DuckDBPyConnection, scope: Scope = Scope()) -> pa.Table:
+    """:func:`population_counts` per segment: form_version holds form x extractor version.
+
+    Its form_version is ``form_version || chr(30) || extractor_version``
+    (:func:`fieldtrust.calibration.population.segment_name`). Counted from the
+    stored rows: the rollup has no extractor version. A store counting a
+    lake holds only the lake's sampled rows, so it is refused.
+    """
+    if counts_a_lake(con):
+        raise Refused(
+            "this store counts a lake source, whose counts have no extractor version yet:"
+            " segments by extractor version need the rows in the store (`fieldtrust ingest`)"
+        )
+    where, params = scope.where("e")
+    version = "form_version || chr(30) || extractor_version"
+    return con.sql(_counts_sql(where, version),
+                   params=params).to_arrow_table()
 #: Where each copied item's value came from (store.locations), for the review screens.
 LOCATION_COLUMNS = ("doc_id", "document_uri", "page", "bbox_x0", "bbox_y0", "bbox_x1", "bbox_y1")
 
 
 def _copied_columns(con: duckdb.DuckDBPyConnection) -> str:
-    """The columns of the copy: with the locations once migration 0018 added them.
+    """The columns of the copy, as far as the store's migrations have added them.
 
-    Migration 0014 fills the copy before 0016 exists, so the locations are
-    copied only when the table has them.
+    Migration 0014 fills the copy before 0016 adds the locations and 0070 the
+    extractor version, so each is copied only once the table has it.
     """
+    if not _has_column(con, "sampled_extractions", "document_uri"):
+        return _FIRST_SAMPLED_COLUMNS
+    if not _has_column(con, "sampled_extractions", "extractor_version"):
+        return ", ".join([_FIRST_SAMPLED_COLUMNS, *LOCATION_COLUMNS])
+    return ", ".join([_SAMPLED_COLUMNS, *LOCATION_COLUMNS])
+
+
+def _has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
     row = fetch_one(
         con,
         "SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database()"
-        " AND schema_name = 'main' AND table_name = 'sampled_extractions'"
-        " AND column_name = 'document_uri'",
+        " AND schema_name = 'main' AND table_name = ? AND column_name = ?",
+        [table, column],
     )
-    has_locations = bool(row and row[0])
-    return ", ".join([_SAMPLED_COLUMNS, *LOCATION_COLUMNS]) if has_locations else _SAMPLED_COLUMNS
+    return bool(row and row[0])
 
 
 def record_sampled(
@@ -288,3 +325,18 @@ def extraction_columns_sql(ids_sql: str) -> str:
                 USING (extraction_id)
         ) missing USING (extraction_id)
     )"""
+
+
+def record_extractor_versions(con: duckdb.DuckDBPyConnection, rows_sql: str) -> None:
+    """Note when each (doc_type, form_version, extractor_version) of ``rows_sql`` was first seen.
+
+    ``rows_sql`` is a relation with those columns and ``extracted_at``. A
+    first_seen_at moves only earlier: a late file may hold older rows. Call
+    inside the writer's transaction.
+    """
+    con.execute(
+        "INSERT INTO extractor_versions"
+        f" SELECT doc_type, form_version, extractor_version, min(extracted_at) FROM {rows_sql}"
+        " GROUP BY ALL ON CONFLICT (doc_type, form_version, extractor_version) DO UPDATE"
+        " SET first_seen_at = least(extractor_versions.first_seen_at, excluded.first_seen_at)"
+    )

@@ -13,6 +13,7 @@ import duckdb
 from fieldtrust.governance.acts import _record
 from fieldtrust.governance.decisions import Decision
 from fieldtrust.governance.evidence import Certification
+from fieldtrust.governance.monitoring_plan import MonitoringPlan
 
 
 def certification(threshold: float | None = 0.95, **changes: Any) -> Certification:
@@ -38,10 +39,12 @@ def approve_as_stated(
     comment: str = "certified in the test",
     *,
     certified: float | None = None,
+    monitoring: MonitoringPlan | None = None,
     **changes: Any,
 ) -> Decision:
     """Approve (doc_type, field) at ``threshold`` on :func:`certification`'s evidence,
-    which certifies ``certified`` (default: ``threshold``)."""
+    which certifies ``certified`` (default: ``threshold``), with the ``monitoring``
+    plan stated too (default: none, an approval from before monitoring)."""
     stated = certification(threshold if certified is None else certified, **changes)
     return _record(con, actor, "approve", doc_type, field, threshold, comment,
-                   certification=stated)
+                   certification=stated, monitoring=monitoring)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import streamlit as st
 from fieldtrust.dashboard import auth, data, downloads, layout, sidebar, state, views
 from fieldtrust.governance import acts
+from fieldtrust.governance.monitoring import SegmentMonitor
 from fieldtrust.governance.policy import policy_json
 from fieldtrust.store.access import allowed
 
@@ -125,6 +126,46 @@ def _decision_form(identity: auth.Identity | None, strata: list[views.Stratum]) 
         _confirm(identity, asked[0], stratum)
 
 
+def _resume(identity: auth.Identity, monitor: SegmentMonitor) -> None:
+    """Button callback: resume a suspended segment through the library act."""
+    comment = st.session_state.get(state.AUTO_RESUME_COMMENT, "")
+    try:
+        resumed = data.write(acts.resume, identity.user, monitor.doc_type, monitor.field,
+                             monitor.form_version, monitor.extractor_version, comment)
+    except FieldtrustError as exc:
+        st.session_state[state.AUTO_FLASH] = ("error", layout.plain(exc))
+        return
+    st.session_state[state.AUTO_RESUME_COMMENT] = ""
+    st.session_state[state.AUTO_FLASH] = (
+        "success", f"resumed; charted again from {layout.plain(resumed.since_week)}")
+
+
+def _monitoring(identity: auth.Identity | None) -> None:
+    st.subheader("Monitoring after approval")
+    monitors = data.cached("monitoring")
+    if not monitors:
+        st.caption("No approved stratum: nothing is monitored.")
+        return
+    for monitor in monitors:
+        if monitor.suspended:
+            st.warning(views.suspension_text(monitor), icon=":material/pause_circle:")
+    downloads.show_table("monitoring", views.monitoring_frame(monitors))
+    st.caption(
+        "Each covered segment (form version x extractor version) is charted from the"
+        " approval's own week through the last closed week, with the chart frozen at"
+        " approval; a suspended segment goes to people in the exported policy."
+    )
+    suspended = [m for m in monitors if m.suspended]
+    if not suspended or identity is None or not allowed(identity.roles, "decide"):
+        return
+    names = {f"{m.doc_type} · {m.field} · {m.form_version} x {m.extractor_version}": m
+             for m in suspended}
+    chosen = st.selectbox("Suspended segment", list(names), key=state.AUTO_RESUME_SEGMENT)
+    st.text_input("Why automation may resume", key=state.AUTO_RESUME_COMMENT)
+    st.button("Resume", key=state.AUTO_RESUME, on_click=_resume,
+              args=(identity, names[chosen]))
+
+
 def _own_labels_warning(identity: auth.Identity, stratum: views.Stratum) -> None:
     """Say so when every label this approval would rest on is the approver's own."""
     if not stratum.candidate:
@@ -184,6 +225,7 @@ if policy:
 else:
     st.caption("No decisions yet: nothing is automated.")
 _policy_export()
+_monitoring(identity)
 
 st.subheader("Decision history")
 history = data.cached("decision_history")

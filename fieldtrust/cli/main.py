@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "fieldtrust.cli.sample_cmds",
     "fieldtrust.cli.source_cmds",
     "fieldtrust.cli.review_cmds",
+    "fieldtrust.cli.monitor_cmds",
     "fieldtrust.cli.extract_cmds",
     "fieldtrust.cli.serve_cmds",
     "fieldtrust.cli.key_cmds",

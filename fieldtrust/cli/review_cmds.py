@@ -187,9 +187,12 @@ def decide_cmd(
     if decision.action == "approve" and decision.evidence_id is not None:
         certification = load_evidence(con, decision.evidence_id).certification
         covered = certification.covered_versions if certification else ()
+        segments = certification.covered_segments if certification else ()
         echo(
-            f"covers form versions {', '.join(covered) or '(none)'}; production sends any"
-            " other version to a human"
+            f"covers form versions {', '.join(covered) or '(none)'}; segments (form x"
+            f" extractor version) {', '.join(f'{f} x {e}' for f, e in segments) or '(none)'};"
+            " production sends any other to a human, and `fieldtrust monitor` charts each"
+            " covered segment from this week on"
         )
         window = certification.window if certification else None
         warning = own_labels(con, decision.decided_by, doc_type, field_name, window).warning()
@@ -208,7 +211,13 @@ def policy_group() -> None:
 @click.option("--force", is_flag=True, help=FORCE_HELP)
 @click.pass_context
 def policy_export(ctx: click.Context, out: str | None, force: bool) -> None:
-    """Write the approved thresholds as JSON, for production pipelines to read."""
+    """Write the approved thresholds as JSON, signed, for production pipelines to read.
+
+    Each approved stratum lists its covered segments (form version x extractor
+    version); the file's "monitoring" gives each segment's status: a segment
+    its monitoring chart flagged is "suspended" and goes to people until a
+    manager revokes or resumes it (`fieldtrust monitor`).
+    """
     from fieldtrust.governance.policy import export_policy, policy_json, write_policy
 
     con = open_db(ctx, read_only=True)

@@ -150,7 +150,7 @@ RANK_DIGEST = "md5(CAST($seed AS VARCHAR) || ':' || $week || ':' || extraction_i
 #: Every stored column a picked row brings home, its document's location included.
 _COPIED = (
     "extraction_id, doc_id, doc_type, form_version, field, value, value_status, confidence,"
-    " model, extracted_at, conflict, conflict_value, source_excerpt,"
+    " model, extracted_at, conflict, conflict_value, source_excerpt, extractor_version,"
     " document_uri, page, bbox_x0, bbox_y0, bbox_x1, bbox_y1"
 )
 

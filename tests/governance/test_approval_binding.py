@@ -101,7 +101,8 @@ def test_a_stricter_setting_is_honoured_and_the_approval_names_its_form_versions
 ) -> None:
     code, out = _run(approvable, APPROVE, FIELDTRUST_N_MIN="60", FIELDTRUST_TARGET="0.96")
     assert code == 0, out
-    assert "covers form versions v1; production sends any other version to a human" in out
+    assert ("covers form versions v1; segments (form x extractor version) v1 x unknown;"
+            " production sends any other to a human") in out
     con = store.connect(approvable, read_only=True)
     try:
         (decision_evidence,) = con.execute("SELECT evidence_id FROM decisions").fetchone() or ()

@@ -222,7 +222,7 @@ def test_decisions_are_made_only_by_the_acts() -> None:
     """No public writer takes evidence from its caller: each act computes its own."""
     public = [name for name, obj in inspect.getmembers(acts, inspect.isfunction)
               if not name.startswith("_") and obj.__module__ == acts.__name__]
-    assert public == ["approve", "reject", "revoke"]
+    assert public == ["approve", "reject", "resume", "revoke"]
     for name in public:
         parameters = inspect.signature(getattr(acts, name)).parameters
         assert "evidence" not in parameters and "certification" not in parameters, name

@@ -69,16 +69,26 @@ def test_policy_export_lists_the_active_approvals(
     policy = export_policy(review_store)
     assert policy["thresholds"] == [{
         "doc_type": "invoice", "field": "total", "threshold": 0.95, "comparison": ">=",
-        "form_versions": ["v1"], "target": 0.95, "confidence": 0.95, "approved_by": "mona",
+        "form_versions": ["v1"],
+        # Approved on a stated certification without a chart: every extractor.
+        "extractor_versions": ["*"],
+        "segments": [{"form_version": "v1", "extractor_version": "*"}],
+        "target": 0.95, "confidence": 0.95, "approved_by": "mona",
         "approved_at": total.decided_at.isoformat(), "evidence_id": total.evidence_id,
         "decision_id": total.decision_id,
     }]
-    assert policy["format"] == 3
+    assert policy["format"] == 4
+    # The segment's status is apart from the thresholds verify compares: unwatched.
+    assert policy["monitoring"] == [{
+        "doc_type": "invoice", "field": "total", "decision_id": total.decision_id,
+        "form_version": "v1", "extractor_version": "*", "status": "not monitored",
+        "reason": "approved before monitoring: no chart was frozen with the approval;"
+                  " re-approve to monitor it"}]
     assert set(policy["signature"]) == {"algorithm", "key_id", "value"}
     assert policy["rule"].startswith(
         "Automate an extraction of doc_type/field when its stated confidence is >= threshold"
-        " and its form version is one of form_versions; send every other extraction to a"
-        " human.")
+        " and its (form version, extractor version) is one of segments, unless monitoring"
+        " lists that segment as suspended; send every other extraction to a human.")
     assert policy["fieldtrust_version"] == fieldtrust.__version__
     assert policy["schema_version"] == review_store.execute(
         "SELECT max(name) FROM schema_migrations").fetchone()[0]  # type: ignore[index]

@@ -175,7 +175,7 @@ def test_an_honest_store_verifies_and_exports_a_file_production_can_check(
 
     out = tmp_path / "policy.json"
     policy = _export(populated, out)
-    assert policy["format"] == 3 and policy["signature"]["algorithm"] == "ed25519"
+    assert policy["format"] == 4 and policy["signature"]["algorithm"] == "ed25519"
     public = load_public_key(f"{signing_key}.pub")
     # Production holds the public key only.
     assert read_policy_file(out, trusted=TrustedKeys({key_id(public): public})) == policy
@@ -237,7 +237,7 @@ def test_an_unsigned_or_old_format_policy_file_is_refused(populated: Path, tmp_p
     result = _run(populated, "verify", "--policy", str(old), "--json")
     assert result.exit_code == 2
     assert json.loads(result.stdout)["policy_file"]["problems"][1] == (
-        "the file is format 2, not 3: export it again with this fieldtrust")
+        "the file is format 2, not 4: export it again with this fieldtrust")
 
 
 # --- history written before signing -------------------------------------------------------------

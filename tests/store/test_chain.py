@@ -8,6 +8,7 @@ read-write connection.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import subprocess
 import sys
@@ -19,8 +20,11 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 from decided import approve_as_stated
-from fieldtrust.governance.acts import reject
+from fieldtrust.calibration.segments import SegmentCheck
+from fieldtrust.governance import acts
+from fieldtrust.governance.acts import reject, resume
 from fieldtrust.governance.bar_admin import set_policy_settings
+from fieldtrust.governance.monitoring_plan import plan_monitoring
 from fieldtrust.governance.policy import export_policy
 from fieldtrust.labels.assignment import next_items, skip
 from fieldtrust.labels.label_import import import_labels
@@ -30,6 +34,7 @@ from fieldtrust.store.access import grant_role, revoke_role
 from fieldtrust.store.chain import CHAINED, GENESIS, ChainHead, chain_existing_rows, chain_head
 from fieldtrust.store.migrations import MIGRATIONS
 from fieldtrust.store.verify import HistoryCheck, verify_history
+from fieldtrust.store.weeks import Week
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
@@ -82,12 +87,26 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         keyed = con.execute("SELECT min(extraction_id) FROM extractions WHERE extraction_id"
                             " NOT IN (SELECT extraction_id FROM labels)").fetchall()[0][0]
         record_rekey(con, actor="ana", extraction_id=keyed, typed_value="typed blind")
+        _resumed_alarm(con)
         admin = con.execute("SELECT user_name FROM user_roles WHERE role = 'admin'"
                             " ORDER BY granted_at LIMIT 1").fetchall()[0][0]
         set_policy_settings(con, admin, n_min=150)
     finally:
         con.close()
     return path
+
+
+def _resumed_alarm(con: duckdb.DuckDBPyConnection) -> None:
+    """invoice/date approved in the demo's first week on a stated chart its labels alarm
+    (form version v2 in control at 99.5%), then resumed by the manager: a row of
+    monitoring_resumptions."""
+    week = Week(con.execute("SELECT min(week) FROM audit_samples").fetchall()[0][0])
+    check = SegmentCheck("v2", "unknown", 1_000, 1.0, 100, 0.995, 0.99, True)
+    plan = plan_monitoring([check], [check.key], target=0.95, weeks=10)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(acts, "utc_now", lambda: week.start + dt.timedelta(hours=1))
+        approve_as_stated(con, MANAGER, "invoice", "date", 0.0, "watched", monitoring=plan)
+    resume(con, MANAGER, "invoice", "date", "v2", "unknown", "the alarm was reviewed")
 
 
 @pytest.fixture
@@ -154,7 +173,7 @@ TAMPERING = {
         "altered", "labels", "verdict was 'incorrect', now 'correct'",
     ),
     "decision comment": (
-        "UPDATE decisions SET comment = 'approved after a full audit'",
+        "UPDATE decisions SET comment = 'approved after a full audit' WHERE field = 'total'",
         "altered", "decisions", "comment was 'all right', now 'approved after a full audit'",
     ),
     "self-promotion": (
@@ -163,7 +182,8 @@ TAMPERING = {
     ),
     "evidence": (
         "UPDATE evidence_snapshots"
-        " SET payload_json = replace(payload_json, '\"labels_above\":412', '\"labels_above\":800')",
+        " SET payload_json = replace(payload_json, '\"labels_above\":412', '\"labels_above\":800')"
+        " WHERE payload_json LIKE '%\"field\":\"total\"%'",
         "altered", "evidence_snapshots", "payload_json was",
     ),
     "label deleted": (

@@ -41,7 +41,7 @@ def extractions(n: int, *, seed: int, prefix: str) -> pa.Table:
 
 def counted_from_rows(con: duckdb.DuckDBPyConnection, scope: Scope) -> list[tuple[object, ...]]:
     where, params = scope.where("e")
-    return sorted(con.sql(rollup._COUNTS_SQL.format(where=where), params=params).fetchall())
+    return sorted(con.sql(rollup._counts_sql(where), params=params).fetchall())
 
 
 def as_rows(table: pa.Table) -> list[tuple[object, ...]]:
@@ -193,7 +193,7 @@ def test_a_sample_draw_copies_exactly_its_items_columns(
         "SELECT * FROM sampled_extractions ORDER BY extraction_id").fetchall()
     expected = con.sql(
         "SELECT extraction_id, doc_type, form_version, field, confidence, extracted_at,"
-        f" {', '.join(rollup.LOCATION_COLUMNS)}"
+        f" {', '.join(rollup.LOCATION_COLUMNS)}, extractor_version"
         " FROM extractions WHERE extraction_id IN (SELECT extraction_id FROM audit_items)"
         " ORDER BY extraction_id").fetchall()
     assert copied == expected  # each item once, its columns as stored
