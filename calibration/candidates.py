@@ -40,7 +40,7 @@ from fieldtrust.calibration.certificate import expected_wrong, familywise_delta
 from fieldtrust.calibration.closed import closed_cells, closed_part, store_facts
 from fieldtrust.calibration.design import unlabelled_mass
 from fieldtrust.calibration.population import StratumData, empty_stratum, load_strata, strata_names
-from fieldtrust.calibration.seeds import SeedJudgements
+from fieldtrust.calibration.seeds import SeedJudgements, stored_judgements
 from fieldtrust.calibration.stability import VersionCheck, WeekCheck, version_checks, week_checks
 from fieldtrust.calibration.thresholds import ThresholdPoint, ThresholdResult, select_thresholds
 from fieldtrust.store.bar import Bar, resolve_bar
@@ -286,7 +286,9 @@ def automation_candidates(
         and 7); None is the store's policy (:func:`fieldtrust.store.bar.resolve_bar`).
     seeds
         Judged and missed seeds per (doc_type, field), for the anytime
-        certificate when the bar's ``seed_rate`` is above 0.
+        certificate when the bar's ``seed_rate`` is above 0; None reads the
+        store's seed verdicts (every caller's path: a policy that seeds its
+        samples certifies on its reviewers' measured misses).
 
     Returns
     -------
@@ -306,6 +308,8 @@ def automation_candidates(
     if bar.certificate == "anytime":
         facts = store_facts(con, list(loaded.values()))
         delta = stratum_delta(bar, len(loaded))
+        if seeds is None and bar.seed_rate > 0:
+            seeds = stored_judgements(con)
         for name in sorted(names):
             data = loaded.get(name) or empty_stratum(*name)
             closed = closed_cells(data, facts)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import duckdb
 import numpy as np
 from fieldtrust.calibration.survey import check_fraction
 from scipy.special import betainc, betaln
@@ -134,6 +135,21 @@ class SeedJudgements:
             raise InputError(
                 f"seed judgements need 0 <= missed <= judged, got judged={self.judged},"
                 f" missed={self.missed}")
+
+
+def stored_judgements(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], SeedJudgements]:
+    """Every seeded stratum's judged and missed seeds, as the store holds them.
+
+    Every sample's seeds of a stratum count: the miss-rate bound
+    (:func:`miss_rate_upper_bound`) is a confidence sequence, valid at every
+    number of seeds judged. A stratum never seeded is not in the mapping.
+    """
+    rows = con.execute(
+        "SELECT s.doc_type, s.field, count(*), count(*) FILTER (WHERE v.verdict = 'correct')"
+        " FROM seed_verdicts v JOIN seed_items s USING (seed_id) GROUP BY ALL"
+    ).fetchall()
+    return {(str(d), str(f)): SeedJudgements(judged=int(n), missed=int(m))
+            for d, f, n, m in rows}
 
 
 @dataclass(frozen=True)

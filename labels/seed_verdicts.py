@@ -23,7 +23,7 @@ import uuid
 from dataclasses import dataclass
 
 import duckdb
-from fieldtrust.calibration.seeds import MIN_SEEDS, SeedJudgements
+from fieldtrust.calibration.seeds import MIN_SEEDS, SeedJudgements, stored_judgements
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
 from fieldtrust.store.retry import first_row
@@ -114,13 +114,7 @@ def seed_judgements(
     ----------
     STATS.md section 13; docs/statistics.md "Reviewer misses (seeds)".
     """
-    row = con.execute(
-        "SELECT count(*), count(*) FILTER (WHERE v.verdict = 'correct')"
-        " FROM seed_verdicts v JOIN seed_items s USING (seed_id)"
-        " WHERE s.doc_type = ? AND s.field = ?",
-        [doc_type, field],
-    ).fetchall()[0]
-    return SeedJudgements(judged=int(row[0]), missed=int(row[1]))
+    return stored_judgements(con).get((doc_type, field), SeedJudgements(0, 0))
 
 
 @dataclass(frozen=True)
