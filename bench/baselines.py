@@ -30,10 +30,15 @@ def bare_insert(con: duckdb.DuckDBPyConnection, parquet: Path) -> int:
     """``INSERT INTO extractions SELECT * FROM read_parquet(...)``: no checks, no dedup.
 
     It leaves ``form_versions`` and ``ingest_batches`` empty, which the
-    library fills; the file already holds every stored column.
+    library fills; the file already holds every stored column but the box,
+    which it writes as users do (``x0,y0,x1,y1`` text) and the store keeps as
+    four numbers: split here, unchecked.
     """
     row = con.execute(
-        "INSERT INTO extractions BY NAME SELECT *, 'bench' AS batch_id FROM read_parquet(?)",
+        "INSERT INTO extractions BY NAME SELECT * EXCLUDE (bbox, box), 'bench' AS batch_id,"
+        " box[1] AS bbox_x0, box[2] AS bbox_y0, box[3] AS bbox_x1, box[4] AS bbox_y1"
+        " FROM (SELECT *, CAST(string_split(bbox, ',') AS DOUBLE[]) AS box"
+        "       FROM read_parquet(?))",
         [str(parquet)],
     ).fetchone()
     return int(row[0]) if row else 0

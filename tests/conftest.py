@@ -365,6 +365,19 @@ def review_store(con: duckdb.DuckDBPyConnection, builder: Builder) -> duckdb.Duc
 # --- engines shared by the run ---------------------------------------------------
 
 @pytest.fixture(scope="session")
+def label_studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """One real Label Studio server for the run: its base URL and its local files root.
+
+    Its tests carry ``xdist_group("label_studio")``, so they run on one worker
+    and share it (tests/label_studio_server.py).
+    """
+    from tests.label_studio_server import running_label_studio
+
+    with running_label_studio(tmp_path_factory.mktemp("label-studio")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def spark_master() -> str:
     """A local Spark session (127.0.0.1, UI off, UTC), started once for the whole run.
 

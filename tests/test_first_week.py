@@ -40,10 +40,12 @@ from fieldtrust.labels.verdicts import record_verdict
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
-from tests.labels.test_label_studio import ANN, _api, _choice, _raw, label_studio  # noqa: F401
+from tests.label_studio_server import ANN, api_call, api_get
+from tests.labels.test_label_studio import _choice
 from tests.test_first_hour import WEEKS
 
-pytestmark = pytest.mark.slow
+# The run's one Label Studio server (tests/conftest.py) is on this group's worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("label_studio")]
 
 #: The log's own names for fieldtrust's columns, as ``--columns`` maps them.
 THEIR_COLUMNS = {"doc_id": "Document", "doc_type": "Kind", "field": "Field name",
@@ -112,7 +114,7 @@ STANDING = ("SELECT extraction_id, verdict, reviewer FROM labels l WHERE NOT EXI
             " (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)")
 
 
-def test_a_team_s_first_week(label_studio: tuple[str, Path], tmp_path: Path) -> None:  # noqa: F811
+def test_a_team_s_first_week(label_studio: tuple[str, Path], tmp_path: Path) -> None:
     base, root = label_studio
     db = tmp_path / "fieldtrust.duckdb"
     _run(db, "init", "--admin", "ann")
@@ -180,30 +182,30 @@ def test_a_team_s_first_week(label_studio: tuple[str, Path], tmp_path: Path) -> 
     assert first["data"]["image"].startswith("/data/local-files/?d=first-week-pages/")
     [box] = first["predictions"][0]["result"]
     assert box["type"] == "rectanglelabels" and box["to_name"] == "page"
-    project = _api(base, "POST", "/api/projects/", ANN[2],
+    project = api_call(base, "POST", "/api/projects/", ANN[2],
                    {"title": f"fieldtrust {WEEKS[-1]}", "label_config": config_file.read_text()})
-    _api(base, "POST", "/api/storages/localfiles/", ANN[2],
+    api_call(base, "POST", "/api/storages/localfiles/", ANN[2],
          {"project": project["id"], "title": "pages", "path": str(root / "first-week-pages"),
           "use_blob_urls": False})
-    assert _api(base, "POST", f"/api/projects/{project['id']}/import", ANN[2],
+    assert api_call(base, "POST", f"/api/projects/{project['id']}/import", ANN[2],
                 tasks)["task_count"] == len(tasks)
-    status, kind, _ = _raw(base, first["data"]["image"], ANN[2])
+    status, kind, _ = api_get(base, first["data"]["image"], ANN[2])
     assert (status, kind) == (200, "image/png")  # the server shows the page itself
-    listed = _api(base, "GET",
+    listed = api_call(base, "GET",
                   f"/api/tasks/?project={project['id']}&page_size={len(tasks)}", ANN[2])
     task_ids = {t["data"]["extraction_id"]: t["id"] for t in listed["tasks"]}
     answers = {}
     for extraction_id, task_id in task_ids.items():
-        answers[extraction_id] = _api(
+        answers[extraction_id] = api_call(
             base, "POST", f"/api/tasks/{task_id}/annotations/", ANN[2],
             {"result": [_choice("verdict", "Correct")], "lead_time": 2.0})
     # A slip: one item marked incorrect, then put right in Label Studio before the export.
     slipped_task = next(iter(task_ids))
-    _api(base, "PATCH", f"/api/annotations/{answers[slipped_task]['id']}/", ANN[2],
+    api_call(base, "PATCH", f"/api/annotations/{answers[slipped_task]['id']}/", ANN[2],
          {"result": [_choice("verdict", "Incorrect")]})
-    _api(base, "PATCH", f"/api/annotations/{answers[slipped_task]['id']}/", ANN[2],
+    api_call(base, "PATCH", f"/api/annotations/{answers[slipped_task]['id']}/", ANN[2],
          {"result": [_choice("verdict", "Correct")]})
-    export = _api(base, "GET", f"/api/projects/{project['id']}/export?exportType=JSON", ANN[2])
+    export = api_call(base, "GET", f"/api/projects/{project['id']}/export?exportType=JSON", ANN[2])
     export_file = tmp_path / "export.json"
     export_file.write_text(json.dumps(export))
     annotator = answers[slipped_task]["completed_by"]

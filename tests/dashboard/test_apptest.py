@@ -274,7 +274,8 @@ def test_key_2_alone_records_incorrect_with_nothing_guessed(
     """No default error type: a bare 'incorrect' is not_recorded, as in every import."""
     use_db(demo_db)
     at = _open("review", user="chloe")
-    (held,) = file_rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'chloe'")
+    _, shown = file_rows(demo_db, _OPEN_ITEMS_SQL, ["chloe"])[0]  # the first held is on screen
+    held = (shown,)
     assert at.selectbox(key=state.REVIEW_ERROR_TYPE).value is None
     assert at.selectbox(key=state.REVIEW_CORRECTION).value is None
     at.button(key=state.REVIEW_INCORRECT).click().run()

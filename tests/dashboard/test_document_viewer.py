@@ -143,7 +143,7 @@ def test_a_reviewer_sees_the_page_with_the_value_boxed_then_the_next_and_a_notic
     _shot(page, "viewer-missing-document")
     page.locator("h1").click()
     page.keyboard.press("3")
-    page.get_by_text("Recorded unclear").first.wait_for()
+    page.get_by_text("Recorded unreadable").first.wait_for()  # the form's word for unclear
     _settle(page)
     reader = store.connect(db, read_only=True)
     try:

@@ -17,14 +17,6 @@ import csv
 import datetime as dt
 import io
 import json
-import os
-import signal
-import socket
-import subprocess
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,103 +26,12 @@ from click.testing import CliRunner
 from fieldtrust.labels.label_studio import label_config
 
 from fieldtrust.cli.main import cli
+from tests.label_studio_server import ANN, BOB, api_call, api_get
 
-ROOT = Path(__file__).resolve().parents[2]
-LABEL_STUDIO = ROOT / ".ls-venv" / "bin" / "label-studio"
 WEEK = "2026-W48"
-#: (e-mail, password, API token) of the two annotators.
-ANN = ("ann@example.com", "Passw0rd-ann", "annToken0123456789")
-BOB = ("bob@example.com", "Passw0rd-bob", "bobToken0123456789")
-#: Bounds: the first init migrates Label Studio's database (about a minute on two idle
-#: cores, several when other test runs share them).
-INIT_TIMEOUT = 900
-START_TIMEOUT = 180
 
-pytestmark = pytest.mark.slow
-
-
-def _require_label_studio() -> None:
-    if LABEL_STUDIO.exists():
-        return
-    reason = (f"Label Studio is not installed in {LABEL_STUDIO.parent.parent.name}/"
-              " (.ci/run installs it: python -m venv .ls-venv &&"
-              " .ls-venv/bin/python -m pip install label-studio)")
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI must run the Label Studio round trip: {reason}")
-    pytest.skip(reason)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def label_studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """A Label Studio server with users ann and bob: its base URL, and its local files root
-    (LOCAL_FILES_DOCUMENT_ROOT). Stopped after the module."""
-    _require_label_studio()
-    data_dir = tmp_path_factory.mktemp("label-studio")
-    env = {**os.environ, "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true",
-           "LABEL_STUDIO_BASE_DATA_DIR": str(data_dir),
-           "LOCAL_FILES_SERVING_ENABLED": "true", "LOCAL_FILES_DOCUMENT_ROOT": str(data_dir)}
-    env.pop("CI", None)  # Label Studio reads CI itself; it must not change how it starts
-    log = (data_dir / "server.log").open("w")
-    for email, password, token in (ANN, BOB):
-        subprocess.run(
-            [str(LABEL_STUDIO), "init", "--data-dir", str(data_dir), "--username", email,
-             "--password", password, "--user-token", token, "--enable-legacy-api-token"],
-            env=env, stdout=log, stderr=subprocess.STDOUT, check=True, timeout=INIT_TIMEOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    port = _free_port()
-    server = subprocess.Popen(
-        [str(LABEL_STUDIO), "start", "--data-dir", str(data_dir), "--internal-host",
-         "127.0.0.1", "--port", str(port), "--no-browser"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            if server.poll() is not None:
-                pytest.fail(f"Label Studio exited: {(data_dir / 'server.log').read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{base}/api/version", timeout=5):
-                    break
-            except (urllib.error.URLError, OSError):
-                if time.monotonic() > deadline:
-                    pytest.fail(f"Label Studio did not answer within {START_TIMEOUT} s")
-                time.sleep(0.5)
-        yield base, data_dir
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=30)
-        log.close()
-
-
-def _api(base: str, method: str, path: str, token: str, body: object = None) -> Any:
-    """One call of Label Studio's REST API with a user's legacy token."""
-    request = urllib.request.Request(
-        base + path, method=method,
-        data=None if body is None else json.dumps(body).encode(),
-        headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=120) as response:
-        return json.loads(response.read() or b"null")
-
-
-def _raw(base: str, path: str, token: str) -> tuple[int, str, bytes]:
-    """GET ``path`` with a user's token: status, content type and body."""
-    request = urllib.request.Request(base + path, headers={"Authorization": f"Token {token}"})
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return response.status, response.headers.get("Content-Type", ""), response.read()
+# One Label Studio server for the run (tests/conftest.py): the tests using it share a worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("label_studio")]
 
 
 def _run(db: Path, *args: str) -> tuple[int, str]:
@@ -227,26 +128,26 @@ def test_tasks_annotated_in_label_studio_come_back_as_labels(
         10.0, 20.0, 30.0, 10.0]
     assert "score" not in first["predictions"][0]  # nothing beside the box to anchor on
 
-    project = _api(base, "POST", "/api/projects/", ANN[2],
+    project = api_call(base, "POST", "/api/projects/", ANN[2],
                    {"title": "fieldtrust W48", "label_config": config_file.read_text()})
-    _api(base, "POST", "/api/storages/localfiles/", ANN[2],
+    api_call(base, "POST", "/api/storages/localfiles/", ANN[2],
          {"project": project["id"], "title": "pages", "path": str(root / "w48-pages"),
           "use_blob_urls": False})
-    imported = _api(base, "POST", f"/api/projects/{project['id']}/import", ANN[2], tasks)
+    imported = api_call(base, "POST", f"/api/projects/{project['id']}/import", ANN[2], tasks)
     assert imported["task_count"] == len(tasks)
-    listed = _api(base, "GET", f"/api/tasks/?project={project['id']}&page_size=100", ANN[2])
+    listed = api_call(base, "GET", f"/api/tasks/?project={project['id']}&page_size=100", ANN[2])
     by_extraction = {t["data"]["extraction_id"]: t["id"] for t in listed["tasks"]}
     ids = [t["data"]["extraction_id"] for t in tasks]
     assert set(by_extraction) == set(ids)
 
     # The server serves the page, and the labelling screen shows it with its box.
-    status, kind, body = _raw(base, first["data"]["image"], ANN[2])
+    status, kind, body = api_get(base, first["data"]["image"], ANN[2])
     assert (status, kind) == (200, "image/png")
     from PIL import Image
 
     served = Image.open(io.BytesIO(body))
     assert served.size == (box["original_width"], box["original_height"]) == (800, 1000)
-    stored_task = _api(base, "GET", f"/api/tasks/{by_extraction[ids[0]]}", ANN[2])
+    stored_task = api_call(base, "GET", f"/api/tasks/{by_extraction[ids[0]]}", ANN[2])
     assert stored_task["predictions"][0]["result"][0]["value"]["rectanglelabels"] == [
         "extracted value"]
     assert _shows_the_page(base, project["id"], by_extraction[ids[0]]) == (800, 1000)
@@ -266,13 +167,13 @@ def test_tasks_annotated_in_label_studio_come_back_as_labels(
     ]
     posted = {}
     for (_, _, token), extraction, result, cancelled, lead in plan:
-        answer = _api(base, "POST", f"/api/tasks/{by_extraction[extraction]}/annotations/",
+        answer = api_call(base, "POST", f"/api/tasks/{by_extraction[extraction]}/annotations/",
                       token, {"result": result, "was_cancelled": cancelled, "lead_time": lead})
         posted[(token, extraction)] = answer
     user_id = {ANN[2]: posted[(ANN[2], ids[0])]["completed_by"],
                BOB[2]: posted[(BOB[2], ids[0])]["completed_by"]}
 
-    export = _api(base, "GET", f"/api/projects/{project['id']}/export?exportType=JSON", ANN[2])
+    export = api_call(base, "GET", f"/api/projects/{project['id']}/export?exportType=JSON", ANN[2])
     export_file = tmp_path / "export.json"
     export_file.write_text(json.dumps(export))
 

@@ -119,7 +119,11 @@ def _live_primary_of_ana(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def _supersede_own(con: duckdb.DuckDBPyConnection, sample_id: str) -> object:
-    live = _live_primary_of_ana(con)[0]
+    # Not the adjudicated item: an adjudication settles it, its reviewers' labels with it.
+    settled = {label_id for (label_id,) in con.execute(
+        "SELECT l.label_id FROM labels l JOIN labels a USING (extraction_id)"
+        " WHERE a.review_round = 'adjudication'").fetchall()}
+    live = next(label for label in _live_primary_of_ana(con) if label not in settled)
     return supersede(con, actor="ana", label_id=live, verdict="correct")
 
 
