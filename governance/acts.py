@@ -93,22 +93,23 @@ def approve(
     PermissionDenied
         ``actor`` may not decide.
     Refused
-        No comment, open adjudications in the stratum (an approval waits for
-        them), an unknown stratum, criteria looser than the store's
+        No comment, an unknown stratum, criteria looser than the store's
         policy, a stratum that is not a current candidate (the reason is
-        named), ``threshold`` is below the certified one, or ``actor`` gave a
+        named), open adjudications in the stratum (an approval waits for
+        them), ``threshold`` is below the certified one, or ``actor`` gave a
         larger share of the stratum's labels than the policy's
         ``max_own_label_share`` (:mod:`fieldtrust.governance.duties`).
     """
     actor = _before_certifying(con, actor, "approve", doc_type, field, comment)
     _check_range(threshold)
-    _check_no_open_adjudications(con, doc_type, field)
     certification = certify(con, doc_type, field, criteria)
     if not certification.candidate or certification.threshold is None:
         raise Refused(
             f"{doc_type}/{field} is not an automation candidate ({reason_text(certification)})"
             " as a whole stratum at the store's policy settings; it cannot be approved"
         )
+    # After the certificate: a stratum that is no candidate is told so first, whatever waits.
+    _check_no_open_adjudications(con, doc_type, field)
     if threshold is not None and threshold < certification.threshold - 1e-12:
         raise Refused(
             f"{doc_type}/{field} is certified at {certification.threshold} for the whole"

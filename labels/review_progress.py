@@ -122,15 +122,19 @@ def item_context(
         No extraction ``extraction_id`` in the store.
     """
     # A seed shows its host's confidence and conflict, and counts in the
-    # reviewer's work like any item: the screen must not tell it apart.
+    # reviewer's work like any item: the screen must not tell it apart. The host
+    # is looked up first: a constant id is a point read of extractions, an id
+    # from a subquery a scan of it.
+    host = first_row(con.execute(
+        "SELECT host_extraction_id FROM seed_items WHERE seed_id = ?", [extraction_id]
+    ).fetchall())
     row = first_row(con.execute(
         "SELECT confidence, conflict, conflict_value,"
         " (SELECT count(*) FROM labels WHERE reviewer = $reviewer AND sample_id = $sample)"
         " + (SELECT count(*) FROM seed_verdicts WHERE reviewer = $reviewer"
         "    AND sample_id = $sample)"
-        " FROM extractions WHERE extraction_id = coalesce("
-        "   (SELECT host_extraction_id FROM seed_items WHERE seed_id = $id), $id)",
-        {"id": extraction_id, "reviewer": reviewer, "sample": sample_id},
+        " FROM extractions WHERE extraction_id = $id",
+        {"id": host[0] if host else extraction_id, "reviewer": reviewer, "sample": sample_id},
     ).fetchall())
     if row is None:
         raise InputError(

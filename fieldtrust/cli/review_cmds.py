@@ -335,7 +335,7 @@ def reviewers_cmd(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         echo_json(rows)
         return
-    click.echo("miss = a seed (a known wrong value) judged correct; false flag = a"
+    echo("miss = a seed (a known wrong value) judged correct; false flag = a"
                " double-reviewed item settled correct, marked incorrect")
     echo_table([{
         "reviewer": r["reviewer"],
@@ -393,10 +393,10 @@ def rekey_cmd(
         if as_json:
             echo_json([dataclasses.asdict(i) for i in items])
         elif not items:
-            click.echo("nothing left for you to re-key in this sample")
+            echo("nothing left for you to re-key in this sample")
         else:
             i = items[0]
-            click.echo(f"{i.extraction_id}: {i.doc_type} / {i.field} of document {i.doc_id}"
+            echo(f"{i.extraction_id}: {i.doc_type} / {i.field} of document {i.doc_id}"
                        f" (form {i.form_version}); type its value:"
                        f" fieldtrust rekey {i.extraction_id} VALUE --as {actor}")
         return
@@ -410,7 +410,7 @@ def rekey_cmd(
     if as_json:
         echo_json({"rekey_id": keyed.rekey_id, "extraction_id": keyed.extraction_id})
         return
-    click.echo(f"{keyed.extraction_id}: recorded (re-key {keyed.rekey_id})")
+    echo(f"{keyed.extraction_id}: recorded (re-key {keyed.rekey_id})")
 
 
 @click.command(

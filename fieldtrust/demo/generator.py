@@ -208,6 +208,9 @@ def _tables(
             "conflict": pa.array(conflict, pa.bool_()),
             "conflict_value": pa.array(columns["conflict_value"], pa.string()),
             "source_excerpt": pa.array(columns["excerpt"], pa.string()),
+            # One extractor the whole demo long: its model is its version.
+            "extractor_version": pa.repeat(pa.scalar(profiles.MODEL_NAME, pa.string()),
+                                           len(r.doc)),
         }
     )
     truth = pa.table(

@@ -65,6 +65,33 @@ def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def settle_disagreements(path: Path) -> int:
+    """quinn (qa_lead) settles every disagreement waiting, as the primary reviewer saw it.
+
+    The demo leaves its newest week's disagreements in the adjudication queue,
+    and an approval waits for them; a team's QA lead settles them before the
+    manager approves. Returns how many were settled.
+    """
+    from fieldtrust.labels.agreement import adjudicate
+    from fieldtrust.store.open_reviews import open_adjudications
+
+    con = store.connect(path)
+    try:
+        strata = con.execute("SELECT DISTINCT doc_type, field FROM extractions").fetchall()
+        waiting = [e for d, f in strata for e in open_adjudications(con, d, f)]
+        for extraction_id in waiting:
+            verdict, value, status, error_type, detail = con.execute(
+                "SELECT verdict, corrected_value, corrected_status, error_type, error_detail"
+                " FROM labels l WHERE extraction_id = ? AND review_round = 'primary'"
+                " AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)",
+                [extraction_id]).fetchall()[0]
+            adjudicate(con, "quinn", extraction_id, verdict, corrected_value=value,
+                       corrected_status=status, error_type=error_type, error_detail=detail)
+    finally:
+        con.close()
+    return len(waiting)
+
+
 @pytest.fixture
 def demo_db(demo_template: Path, tmp_path: Path) -> Path:
     """A private copy of the demo store (tests write labels and decisions to it)."""

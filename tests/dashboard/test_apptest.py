@@ -29,6 +29,7 @@ from streamlit.testing.v1 import AppTest
 from fieldtrust import store
 from fieldtrust.errors import PermissionDenied
 from tests.conftest import Builder, file_rows, store_held, table_fingerprint
+from tests.dashboard.conftest import settle_disagreements
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 
@@ -479,6 +480,7 @@ def test_an_approval_writes_a_decision_with_its_evidence(
     demo_db: Path, use_db: Callable[[Path], None]
 ) -> None:
     use_db(demo_db)
+    settle_disagreements(demo_db)  # an approval waits for them
     at = _open("automation", user="maya")
     chosen = at.selectbox(key=state.AUTO_STRATUM).value
     doc_type, field = chosen.split("|")
@@ -755,6 +757,7 @@ def _approve_under_a_narrowed_filter(
 ) -> tuple[AppTest, str, str]:
     """Narrow the sidebar to one form version, then approve the first stratum shown
     (``before_confirm`` runs while the confirmation dialog is open)."""
+    settle_disagreements(demo_db)  # an approval waits for them
     at = _open("automation", user="maya")
     at.multiselect(key=state.FILTER_FORM_VERSIONS).set_value(versions).run()
     # The first stratum the filtered page shows as a candidate (Approve enabled).

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from fieldtrust import store
+from tests.dashboard.conftest import settle_disagreements
 from tests.served import serving, settle
 
 CHROMIUM = "/usr/bin/chromium"
@@ -111,7 +112,9 @@ def test_every_page_then_label_by_keyboard_and_approve(
     assert len(set(shown)) == 3, "each verdict moved on to a new item"
     _shot(page, "review-after-labelling")
 
-    # A manager approves the first candidate with a comment.
+    # The QA lead settles the disagreements waiting (an approval waits for them); then a
+    # manager approves the first candidate with a comment.
+    assert settle_disagreements(db) > 0
     page.goto(f"{url}/automation")
     _settle(page)
     _act_as(page, "maya (manager)")

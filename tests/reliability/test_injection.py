@@ -81,11 +81,12 @@ HOSTILE = (
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 BASE_TABLES = (
     "assignments", "audit_cells", "audit_items", "audit_samples", "decisions",
-    "evidence_snapshots", "extraction_counts", "extraction_log", "extractions", "form_versions",
-    "history_chain", "history_signatures", "ingest_batches", "label_import_designs",
-    "label_imports", "label_lead_times", "labels", "policy_settings", "queue_cache_state",
-    "queue_candidates", "queue_partitions", "recalibration_knots",
-    "recalibration_maps", "role_revocations", "sampled_extractions", "schema_migrations",
+    "evidence_snapshots", "extraction_counts", "extraction_log", "extractions",
+    "extractor_versions", "form_versions", "history_chain", "history_signatures", "ingest_batches",
+    "label_import_designs", "label_import_second_looks", "label_imports", "label_lead_times",
+    "labels", "monitoring_resumptions", "policy_settings", "queue_cache_state", "queue_candidates",
+    "queue_partitions", "recalibration_knots", "recalibration_maps", "rekeyed_values",
+    "role_revocations", "sampled_extractions", "schema_migrations", "seed_items", "seed_verdicts",
     "signing_started", "skips", "source_counts", "source_draw_skips",
     "source_file_acknowledgements", "source_files", "source_refreshes", "user_roles",
 )

@@ -50,6 +50,9 @@ def _first_label(con: duckdb.DuckDBPyConnection, reviewer: str) -> str:
     return str(con.execute(
         "SELECT label_id FROM labels l WHERE reviewer = ? AND review_round = 'primary'"
         " AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)"
+        # Not an adjudicated item: the adjudication settles its reviewers' labels.
+        " AND NOT EXISTS (SELECT 1 FROM labels a WHERE a.extraction_id = l.extraction_id"
+        "                 AND a.review_round = 'adjudication')"
         " ORDER BY label_id LIMIT 1", [reviewer]).fetchall()[0][0])
 
 

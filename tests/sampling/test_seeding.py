@@ -142,9 +142,11 @@ def test_a_seed_looks_like_any_item_and_its_verdict_is_no_label(
 def test_an_incorrect_verdict_on_a_seed_needs_what_any_incorrect_verdict_needs(
     seeded: duckdb.DuckDBPyConnection,
 ) -> None:
+    # The one verdict rule: an absent field has no corrected value, on a seed as anywhere.
     seed_id = _seeds(seeded)["seed_id"].iloc[0]
-    with pytest.raises(Exception, match="corrected"):
-        record_verdict(seeded, actor="ana", extraction_id=seed_id, verdict="incorrect")
+    with pytest.raises(InputError, match="Absent"):
+        record_verdict(seeded, actor="ana", extraction_id=seed_id, verdict="incorrect",
+                       corrected_status="null", corrected_value="12.50")
     assert seeded.sql("SELECT count(*) FROM seed_verdicts").fetchall() == [(0,)]
 
 
@@ -217,7 +219,8 @@ def test_the_sheet_export_mixes_seeds_in_and_their_verdicts_come_back_as_seed_ve
     assert len(rows) == n_items + len(seeds)
     shown = [r for r in rows if r["extraction_id"] in seeds]
     assert {r["extraction_id"]: r["value"] for r in shown} == seeds
-    assert all(r["inclusion_prob"] and r["confidence"] for r in shown)  # no blank gives it away
+    assert "confidence" not in rows[0]  # hidden from reviewers, seeds and items alike
+    assert all(r["inclusion_prob"] and r["cell"] for r in shown)  # no blank gives it away
     for r in rows:  # the reviewer passes everything: each seed is a miss
         r["verdict"], r["reviewer"] = "correct", "ana"
     with sheet.open("w", newline="", encoding="utf-8") as handle:

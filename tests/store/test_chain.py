@@ -73,7 +73,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         import_labels(con, labels_file, actor=QA_LEAD, random_sample=True)
         # A second look at that label (declared), and a seed judged: the two newer tables.
         again = path.with_name("again.csv")
-        again.write_text(f"extraction_id,verdict,reviewer\n{extraction},unclear,offline\n",
+        again.write_text(f"extraction_id,verdict,reviewer\n{extraction},unclear,ben\n",
                          encoding="utf-8")
         import_labels(con, again, actor=QA_LEAD, second_look="verdict_dependent")
         host = con.execute("SELECT min(extraction_id) FROM extractions WHERE value_status ="
