@@ -25,6 +25,10 @@ from fieldtrust.demo.claims import DemoClaims, claims_text, demo_claims, section
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "demo.md"
 
 
+# One worker runs this module: its module fixtures are built once, not once a worker.
+pytestmark = pytest.mark.xdist_group("demo_claims")
+
+
 @pytest.fixture(scope="module")
 def default_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb.DuckDBPyConnection]:
     """The store `fieldtrust demo` builds with its defaults (seed 7, 300,000 rows)."""

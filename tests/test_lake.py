@@ -73,6 +73,10 @@ def audit(con: duckdb.DuckDBPyConnection, draw: Any, queue: Any) -> dict[str, An
         "queue": queue(con)}
 
 
+# One worker runs this module: its module fixtures are built once, not once a worker.
+pytestmark = pytest.mark.xdist_group("lake_audit")
+
+
 @pytest.fixture(scope="module")
 def rows() -> pa.Table:
     return lake_rows(6000, weeks=4, seed=3, doc_types=("invoice",), versions=1)

@@ -32,6 +32,10 @@ FOLDERS = {
 }
 
 
+# One worker runs this module: its module fixtures are built once, not once a worker.
+pytestmark = pytest.mark.xdist_group("packaging")
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")

@@ -29,6 +29,10 @@ ROOT = Path(__file__).resolve().parents[2]
 ROWS = 20_000
 
 
+# One worker runs this module: its module fixtures are built once, not once a worker.
+pytestmark = pytest.mark.xdist_group("bench_smoke")
+
+
 @pytest.fixture(scope="module")
 def bench_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One run of the documented command at 20,000 rows and 1 timed run per side."""

@@ -48,6 +48,8 @@ HOSTILE_VALUES = ("ana@evil.example", "![x](https://evil.example/pixel.png)",
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.slow,
+    # One worker runs this module: its module fixtures are built once, not once a worker.
+    pytest.mark.xdist_group("served_dashboard"),
     pytest.mark.skipif(
         not Path(CHROMIUM).exists(),
         reason=f"no Chromium at {CHROMIUM}: `apt-get install chromium` (CI's .ci/run does)",
