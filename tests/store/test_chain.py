@@ -39,6 +39,7 @@ from fieldtrust.store.weeks import Week
 from fieldtrust import store
 from fieldtrust.cli.main import cli
 from fieldtrust.demo.build import build_demo
+from fieldtrust.demo.profiles import MODEL_NAME  # the demo's one extractor version
 from fieldtrust.errors import StoreError
 from tests.conftest import copy_store
 
@@ -101,12 +102,12 @@ def _resumed_alarm(con: duckdb.DuckDBPyConnection) -> None:
     (form version v2 in control at 99.5%), then resumed by the manager: a row of
     monitoring_resumptions."""
     week = Week(con.execute("SELECT min(week) FROM audit_samples").fetchall()[0][0])
-    check = SegmentCheck("v2", "unknown", 1_000, 1.0, 100, 0.995, 0.99, True)
+    check = SegmentCheck("v2", MODEL_NAME, 1_000, 1.0, 100, 0.995, 0.99, True)
     plan = plan_monitoring([check], [check.key], target=0.95, weeks=10)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(acts, "utc_now", lambda: week.start + dt.timedelta(hours=1))
         approve_as_stated(con, MANAGER, "invoice", "date", 0.0, "watched", monitoring=plan)
-    resume(con, MANAGER, "invoice", "date", "v2", "unknown", "the alarm was reviewed")
+    resume(con, MANAGER, "invoice", "date", "v2", MODEL_NAME, "the alarm was reviewed")
 
 
 @pytest.fixture
