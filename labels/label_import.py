@@ -43,7 +43,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -317,26 +316,11 @@ def _import_label_studio(
         # Messages name the user's file, never this private one.
         rows = dataclasses.replace(snapshot(rows_file, "jsonl"), source=source)
         try:
+            # Each row carries its task (task_row, task_id): problems name it themselves.
             result = _import_file(con, rows, "jsonl", source, sha, options, label_studio=True)
-        except ValidationError as exc:
-            raise _by_task(exc, read.task_rows) from exc
         finally:
             drop_snapshot(rows)
     return dataclasses.replace(result, rows_cancelled=read.cancelled)
-
-
-def _by_task(exc: ValidationError, task_rows: list[int]) -> ValidationError:
-    """``exc`` with its rows (one per annotation) renumbered as the export's tasks.
-
-    A problem that already names its task (``row N (task T)``) was numbered by
-    the check itself and is left as it is.
-    """
-    def task(match: re.Match[str]) -> str:
-        number = int(match.group(1))
-        return f"row {task_rows[number - 1]}" if 0 < number <= len(task_rows) else match[0]
-
-    renumbered = [re.sub(r"^row (\d+)(?! \(task )", task, p) for p in exc.problems]
-    return ValidationError(exc.source, renumbered, exc.total)
 
 
 def _import_file(

@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
@@ -251,15 +251,14 @@ class ExportRows:
 
     rows: list[dict[str, Any]]
     cancelled: int
-    #: The task (row of the export, from 1) each of ``rows`` came from.
-    task_rows: list[int] = field(default_factory=list)
 
 
 def export_rows(path: str | os.PathLike[str], *, source: str | None = None) -> ExportRows:
     """Read a Label Studio JSON export into label rows (columns of ``labels import``).
 
-    Row numbers in errors count the export's tasks from 1 (``task_rows``
-    gives each label row's, so the import's own messages count tasks too).
+    Row numbers in errors count the export's tasks from 1; each label row
+    carries its task's (``task_row``, ``task_id``), so the import's own
+    messages count tasks too.
     ``source`` names the file in messages (default: its name).
 
     Raises
@@ -287,7 +286,6 @@ def export_rows(path: str | os.PathLike[str], *, source: str | None = None) -> E
     rows: list[dict[str, Any]] = []
     cancelled = 0
     items: dict[str, int] = {}  # extraction id -> the row of the task that has it
-    task_rows: list[int] = []  # per label row, its task's row
     for number, task in enumerate(tasks, start=1):
         task_id = task.get("id") if isinstance(task, dict) else None
         where = f"row {number} (task {task_id})"
@@ -317,10 +315,9 @@ def export_rows(path: str | os.PathLike[str], *, source: str | None = None) -> E
         for review_round, annotation in zip(_ROUNDS, kept, strict=False):
             rows.append({**_label_row(data, annotation, review_round),
                          "task_row": number, "task_id": task_id})
-            task_rows.append(number)
     if problems:
         raise ValidationError(source, problems[:20], len(problems))
-    return ExportRows(rows, cancelled, task_rows)
+    return ExportRows(rows, cancelled)
 
 
 class _Shape(ValueError):
