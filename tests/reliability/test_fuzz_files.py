@@ -146,8 +146,10 @@ def test_label_studio_exports_never_crash_and_a_refusal_changes_nothing(
             path.write_bytes(export)
         else:
             path.write_text(json.dumps(export), encoding="utf-8")
+        # Label Studio's e-mail mapped to the store's reviewer, as a team's import does.
         result = CliRunner().invoke(cli, ["--db", str(populated), "labels", "import", str(path),
-                                          "--format", "label-studio", "--as", QA_LEAD])
+                                          "--format", "label-studio", "--as", QA_LEAD,
+                                          "--reviewer-map", "ana@example.org=ana"])
         code = _check(result, state["before"],
                       lambda: file_fingerprint(populated, LABEL_TABLES), repr(export))
         if code == 0:  # labels may have been added: the next refusal is held to these
