@@ -15,6 +15,7 @@ import fcntl
 import os
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -190,43 +191,101 @@ def _refuse_newer(con: duckdb.DuckDBPyConnection, target: str) -> None:
         )
 
 
+#: Beside the store, the file whose lock gives openers their turn (see :func:`_turn`).
+QUEUE_SUFFIX = ".queue"
+
+
 def _open(
     target: str, *, read_only: bool, lock_timeout: float, on_wait: OnWait | None
 ) -> duckdb.DuckDBPyConnection:
-    """``duckdb.connect``, retrying a locked file until ``lock_timeout``."""
+    """``duckdb.connect``, waiting for a locked file in turn until ``lock_timeout``."""
+    if target == ":memory:":
+        return duckdb.connect(target, read_only=read_only, config=DUCKDB_CONFIG)
     started = time.monotonic()
-    pause = 0.05
-    told = False
-    while True:
-        try:
-            return duckdb.connect(target, read_only=read_only, config=DUCKDB_CONFIG)
-        except duckdb.Error as exc:
-            if not _is_lock_error(exc):
-                if is_no_space(exc):
-                    raise no_space_error(target, exc) from exc
-                # A truncated or corrupt file, or one that is no database at all
-                # (another database's file asks for an extension, never installed).
-                reason = (
-                    "it is another kind of database file, not DuckDB"
-                    if "Extension" in str(exc) else _first_line(exc)
-                )
-                raise StoreError(
-                    f"cannot open store {target}: {reason} (is it a fieldtrust store, and whole?)"
-                ) from exc
-            waited = time.monotonic() - started
-            if waited >= lock_timeout:
-                raise StoreLockedError(
-                    f"the store {target} was still locked by another process after"
-                    f" {waited:.0f} s; try again when it is free"
-                ) from exc
-            if on_wait is not None and not told:
-                told = True
-                on_wait(
-                    f"waiting for the store {target}: another process holds its lock"
-                    f" (giving up after {lock_timeout:.0f} s)"
-                )
-            time.sleep(min(pause, max(lock_timeout - waited, 0.0)))
-            pause = min(pause * 2, 1.0)
+    waiting = _Waiting(target, started, lock_timeout, on_wait)
+    with _turn(target, waiting) as in_turn:
+        # Only the opener whose turn it is asks DuckDB, so it may ask often; an opener
+        # without a turn (a folder it cannot write) backs off as before.
+        pause, most = (0.01, 0.1) if in_turn else (0.05, 1.0)
+        while True:
+            try:
+                return duckdb.connect(target, read_only=read_only, config=DUCKDB_CONFIG)
+            except duckdb.Error as exc:
+                if not _is_lock_error(exc):
+                    raise _open_error(target, exc) from exc
+                waiting.wait(pause, exc)
+                pause = min(pause * 2, most)
+
+
+@dataclass
+class _Waiting:
+    """One opener's wait for a locked store: said once, given up at ``lock_timeout``."""
+
+    target: str
+    started: float
+    lock_timeout: float
+    on_wait: OnWait | None
+    told: bool = False
+
+    def wait(self, pause: float, cause: BaseException | None = None) -> None:
+        """Sleep ``pause`` (less if the time is up), or raise :class:`StoreLockedError`."""
+        waited = time.monotonic() - self.started
+        if waited >= self.lock_timeout:
+            raise StoreLockedError(
+                f"the store {self.target} was still locked by another process after"
+                f" {waited:.0f} s; try again when it is free"
+            ) from cause
+        if self.on_wait is not None and not self.told:
+            self.told = True
+            self.on_wait(
+                f"waiting for the store {self.target}: another process holds its lock"
+                f" (giving up after {self.lock_timeout:.0f} s)"
+            )
+        time.sleep(min(pause, max(self.lock_timeout - waited, 0.0)))
+
+
+@contextlib.contextmanager
+def _turn(target: str, waiting: _Waiting) -> Iterator[bool]:
+    """Hold the store's turn while opening it; True if there is a turn to hold.
+
+    DuckDB's file lock is no queue: a waiter only retries now and then, so a
+    process whose threads open the store one after another (a dashboard with
+    many reviewers, the CLI's checks) can hold it for minutes while an ingest
+    or another dashboard is told, over and over, that it is busy. The lock on
+    the queue file beside the store is held only while opening: whoever waits
+    for the store holds it, so the next opener, in this process or another,
+    waits behind. Openers take turns, and a wait is as long as the work of
+    those ahead. ``flock`` locks belong to the open file, so the threads of one
+    process take turns too; the kernel drops the lock of a process that dies.
+    """
+    try:
+        fd = os.open(target + QUEUE_SUFFIX, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError:  # a folder we may not write (a store opened read-only): no turns
+        yield False
+        return
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                waiting.wait(0.005)
+        yield True
+    finally:
+        os.close(fd)  # releases the turn
+
+
+def _open_error(target: str, exc: duckdb.Error) -> StoreError:
+    """What a refusal other than the lock means: a full disk, or a file that is no store."""
+    if is_no_space(exc):
+        return no_space_error(target, exc)
+    # A truncated or corrupt file, or one that is no database at all
+    # (another database's file asks for an extension, never installed).
+    reason = "it is another kind of database file, not DuckDB" if "Extension" in str(exc) \
+        else _first_line(exc)
+    return StoreError(
+        f"cannot open store {target}: {reason} (is it a fieldtrust store, and whole?)"
+    )
 
 
 def _first_line(exc: BaseException) -> str:
