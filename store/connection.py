@@ -26,6 +26,9 @@ from fieldtrust.errors import NoSpaceError, NotAStoreError, StoreError, StoreLoc
 #: How long :func:`connect` keeps retrying a locked file, in seconds.
 DEFAULT_LOCK_TIMEOUT = 10.0
 
+#: Beside the store, the file whose lock gives openers their turn (see :func:`_turn`).
+QUEUE_SUFFIX = ".queue"
+
 #: Every connection is opened with these: DuckDB would otherwise download and
 #: load extensions on its own (it tried to, for a file that was not a database).
 DUCKDB_CONFIG: dict[str, str | bool | int | float | list[str]] = {
@@ -174,9 +177,10 @@ def _remove_unmade(target: str) -> None:
     """Remove a store this process began to make and could not finish (a full disk, say).
 
     Left behind, its few bytes were a file that the advised rerun could not
-    open ("not a valid DuckDB database file").
+    open ("not a valid DuckDB database file"). Its queue file goes too: an
+    opener still holding that turn only shares it with the next one, once.
     """
-    for path in (target, target + ".wal"):
+    for path in (target, target + ".wal", target + QUEUE_SUFFIX):
         with contextlib.suppress(OSError):
             os.unlink(path)
 
@@ -189,10 +193,6 @@ def _refuse_newer(con: duckdb.DuckDBPyConnection, target: str) -> None:
             f"{target} was upgraded by a newer fieldtrust (its migration {unknown[0]} is"
             " unknown here): upgrade fieldtrust to open it; it was left unchanged"
         )
-
-
-#: Beside the store, the file whose lock gives openers their turn (see :func:`_turn`).
-QUEUE_SUFFIX = ".queue"
 
 
 def _open(
