@@ -381,7 +381,8 @@ def label_studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
 def spark_master() -> str:
     """A local Spark session (127.0.0.1, UI off, UTC), started once for the whole run.
 
-    Every test naming this fixture shares it: the JVM takes seconds to start.
+    Every test naming this fixture shares it: the JVM takes seconds to start. The
+    tests that start Spark carry ``xdist_group("spark")``, so one worker starts it once.
     """
     from fieldtrust.ingest.sources.engines import spark_session
 

@@ -74,7 +74,9 @@ def audit(con: duckdb.DuckDBPyConnection, draw: Any, queue: Any) -> dict[str, An
 
 
 # One worker runs this module: its module fixtures are built once, not once a worker.
-pytestmark = pytest.mark.xdist_group("lake_audit")
+# The group is the run's Spark group: the other tests that start Spark join it, so
+# one JVM serves them all (conftest.spark_master).
+pytestmark = pytest.mark.xdist_group("spark")
 
 
 @pytest.fixture(scope="module")

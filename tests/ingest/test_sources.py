@@ -465,7 +465,10 @@ LOCATION_MAPPING = (("bbox", "box"), ("document_uri", "doc_path"), ("page", "pag
                     ("source_excerpt", "snippet"))
 
 
-@pytest.mark.parametrize("kind", ["parquet", "delta", "spark"])
+@pytest.mark.parametrize("kind", [
+    "parquet", "delta",
+    pytest.param("spark", marks=pytest.mark.xdist_group("spark")),  # the run's one Spark worker
+])
 def test_a_lake_draw_brings_home_the_document_page_box_and_excerpt(
     kind: str, rows: pa.Table, tmp_path: Path
 ) -> None:

@@ -249,6 +249,7 @@ def test_a_file_removed_between_listing_and_reading_is_the_sources_fault(tmp_pat
     con.close()
 
 
+@pytest.mark.xdist_group("spark")  # the worker whose Spark session is already running
 def test_spark_reads_names_as_written_and_names_a_missing_table(
     spark_master: str, tmp_path: Path
 ) -> None:

@@ -15,8 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-from fieldtrust import store
 from fieldtrust.store.connection import QUEUE_SUFFIX
+
+from fieldtrust import store
 
 ROOT = Path(__file__).resolve().parents[2]
 
