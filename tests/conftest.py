@@ -364,6 +364,31 @@ def review_store(con: duckdb.DuckDBPyConnection, builder: Builder) -> duckdb.Duc
 
 # --- engines shared by the run ---------------------------------------------------
 
+#: Where the tests that need Label Studio are moved in the run: before this folder's.
+LABEL_STUDIO_BEFORE = "tests/sampling/"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the Label Studio tests late, once CI's install beside the tests is done.
+
+    ``.ci/run`` installs Label Studio while the tests run (a minute and a half
+    or more); a worker that reached them early sat idle waiting for it. xdist
+    hands out work in collection order, so they move to the second half.
+    """
+    late = [item for item in items if _group_of(item) == "label_studio"]
+    if not late:
+        return
+    rest = [item for item in items if _group_of(item) != "label_studio"]
+    at = next((index for index, item in enumerate(rest)
+               if item.nodeid.startswith(LABEL_STUDIO_BEFORE)), len(rest))
+    items[:] = [*rest[:at], *late, *rest[at:]]
+
+
+def _group_of(item: pytest.Item) -> str | None:
+    mark = item.get_closest_marker("xdist_group")
+    return str(mark.args[0]) if mark and mark.args else None
+
+
 @pytest.fixture(scope="session")
 def label_studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """One real Label Studio server for the run: its base URL and its local files root.
