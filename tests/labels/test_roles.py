@@ -283,3 +283,37 @@ def test_a_name_is_checked_once_and_carried_as_a_user_name(
     assert access.user_name(checked) is checked  # not looked at again
     assert calls == []
     assert access.user_name(" sam ") == "sam" and calls  # plain text is checked
+
+
+def test_one_user_s_roles_are_the_roles_the_list_of_everyone_gives(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    """``current_roles`` reads one user's rows; ``list_users`` the whole history, in SQL.
+
+    Random grants, revocations and grants of ``none`` (which take every role) must
+    leave both saying the same for every user, after every change.
+    """
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    bootstrap_admin(con, "root")
+    people = ("pat", "sam", "kim")
+    changes = st.lists(st.tuples(st.sampled_from(("grant", "revoke")), st.sampled_from(people),
+                                 st.sampled_from((*ROLES, "none"))), max_size=12)
+
+    @settings(max_examples=30, database=None)
+    @given(changes)
+    def check(steps: list[tuple[str, str, str]]) -> None:
+        for kind, person, role in steps:
+            try:
+                if kind == "grant":
+                    grant_role(con, "root", person, role)
+                else:
+                    revoke_role(con, "root", person, role)
+            except (InputError, PermissionDenied):
+                continue  # a refused change changes nothing; both must still agree
+            listed = {u.user_name: set(u.roles) for u in list_users(con)}
+            for name in (*people, "root"):
+                assert current_roles(con, name) == listed.get(name, set()), (name, steps)
+
+    check()
