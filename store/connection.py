@@ -258,9 +258,8 @@ def _turn(target: str, waiting: _Waiting) -> Iterator[bool]:
     those ahead. ``flock`` locks belong to the open file, so the threads of one
     process take turns too; the kernel drops the lock of a process that dies.
     """
-    try:
-        fd = os.open(target + QUEUE_SUFFIX, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-    except OSError:  # a folder we may not write (a store opened read-only): no turns
+    fd = _queue_file(target + QUEUE_SUFFIX)
+    if fd is None:  # a folder we may not write, and no queue file yet: no turns
         yield False
         return
     try:
@@ -273,6 +272,22 @@ def _turn(target: str, waiting: _Waiting) -> Iterator[bool]:
         yield True
     finally:
         os.close(fd)  # releases the turn
+
+
+def _queue_file(path: str) -> int | None:
+    """The queue file, opened (made if need be); None when it can be neither.
+
+    ``flock`` needs no write access, so a queue file another user made (the
+    dashboard's service account, say) is opened read-only and still queues.
+    """
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError:
+        pass
+    try:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
 
 
 def _open_error(target: str, exc: duckdb.Error) -> StoreError:

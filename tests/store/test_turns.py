@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from fieldtrust.store.connection import QUEUE_SUFFIX
 
 from fieldtrust import store
@@ -76,16 +77,52 @@ def test_a_process_reopening_the_store_from_eight_threads_leaves_others_their_tu
 def test_a_store_in_a_folder_nobody_may_write_opens_without_turns(
     db_path: Path, tmp_path: Path
 ) -> None:
-    """The queue file cannot be made there: the store still opens (read-only), as before."""
+    """The queue file can be neither made nor opened: the store still opens (read-only)."""
     queue = Path(str(db_path) + QUEUE_SUFFIX)
     queue.unlink(missing_ok=True)
     os.chmod(tmp_path, 0o555)
     try:
-        if os.access(tmp_path, os.W_OK):  # root writes anywhere: make it a file we cannot open
+        if os.access(tmp_path, os.W_OK):  # root writes anywhere: a name that leads nowhere
             os.chmod(tmp_path, 0o755)
-            queue.mkdir()
+            queue.symlink_to(tmp_path / "gone" / "store.duckdb.queue")
         con = store.connect(db_path, read_only=True)
         assert con.execute("SELECT count(*) FROM extractions").fetchall() == [(0,)]
         con.close()
     finally:
         os.chmod(tmp_path, 0o755)
+
+
+def test_a_queue_file_another_user_made_still_queues(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Write access refused (the dashboard's service account made the file): opened read-only,
+    its lock still keeps a second opener out until the first lets go."""
+    import fcntl
+
+    from fieldtrust.store import connection
+
+    real_open = os.open
+
+    def no_write(path: str, flags: int, *args: int) -> int:
+        if flags & os.O_RDWR:
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, flags, *args)
+
+    queue = str(db_path) + QUEUE_SUFFIX
+    Path(queue).touch()
+    monkeypatch.setattr(connection.os, "open", no_write)
+    first, second = connection._queue_file(queue), connection._queue_file(queue)
+    assert first is not None and second is not None
+    try:
+        fcntl.flock(first, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(second, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.close(first)
+        first = None
+        fcntl.flock(second, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free once the first is gone
+    finally:
+        for fd in (first, second):
+            if fd is not None:
+                os.close(fd)
+    monkeypatch.undo()
+    store.connect(db_path, read_only=True).close()
