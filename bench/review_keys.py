@@ -6,17 +6,17 @@ a week's sample redrawn so every reviewer has open items:
 
 - **One reviewer**: key to next item ready, the way the page does it now
   (:mod:`fieldtrust.dashboard.reviewing`: the verdict, the next screen and its
-  document on one connection; the page after it rendered in the background
-  while the reviewer reads) against the way it did before, in the same process:
-  the verdict on one connection, then the whole page again, every cached read
+  document on one connection, the one the dashboard keeps open between writes;
+  the page after it rendered in the background while the reviewer reads)
+  against the way it did before, in the same process: the verdict on one
+  connection, then the whole page again, every cached read
   missed because a new label changes the data version (the sample's progress,
   its cells, the next item on a read-write connection, the item's context and
   location) and the page rendered on the spot.
 - **Twenty reviewers** at once, each on its own thread labelling its own
-  assigned items, the way a ``serve`` process runs one thread per session
-  with the dashboard's one process-wide connection lock
-  (:data:`fieldtrust.dashboard.data._CONNECTION_LOCK` is the same kind of
-  lock); each reads for ``--think`` seconds before the next key. Prints p50
+  assigned items, the way a ``serve`` process runs one thread per session,
+  through the dashboard's own write path and its one process-wide connection
+  lock; each reads for ``--think`` seconds before the next key. Prints p50
   / p95 / max key-to-next, labels written against keys pressed, items
   labelled twice in one round, and busy-store errors.
 
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-from fieldtrust.dashboard import render, viewer
+from fieldtrust.dashboard import data, render, viewer
 from fieldtrust.labels.assignment import ReviewItem, current_sample, next_items, sample_progress
 from fieldtrust.labels.review_progress import cell_progress, item_context
 from fieldtrust.labels.review_screen import review_screen
@@ -109,8 +109,10 @@ def _verdict(con: duckdb.DuckDBPyConnection, reviewer: Reviewer) -> None:
 
 
 def key_now(path: Path, reviewer: Reviewer) -> None:
-    """One key press as the page does it now: one connection, then a draw from the cache."""
-    with LOCK, _connect(path) as con:
+    """One key press as the page does it now: the dashboard's own write path
+    (:func:`fieldtrust.dashboard.data.writing`, the store kept open between keys while
+    nobody else waits for it), then a draw from the cache."""
+    with data.writing(str(path)) as con:
         _verdict(con, reviewer)
         screen = review_screen(con, reviewer.name, reviewer.sample)
         document = _open(con, path, screen.location)

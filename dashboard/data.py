@@ -26,6 +26,7 @@ import dataclasses
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +52,8 @@ LOCK_WAIT = 4.0
 CACHE_TTL = 600
 CACHE_ENTRIES = 128
 
-_CONNECTION_LOCK = threading.Lock()
+# Re-entrant: opening the store asks the kept connection to go (store.before_open).
+_CONNECTION_LOCK = threading.RLock()
 
 
 def settings() -> Settings:
@@ -107,7 +109,7 @@ _RUN = threading.local()
 
 @contextlib.contextmanager
 def run_reads(path: str) -> Iterator[None]:
-    """Let the reads of one page run share one read-only connection, opened on first use.
+    """Let the reads of one page run share one connection, opened on first use.
 
     Opening the store costs about 50 ms; a page makes up to ten reads on a
     cache miss, so one connection per read was half of some pages' time. The
@@ -134,19 +136,24 @@ def _close_run() -> None:
     if con is not None:
         _RUN.con = None
         try:
-            con.close()
+            if con is not _kept_connection():
+                con.close()
         finally:
             _CONNECTION_LOCK.release()
 
 
 @contextlib.contextmanager
 def reading(path: str) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A read-only connection to ``path``: the page run's, or one closed when the block ends."""
+    """A connection to read ``path``: the page run's, or one closed when the block ends.
+
+    The store a write kept open (:func:`writing`) serves the reads too.
+    """
     if getattr(_RUN, "path", None) == path:
         if _RUN.con is None:
             _CONNECTION_LOCK.acquire()
             try:
-                _RUN.con = store.connect(path, read_only=True, lock_timeout=LOCK_WAIT)
+                _RUN.con = _kept_for(path) or store.connect(
+                    path, read_only=True, lock_timeout=LOCK_WAIT)
             except BaseException:
                 _CONNECTION_LOCK.release()
                 raise
@@ -157,16 +164,37 @@ def reading(path: str) -> Iterator[duckdb.DuckDBPyConnection]:
         finally:
             read.close()
         return
+    with _CONNECTION_LOCK:
+        kept = _kept_for(path)
+        if kept is not None:
+            read = store.cursor(kept)
+            try:
+                yield read
+            finally:
+                read.close()
+            return
     with _held(path, read_only=True) as con:
         yield con
 
 
 @contextlib.contextmanager
 def writing(path: str) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A read-write connection to ``path``, held only for the write itself."""
+    """A read-write connection to ``path``: the one the last write kept, or a new one.
+
+    Kept open after the write for the next key press (:data:`KEEP_OPEN`), unless
+    another opener waits for the store: reopening it costs more than the open
+    (DuckDB's caches go with it), and twenty reviewers' keys queue behind it.
+    """
     _close_run()  # DuckDB refuses a read-write connection beside a read-only one
-    with _held(path, read_only=False) as con:
-        yield con
+    with _CONNECTION_LOCK:
+        con = _kept_for(path) or store.connect(path, read_only=False, lock_timeout=LOCK_WAIT)
+        _KEPT.clear()  # ours while the write runs: nobody closes it meanwhile
+        try:
+            yield con
+        except BaseException:
+            con.close()
+            raise
+        _keep(path, con)
 
 
 @contextlib.contextmanager
@@ -178,6 +206,87 @@ def _held(path: str, *, read_only: bool) -> Iterator[duckdb.DuckDBPyConnection]:
             yield con
         finally:
             con.close()
+
+
+# --- the store kept open between writes ------------------------------------------------------
+
+#: Seconds the store stays open after a write with nobody else waiting for it.
+KEEP_OPEN = 2.0
+#: How often the keeper looks whether another opener waits, or the time is up.
+_KEEPER_PAUSE = 0.05
+
+#: The kept connection: {"path", "con", "used"} under the connection lock, else empty.
+_KEPT: dict[str, Any] = {}
+
+
+def _kept_connection() -> duckdb.DuckDBPyConnection | None:
+    return _KEPT.get("con")
+
+
+def _kept_for(path: str) -> duckdb.DuckDBPyConnection | None:
+    """The kept connection if it is to ``path``; one to another store is closed. Under the lock."""
+    if not _KEPT:
+        return None
+    if _KEPT["path"] == path:
+        return _KEPT["con"]  # type: ignore[no-any-return]
+    _let_go_now()
+    return None
+
+
+def _keep(path: str, con: duckdb.DuckDBPyConnection) -> None:
+    """Keep ``con`` open for the next write or read, unless someone waits for the store."""
+    if store.others_waiting(path):
+        con.close()
+        return
+    _KEPT.update(path=path, con=con, used=time.monotonic())
+    _start_keeper()
+
+
+def _let_go_now() -> None:
+    """Close the kept connection (under the lock)."""
+    con = _KEPT.get("con")
+    _KEPT.clear()
+    if con is not None:
+        con.close()
+
+
+def _let_go_before_open(path: str) -> None:
+    """Anything else in this process opening the store first makes the kept connection go."""
+    if not _KEPT:
+        return
+    with _CONNECTION_LOCK:
+        if _KEPT and getattr(_RUN, "con", None) is not _KEPT.get("con"):
+            _let_go_now()
+
+
+store.before_open(_let_go_before_open)
+
+_KEEPER: dict[str, threading.Thread] = {}
+
+
+def _start_keeper() -> None:
+    """Start the keeper unless it runs (under the lock, as the keeper's own ending is)."""
+    if "thread" not in _KEEPER:
+        _KEEPER["thread"] = threading.Thread(target=_keeper, name="fieldtrust-keeper",
+                                             daemon=True)
+        _KEEPER["thread"].start()
+
+
+def _keeper() -> None:
+    """Close the kept store once it has been idle :data:`KEEP_OPEN` s or someone waits for it."""
+    while True:
+        time.sleep(_KEEPER_PAUSE)
+        if not _CONNECTION_LOCK.acquire(blocking=False):
+            continue  # in use: whoever holds it decides when it is done
+        try:
+            if _KEPT and (time.monotonic() - _KEPT["used"] > KEEP_OPEN
+                          or store.others_waiting(_KEPT["path"])):
+                _let_go_now()
+            if not _KEPT:
+                _KEEPER.pop("thread", None)  # under the lock: the next _keep starts another
+                return
+        finally:
+            _CONNECTION_LOCK.release()
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,40 @@ def no_space_error(target: str, exc: BaseException) -> NoSpaceError:
     )
 
 
+#: Called with the path before every open in this process (see :func:`before_open`).
+_BEFORE_OPEN: list[Callable[[str], None]] = []
+
+
+def before_open(callback: Callable[[str], None]) -> None:
+    """Have ``callback(path)`` called before this process opens any store.
+
+    A dashboard keeps its store open between writes (``fieldtrust.dashboard.data``);
+    DuckDB refuses a second connection of another kind to the same file in one
+    process, so that connection is let go before anything else here opens the store.
+    """
+    if callback not in _BEFORE_OPEN:
+        _BEFORE_OPEN.append(callback)
+
+
+def others_waiting(path: str | os.PathLike[str]) -> bool:
+    """Whether an opener (another process, or a thread of this one) waits for the store now.
+
+    An opener holds the store's turn while it waits (:func:`_turn`), so its
+    lock being taken says someone is waiting; whoever keeps the store open
+    for its own next use lets go then.
+    """
+    fd = _queue_file(str(path) + QUEUE_SUFFIX)
+    if fd is None:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
 def connect(
     path: str | os.PathLike[str],
     *,
@@ -101,6 +135,9 @@ def connect(
         The file is missing (read-only), or is not a DuckDB database.
     """
     target = str(path)
+    if target != ":memory:":
+        for callback in _BEFORE_OPEN:
+            callback(target)
     if read_only and target != ":memory:" and not Path(target).exists():
         raise StoreError(
             f"no store at {target}: run `fieldtrust init --admin NAME` (or `fieldtrust demo`)"

@@ -142,10 +142,15 @@ def copy_store(source: Path, target: Path) -> Path:
 
 @contextlib.contextmanager
 def store_held(path: Path) -> Iterator[None]:
-    """Another process (an ingest, say) holding the store file read-write for the block."""
+    """Another fieldtrust process (an ingest, say) holding the store read-write for the block.
+
+    It opens as the CLI does, in turn: a dashboard in this process that kept the
+    store open after a write lets go when it sees it waiting.
+    """
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time, duckdb; con = duckdb.connect(sys.argv[1]);"
+         "import sys, time; from fieldtrust import store;"
+         " con = store.connect(sys.argv[1], lock_timeout=60);"
          " print('ready', flush=True); time.sleep(120)", str(path)],
         stdout=subprocess.PIPE, text=True,
     )
