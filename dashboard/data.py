@@ -157,24 +157,30 @@ def reading(path: str) -> Iterator[duckdb.DuckDBPyConnection]:
             except BaseException:
                 _CONNECTION_LOCK.release()
                 raise
-        # A cursor per read: a result one read leaves unfetched cannot block the next.
-        read = store.cursor(_RUN.con)
-        try:
+        with _cursor(_RUN.con) as read:
             yield read
-        finally:
-            read.close()
         return
     with _CONNECTION_LOCK:
         kept = _kept_for(path)
         if kept is not None:
-            read = store.cursor(kept)
-            try:
+            with _cursor(kept) as read:
                 yield read
-            finally:
-                read.close()
             return
-    with _held(path, read_only=True) as con:
-        yield con
+        con = store.connect(path, read_only=True, lock_timeout=LOCK_WAIT)
+        try:
+            yield con
+        finally:
+            con.close()
+
+
+@contextlib.contextmanager
+def _cursor(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A cursor per read: a result one read leaves unfetched cannot block the next."""
+    read = store.cursor(con)
+    try:
+        yield read
+    finally:
+        read.close()
 
 
 @contextlib.contextmanager
@@ -188,24 +194,13 @@ def writing(path: str) -> Iterator[duckdb.DuckDBPyConnection]:
     _close_run()  # DuckDB refuses a read-write connection beside a read-only one
     with _CONNECTION_LOCK:
         con = _kept_for(path) or store.connect(path, read_only=False, lock_timeout=LOCK_WAIT)
-        _KEPT.clear()  # ours while the write runs: nobody closes it meanwhile
+        _KEPT.con = None  # ours while the write runs: nobody closes it meanwhile
         try:
             yield con
         except BaseException:
             con.close()
             raise
         _keep(path, con)
-
-
-@contextlib.contextmanager
-def _held(path: str, *, read_only: bool) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A connection of its own, opened under the process-wide lock and closed after."""
-    with _CONNECTION_LOCK:
-        con = store.connect(path, read_only=read_only, lock_timeout=LOCK_WAIT)
-        try:
-            yield con
-        finally:
-            con.close()
 
 
 # --- the store kept open between writes ------------------------------------------------------
@@ -215,22 +210,28 @@ KEEP_OPEN = 2.0
 #: How often the keeper looks whether another opener waits, or the time is up.
 _KEEPER_PAUSE = 0.05
 
-#: The kept connection: {"path", "con", "used"} under the connection lock, else empty.
-_KEPT: dict[str, Any] = {}
+@dataclass
+class _Kept:
+    """The connection a write kept, and whether the keeper watches it (under the lock)."""
+
+    path: str = ""
+    con: duckdb.DuckDBPyConnection | None = None
+    used: float = 0.0  # when the write that kept it ended (time.monotonic)
+    watched: bool = False
+
+
+_KEPT = _Kept()
 
 
 def _kept_connection() -> duckdb.DuckDBPyConnection | None:
-    return _KEPT.get("con")
+    return _KEPT.con
 
 
 def _kept_for(path: str) -> duckdb.DuckDBPyConnection | None:
     """The kept connection if it is to ``path``; one to another store is closed. Under the lock."""
-    if not _KEPT:
-        return None
-    if _KEPT["path"] == path:
-        return _KEPT["con"]  # type: ignore[no-any-return]
-    _let_go_now()
-    return None
+    if _KEPT.con is not None and _KEPT.path != path:
+        _let_go_now()
+    return _KEPT.con
 
 
 def _keep(path: str, con: duckdb.DuckDBPyConnection) -> None:
@@ -238,38 +239,29 @@ def _keep(path: str, con: duckdb.DuckDBPyConnection) -> None:
     if store.others_waiting(path):
         con.close()
         return
-    _KEPT.update(path=path, con=con, used=time.monotonic())
-    _start_keeper()
+    _KEPT.path, _KEPT.con, _KEPT.used = path, con, time.monotonic()
+    if not _KEPT.watched:
+        _KEPT.watched = True
+        threading.Thread(target=_keeper, name="fieldtrust-keeper", daemon=True).start()
 
 
 def _let_go_now() -> None:
     """Close the kept connection (under the lock)."""
-    con = _KEPT.get("con")
-    _KEPT.clear()
+    con, _KEPT.con = _KEPT.con, None
     if con is not None:
         con.close()
 
 
 def _let_go_before_open(path: str) -> None:
     """Anything else in this process opening the store first makes the kept connection go."""
-    if not _KEPT:
+    if _KEPT.con is None:
         return
     with _CONNECTION_LOCK:
-        if _KEPT and getattr(_RUN, "con", None) is not _KEPT.get("con"):
+        if _KEPT.con is not None and getattr(_RUN, "con", None) is not _KEPT.con:
             _let_go_now()
 
 
 store.before_open(_let_go_before_open)
-
-_KEEPER: dict[str, threading.Thread] = {}
-
-
-def _start_keeper() -> None:
-    """Start the keeper unless it runs (under the lock, as the keeper's own ending is)."""
-    if "thread" not in _KEEPER:
-        _KEEPER["thread"] = threading.Thread(target=_keeper, name="fieldtrust-keeper",
-                                             daemon=True)
-        _KEEPER["thread"].start()
 
 
 def _keeper() -> None:
@@ -279,11 +271,11 @@ def _keeper() -> None:
         if not _CONNECTION_LOCK.acquire(blocking=False):
             continue  # in use: whoever holds it decides when it is done
         try:
-            if _KEPT and (time.monotonic() - _KEPT["used"] > KEEP_OPEN
-                          or store.others_waiting(_KEPT["path"])):
+            if _KEPT.con is not None and (time.monotonic() - _KEPT.used > KEEP_OPEN
+                                          or store.others_waiting(_KEPT.path)):
                 _let_go_now()
-            if not _KEPT:
-                _KEEPER.pop("thread", None)  # under the lock: the next _keep starts another
+            if _KEPT.con is None:
+                _KEPT.watched = False  # under the lock: the next _keep starts another
                 return
         finally:
             _CONNECTION_LOCK.release()
