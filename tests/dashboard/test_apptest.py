@@ -42,16 +42,39 @@ PAGES = {
 }
 TIMEOUT = 180
 
+#: The session key of each page's tab picker.
+TABS = {"audit": state.AUDIT_TAB, "review": state.REVIEW_TAB}
 
-def _open(page: str, user: str | None = None) -> AppTest:
-    """Run the app, act as ``user`` (demo mode), then show ``page``."""
+
+def _open(page: str, user: str | None = None, *, tab: str | None = None) -> AppTest:
+    """Run the app, act as ``user`` (demo mode), then show ``page`` (on ``tab``, if given)."""
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.run()
     if user is not None:
         at.selectbox(key=state.AUTH_DEMO_USER).set_value(user).run()
     at.switch_page(PAGES[page]).run()
     assert not at.exception, at.exception[0].message
+    if tab is not None:
+        at.session_state[TABS[page]] = tab
+        at.run()
+        assert not at.exception, at.exception[0].message
     return at
+
+
+OpenPage = Callable[..., AppTest]
+
+
+@pytest.fixture
+def open_page(use_db: Callable[[Path], None]) -> OpenPage:
+    """``open_page(db, page, user=None, tab=None)``: point the dashboard at ``db``, then
+    :func:`_open` the page."""
+
+    def open_on(db: Path, page: str, user: str | None = None, *, tab: str | None = None
+                ) -> AppTest:
+        use_db(db)
+        return _open(page, user, tab=tab)
+
+    return open_on
 
 
 def _shown(markdown: str) -> str:
@@ -68,20 +91,16 @@ def _texts(at: AppTest) -> str:
 
 @pytest.mark.parametrize("page", sorted(PAGES))
 def test_page_on_an_empty_store_shows_the_empty_state(
-    page: str, empty_db: Path, use_db: Callable[[Path], None]
+    page: str, empty_db: Path, open_page: OpenPage
 ) -> None:
-    use_db(empty_db)
-    at = _open(page)
+    at = open_page(empty_db, page)
     assert [i.value for i in at.info] == [EMPTY_HINT]
     assert at.title[0].value != ""
 
 
-def test_a_missing_store_shows_the_empty_state(
-    tmp_path: Path, use_db: Callable[[Path], None]
-) -> None:
+def test_a_missing_store_shows_the_empty_state(tmp_path: Path, open_page: OpenPage) -> None:
     missing = tmp_path / "missing.duckdb"
-    use_db(missing)
-    at = _open("overview")
+    at = open_page(missing, "overview")
     assert EMPTY_HINT in _texts(at)
     assert not missing.exists()  # the dashboard never creates a store by looking at it
 
@@ -97,10 +116,9 @@ def test_a_missing_store_shows_the_empty_state(
     ],
 )
 def test_page_renders_on_the_demo_store(
-    page: str, expected: str, shared_demo_db: Path, use_db: Callable[[Path], None]
+    page: str, expected: str, shared_demo_db: Path, open_page: OpenPage
 ) -> None:
-    use_db(shared_demo_db)
-    at = _open(page, user="quinn")
+    at = open_page(shared_demo_db, page, user="quinn")
     shown = _texts(at) + "\n".join(str(p.text) for p in at.get("progress"))
     assert expected in shown
     assert page == "review" or at.dataframe, "the page shows its tables"
@@ -119,13 +137,10 @@ def test_page_renders_on_the_demo_store(
     ],
 )
 def test_audit_tab_renders_on_the_demo_store(
-    tab: str, expected: str, shared_demo_db: Path, use_db: Callable[[Path], None]
+    tab: str, expected: str, shared_demo_db: Path, open_page: OpenPage
 ) -> None:
-    use_db(shared_demo_db)
-    at = _open("audit", user="ben")  # a reviewer: no draw or adjudication controls
-    at.session_state[state.AUDIT_TAB] = tab
-    at.run()
-    assert not at.exception, at.exception[0].message
+    # A reviewer: no draw or adjudication controls.
+    at = open_page(shared_demo_db, "audit", user="ben", tab=tab)
     shown = _texts(at) + "\n".join(str(p.text) for p in at.get("progress"))
     shown += "\n".join(d.value.to_csv() for d in at.dataframe)
     shown += "\n".join(s.value for s in at.subheader)
@@ -133,10 +148,9 @@ def test_audit_tab_renders_on_the_demo_store(
 
 
 def test_overview_puts_the_strata_below_target_next_to_the_overall_figure(
-    shared_demo_db: Path, use_db: Callable[[Path], None]
+    shared_demo_db: Path, open_page: OpenPage
 ) -> None:
-    use_db(shared_demo_db)
-    at = _open("overview", user="quinn")
+    at = open_page(shared_demo_db, "overview", user="quinn")
     headline = next(m.value for m in at.markdown if "overall" in m.value)
     assert "below 95%" in headline and "n = " in headline and "[" in headline
     tables = at.dataframe
@@ -147,10 +161,9 @@ def test_overview_puts_the_strata_below_target_next_to_the_overall_figure(
 
 
 def test_overview_figures_say_their_n_why_it_differs_from_the_sidebar_and_use_human_headers(
-    shared_demo_db: Path, use_db: Callable[[Path], None]
+    shared_demo_db: Path, open_page: OpenPage
 ) -> None:
-    use_db(shared_demo_db)
-    at = _open("overview", user="quinn")
+    at = open_page(shared_demo_db, "overview", user="quinn")
     captions = _texts(at)
     recorded = file_rows(shared_demo_db, "SELECT count(*) FROM labels")[0][0]
     headline = next(m.value for m in at.markdown if "overall" in m.value)
@@ -176,12 +189,11 @@ def test_overview_figures_say_their_n_why_it_differs_from_the_sidebar_and_use_hu
 
 
 def test_calibration_metrics_carry_an_interval_and_their_label_count(
-    shared_demo_db: Path, use_db: Callable[[Path], None]
+    shared_demo_db: Path, open_page: OpenPage
 ) -> None:
     import re
 
-    use_db(shared_demo_db)
-    at = _open("calibration", user="quinn")
+    at = open_page(shared_demo_db, "calibration", user="quinn")
     assert not at.exception, at.exception[0].message
     captions = [c.value for c in at.caption]
     ranges = [c for c in captions if re.fullmatch(r"\[0\.\d{3}, 0\.\d{3}\] \(n = [\d,]+\)", c)]
@@ -219,11 +231,8 @@ def _on_screen(db: Path, user: str) -> tuple[str, str]:
     return file_rows(db, _OPEN_ITEMS_SQL, [user])[0]
 
 
-def test_labelling_writes_a_label_and_moves_on(
-    demo_db: Path, use_db: Callable[[Path], None]
-) -> None:
-    use_db(demo_db)
-    at = _open("review", user="ana")
+def test_labelling_writes_a_label_and_moves_on(demo_db: Path, open_page: OpenPage) -> None:
+    at = open_page(demo_db, "review", user="ana")
     held = file_rows(demo_db, _OPEN_ITEMS_SQL, ["ana"])
     assert len(held) == 2  # the item on screen and the next (its page is being prepared)
     sample_id, extraction_id = held[0]
@@ -248,10 +257,9 @@ def test_labelling_writes_a_label_and_moves_on(
     ids=["misread_characters", "other_with_its_detail"],
 )
 def test_an_incorrect_verdict_records_the_correction_error_type_and_detail(
-    demo_db: Path, use_db: Callable[[Path], None], error_type: str, detail: str | None
+    demo_db: Path, open_page: OpenPage, error_type: str, detail: str | None
 ) -> None:
-    use_db(demo_db)
-    at = _open("review", user="ben")
+    at = open_page(demo_db, "review", user="ben")
     held = _on_screen(demo_db, "ben")[1:]
     at.text_input(key=state.REVIEW_CORRECTED).set_value("12.50")
     at.selectbox(key=state.REVIEW_ERROR_TYPE).set_value(error_type)
@@ -270,11 +278,10 @@ def test_an_incorrect_verdict_records_the_correction_error_type_and_detail(
 
 
 def test_key_2_alone_records_incorrect_with_nothing_guessed(
-    demo_db: Path, use_db: Callable[[Path], None]
+    demo_db: Path, open_page: OpenPage
 ) -> None:
     """No default error type: a bare 'incorrect' is not_recorded, as in every import."""
-    use_db(demo_db)
-    at = _open("review", user="chloe")
+    at = open_page(demo_db, "review", user="chloe")
     _, shown = file_rows(demo_db, _OPEN_ITEMS_SQL, ["chloe"])[0]  # the first held is on screen
     held = (shown,)
     assert at.selectbox(key=state.REVIEW_ERROR_TYPE).value is None
@@ -290,10 +297,9 @@ def test_key_2_alone_records_incorrect_with_nothing_guessed(
 
 
 def test_unreadable_and_absent_are_offered_and_a_contradiction_is_refused_in_the_forms_words(
-    demo_db: Path, use_db: Callable[[Path], None]
+    demo_db: Path, open_page: OpenPage
 ) -> None:
-    use_db(demo_db)
-    at = _open("review", user="chloe")
+    at = open_page(demo_db, "review", user="chloe")
     options = at.selectbox(key=state.REVIEW_CORRECTION).options
     assert {"Absent", "Unreadable", "Not recorded"} <= set(options)
     assert "Unreadable" in [b.label for b in at.button]
@@ -308,12 +314,9 @@ def test_unreadable_and_absent_are_offered_and_a_contradiction_is_refused_in_the
 
 
 def test_the_adjudication_form_has_no_verdict_until_one_is_picked(
-    demo_db: Path, use_db: Callable[[Path], None]
+    demo_db: Path, open_page: OpenPage
 ) -> None:
-    use_db(demo_db)
-    at = _open("audit", user="quinn")
-    at.session_state[state.AUDIT_TAB] = "Adjudication"
-    at.run()
+    at = open_page(demo_db, "audit", user="quinn", tab="Adjudication")
     assert at.selectbox(key=state.AUDIT_ADJ_VERDICT).value is None
     before = file_rows(demo_db, "SELECT count(*) FROM labels")
     at.button(key=state.AUDIT_ADJ_SUBMIT).click().run()
@@ -322,12 +325,9 @@ def test_the_adjudication_form_has_no_verdict_until_one_is_picked(
 
 
 def test_adjudication_records_error_type_other_with_its_detail(
-    demo_db: Path, use_db: Callable[[Path], None]
+    demo_db: Path, open_page: OpenPage
 ) -> None:
-    use_db(demo_db)
-    at = _open("audit", user="quinn")
-    at.session_state[state.AUDIT_TAB] = "Adjudication"
-    at.run()
+    at = open_page(demo_db, "audit", user="quinn", tab="Adjudication")
     item = at.selectbox(key=state.AUDIT_ADJ_ITEM).value
     at.selectbox(key=state.AUDIT_ADJ_VERDICT).set_value("incorrect")
     at.selectbox(key=state.AUDIT_ADJ_TYPE).set_value("other")
@@ -346,11 +346,8 @@ def test_adjudication_records_error_type_other_with_its_detail(
     assert any(f"Adjudicated {item}: incorrect" in _shown(s.value) for s in at.success)
 
 
-def test_next_skips_the_item_and_records_the_skip(
-    demo_db: Path, use_db: Callable[[Path], None]
-) -> None:
-    use_db(demo_db)
-    at = _open("review", user="ana")
+def test_next_skips_the_item_and_records_the_skip(demo_db: Path, open_page: OpenPage) -> None:
+    at = open_page(demo_db, "review", user="ana")
     first = _on_screen(demo_db, "ana")[1]
     at.button(key=state.REVIEW_SKIP).click().run()
     assert not at.exception
@@ -361,10 +358,9 @@ def test_next_skips_the_item_and_records_the_skip(
 
 
 def test_undo_brings_the_last_verdict_back_and_a_new_one_supersedes_it(
-    demo_db: Path, use_db: Callable[[Path], None]
+    demo_db: Path, open_page: OpenPage
 ) -> None:
-    use_db(demo_db)
-    at = _open("review", user="ana")
+    at = open_page(demo_db, "review", user="ana")
     _, first = _on_screen(demo_db, "ana")
     at.button(key=state.REVIEW_CORRECT).click().run()
     assert _on_screen(demo_db, "ana")[1] != first
@@ -391,11 +387,8 @@ def test_undo_brings_the_last_verdict_back_and_a_new_one_supersedes_it(
     assert not any(s.value.startswith("Changing") for s in at.subheader)  # back to labelling
 
 
-def test_keep_leaves_the_verdict_and_writes_nothing(
-    demo_db: Path, use_db: Callable[[Path], None]
-) -> None:
-    use_db(demo_db)
-    at = _open("review", user="ana")
+def test_keep_leaves_the_verdict_and_writes_nothing(demo_db: Path, open_page: OpenPage) -> None:
+    at = open_page(demo_db, "review", user="ana")
     at.button(key=state.REVIEW_CORRECT).click().run()
     before = _labels_now(demo_db)
     at.button(key=state.REVIEW_UNDO).click().run()
@@ -405,11 +398,8 @@ def test_keep_leaves_the_verdict_and_writes_nothing(
     assert _labels_now(demo_db) == before
 
 
-def test_my_recent_labels_changes_an_earlier_verdict(
-    demo_db: Path, use_db: Callable[[Path], None]
-) -> None:
-    use_db(demo_db)
-    at = _open("review", user="ana")
+def test_my_recent_labels_changes_an_earlier_verdict(demo_db: Path, open_page: OpenPage) -> None:
+    at = open_page(demo_db, "review", user="ana")
     _, first = _on_screen(demo_db, "ana")
     at.button(key=state.REVIEW_CORRECT).click().run()
     at.button(key=state.REVIEW_CORRECT).click().run()
@@ -431,15 +421,14 @@ def test_my_recent_labels_changes_an_earlier_verdict(
 
 
 def test_undo_of_an_adjudicated_verdict_is_refused_in_the_library_words(
-    demo_db: Path, use_db: Callable[[Path], None]
+    demo_db: Path, open_page: OpenPage
 ) -> None:
-    use_db(demo_db)
     (adjudicated,) = file_rows(
         demo_db, "SELECT l.label_id, l.reviewer, l.sample_id FROM labels l WHERE l.review_round"
         " = 'primary' AND EXISTS (SELECT 1 FROM labels a WHERE a.review_round = 'adjudication'"
         " AND a.extraction_id = l.extraction_id) ORDER BY l.labeled_at LIMIT 1")
     label_id, reviewer, _ = adjudicated
-    at = _open("review", user=reviewer)
+    at = open_page(demo_db, "review", user=reviewer)
     at.session_state[state.REVIEW_CORRECTING] = label_id
     before = _labels_now(demo_db)
     at.run()
@@ -450,12 +439,9 @@ def test_undo_of_an_adjudicated_verdict_is_refused_in_the_library_words(
 
 
 def test_a_verdict_from_the_priority_queue_is_recorded_outside_any_sample(
-    demo_db: Path, use_db: Callable[[Path], None]
+    demo_db: Path, open_page: OpenPage
 ) -> None:
-    use_db(demo_db)
-    at = _open("review", user="ana")
-    at.session_state[state.REVIEW_TAB] = "Priority queue"
-    at.run()
+    at = open_page(demo_db, "review", user="ana", tab="Priority queue")
     picked = at.selectbox(key=state.VIEWER_QUEUE_ITEM).value
     at.button(key=state.QUEUE_CORRECT).click().run()
     assert not at.exception
@@ -467,21 +453,17 @@ def test_a_verdict_from_the_priority_queue_is_recorded_outside_any_sample(
     assert at.selectbox(key=state.VIEWER_QUEUE_ITEM).value != picked  # it left the queue
 
 
-def test_a_manager_sees_no_labelling_controls(
-    shared_demo_db: Path, use_db: Callable[[Path], None]
-) -> None:
-    use_db(shared_demo_db)
-    at = _open("review", user="maya")
+def test_a_manager_sees_no_labelling_controls(shared_demo_db: Path, open_page: OpenPage) -> None:
+    at = open_page(shared_demo_db, "review", user="maya")
     assert not [b for b in at.button if b.key == state.REVIEW_CORRECT]
     assert "Labelling needs the reviewer or qa_lead role" in _texts(at)
 
 
 def test_an_approval_writes_a_decision_with_its_evidence(
-    demo_db: Path, use_db: Callable[[Path], None]
+    demo_db: Path, open_page: OpenPage
 ) -> None:
-    use_db(demo_db)
     settle_disagreements(demo_db)  # an approval waits for them
-    at = _open("automation", user="maya")
+    at = open_page(demo_db, "automation", user="maya")
     chosen = at.selectbox(key=state.AUTO_STRATUM).value
     doc_type, field = chosen.split("|")
     at.text_area(key=state.AUTO_COMMENT).set_value("stable for four weeks; agreed with QA")
@@ -514,20 +496,16 @@ def test_an_approval_writes_a_decision_with_its_evidence(
     assert list(policy["status"]) == ["active"]
 
 
-def test_an_approval_without_comment_is_refused(
-    demo_db: Path, use_db: Callable[[Path], None]
-) -> None:
-    use_db(demo_db)
-    at = _open("automation", user="maya")
+def test_an_approval_without_comment_is_refused(demo_db: Path, open_page: OpenPage) -> None:
+    at = open_page(demo_db, "automation", user="maya")
     at.button(key=state.AUTO_APPROVE).click().run()
     at.button(key=state.AUTO_CONFIRM).click().run()
     assert any("needs a comment" in e.value for e in at.error)
     assert file_rows(demo_db, "SELECT count(*) FROM decisions") == [(0,)]
 
 
-def test_a_reviewer_cannot_approve(demo_db: Path, use_db: Callable[[Path], None]) -> None:
-    use_db(demo_db)
-    at = _open("automation", user="ana")
+def test_a_reviewer_cannot_approve(demo_db: Path, open_page: OpenPage) -> None:
+    at = open_page(demo_db, "automation", user="ana")
     keys = {b.key for b in at.button}
     assert state.AUTO_APPROVE not in keys and state.AUTO_REJECT not in keys
     assert "Decisions need the manager or admin role; you are ana (reviewer)" in _texts(at)
@@ -543,11 +521,8 @@ def test_a_reviewer_cannot_approve(demo_db: Path, use_db: Callable[[Path], None]
         con.close()
 
 
-def test_a_qa_lead_draws_a_new_sample_version(
-    demo_db: Path, use_db: Callable[[Path], None]
-) -> None:
-    use_db(demo_db)
-    at = _open("audit", user="quinn")
+def test_a_qa_lead_draws_a_new_sample_version(demo_db: Path, open_page: OpenPage) -> None:
+    at = open_page(demo_db, "audit", user="quinn")
     week = at.selectbox(key=state.AUDIT_WEEK).value
     before = file_rows(demo_db, "SELECT count(*) FROM audit_samples WHERE week = ?", [week])[0][0]
     at.number_input(key=state.AUDIT_MINIMUM).set_value(12).run()
@@ -559,11 +534,8 @@ def test_a_qa_lead_draws_a_new_sample_version(
     assert any("Drew sample" in s.value for s in at.success)
 
 
-def test_a_reviewer_cannot_draw_a_sample(
-    shared_demo_db: Path, use_db: Callable[[Path], None]
-) -> None:
-    use_db(shared_demo_db)
-    at = _open("audit", user="ben")
+def test_a_reviewer_cannot_draw_a_sample(shared_demo_db: Path, open_page: OpenPage) -> None:
+    at = open_page(shared_demo_db, "audit", user="ben")
     assert state.AUDIT_DRAW not in {b.key for b in at.button}
 
 
@@ -629,7 +601,7 @@ HOSTILE_DOC_TYPE = "**x** [a](b) :red[ALERT] `y`"
 
 
 def test_a_library_error_quoting_a_hostile_value_shows_it_as_written(
-    tmp_path: Path, use_db: Callable[[Path], None]
+    tmp_path: Path, open_page: OpenPage
 ) -> None:
     # A doc_type from an ingested file that is also markdown: bold, a link, a colour, code.
     path = tmp_path / "hostile.duckdb"
@@ -644,8 +616,7 @@ def test_a_library_error_quoting_a_hostile_value_shows_it_as_written(
         grant_role(con, "root", "maya", "manager")
     finally:
         con.close()
-    use_db(path)
-    at = _open("automation", user="maya")
+    at = open_page(path, "automation", user="maya")
     at.button(key=state.AUTO_REJECT).click().run()  # no comment: the library refuses
     assert not at.exception
     (error,) = at.error
@@ -698,11 +669,8 @@ def test_a_fresh_store_opens_on_the_getting_started_panel(
     assert "nan" not in shown.lower()
 
 
-def test_an_empty_store_shows_every_first_step(
-    empty_db: Path, use_db: Callable[[Path], None]
-) -> None:
-    use_db(empty_db)
-    at = _open("overview")
+def test_an_empty_store_shows_every_first_step(empty_db: Path, open_page: OpenPage) -> None:
+    at = open_page(empty_db, "overview")
     assert next(c.value for c in at.code) == "fieldtrust ingest extractions.csv"
     assert len(at.code) == 4
 
@@ -723,11 +691,8 @@ def test_a_reviewer_opens_on_the_review_page(
     assert at.title[0].value == "Review"
 
 
-def test_cancelling_the_approval_dialog_writes_nothing(
-    demo_db: Path, use_db: Callable[[Path], None]
-) -> None:
-    use_db(demo_db)
-    at = _open("automation", user="maya")
+def test_cancelling_the_approval_dialog_writes_nothing(demo_db: Path, open_page: OpenPage) -> None:
+    at = open_page(demo_db, "automation", user="maya")
     at.text_area(key=state.AUTO_COMMENT).set_value("looked fine")
     at.button(key=state.AUTO_APPROVE).click().run()
     at.button(key=state.AUTO_CANCEL).click().run()
@@ -738,10 +703,9 @@ def test_cancelling_the_approval_dialog_writes_nothing(
 
 @pytest.mark.parametrize("page", sorted(PAGES))
 def test_no_page_of_a_store_without_labels_shows_nan(
-    page: str, tmp_path: Path, use_db: Callable[[Path], None]
+    page: str, tmp_path: Path, open_page: OpenPage
 ) -> None:
-    use_db(_fresh_store(tmp_path / "fresh.duckdb"))
-    at = _open(page, user="ann")
+    at = open_page(_fresh_store(tmp_path / "fresh.duckdb"), page, user="ann")
     # Text and metrics (tables show a missing value as an empty, greyed cell).
     shown = _texts(at) + " ".join(str(m.value) for m in at.metric)
     assert re.search(r"\bnan\b", shown.lower()) is None, shown
@@ -822,7 +786,7 @@ def test_a_page_shown_before_the_policy_was_raised_cannot_approve_on_it(
 
 
 def test_a_seed_on_the_review_page_is_judged_like_any_item_and_kept_apart(
-    demo_db: Path, use_db: Callable[[Path], None]
+    demo_db: Path, open_page: OpenPage
 ) -> None:
     # A seed placed first in the current sample's queue (the demo's policy seeds nothing).
     con = store.connect(demo_db)
@@ -840,8 +804,7 @@ def test_a_seed_on_the_review_page_is_judged_like_any_item_and_kept_apart(
             [sample_id, cell, doc_type, field])
     finally:
         con.close()
-    use_db(demo_db)
-    at = _open("review", user="ana")
+    at = open_page(demo_db, "review", user="ana")
     at.button(key=state.REVIEW_CORRECT).click().run()  # the item ana held
     assert file_rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ana'"
                      " AND extraction_id = 'i-seed-page'") == [("i-seed-page",)]
@@ -855,16 +818,13 @@ def test_a_seed_on_the_review_page_is_judged_like_any_item_and_kept_apart(
 
 
 def test_the_planner_shows_the_librarys_certificate_table_with_its_n(
-    shared_demo_db: Path, use_db: Callable[[Path], None]
+    shared_demo_db: Path, open_page: OpenPage
 ) -> None:
     from fieldtrust.sampling.certify_plan import plan_certificates
     from fieldtrust.sampling.design import Design
     from fieldtrust.store.bar import resolve_bar
 
-    use_db(shared_demo_db)
-    at = _open("audit", user="ben")
-    at.session_state[state.AUDIT_TAB] = "Design and draw"
-    at.run()
+    at = open_page(shared_demo_db, "audit", user="ben", tab="Design and draw")
     week = at.selectbox(key=state.AUDIT_WEEK).value
     at.selectbox(key=state.AUDIT_ALLOCATION).set_value("neyman").run()
     assert not at.exception, at.exception[0].message
