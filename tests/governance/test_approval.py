@@ -5,50 +5,44 @@ The store's policy asks for 50 labels (an admin set it): the acts take it from t
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 import duckdb
 import numpy as np
 import pytest
 from fieldtrust.governance.acts import approve, reject, revoke
-from fieldtrust.governance.bar_admin import set_policy_settings
 from fieldtrust.governance.certification import certify
 from fieldtrust.governance.decisions import current_policy
 from fieldtrust.governance.evidence import evidence_payload
 from fieldtrust.store.weeks import Week
 
 from fieldtrust.errors import PermissionDenied, Refused
-
-WEEKS = ("2026-W07", "2026-W08", "2026-W09", "2026-W10")
+from tests.governance.conftest import (
+    WEEKS,
+    declare_random_batch,
+    policy_of_50_labels,
+    random_batch_label,
+    week_extraction,
+)
 
 
 @pytest.fixture
 def certified_store(con: duckdb.DuckDBPyConnection, builder: Any) -> duckdb.DuckDBPyConnection:
     """invoice/total: 4 weeks x 120 labels, all correct; invoice/tax: a third wrong."""
-    builder.users()
-    set_policy_settings(con, "root", n_min=50)
+    policy_of_50_labels(con, builder)
     rng = np.random.default_rng(5)
     extractions, labels = [], []
     for week in WEEKS:
-        start, _ = Week(week).bounds()
         for field in ("tax", "total"):
             for i in range(120):
                 extraction_id = f"{week}-{field}-{i}"
-                extractions.append({"extraction_id": extraction_id, "field": field,
-                                    "confidence": float(rng.uniform(0.9, 1.0)),
-                                    "extracted_at": start + dt.timedelta(hours=2)})
-                wrong = field == "tax" and i % 3 == 0
-                labels.append({"extraction_id": extraction_id, "reviewer": "alice",
-                               "review_round": "import", "import_batch_id": "random-batch",
-                               "verdict": "incorrect" if wrong else "correct",
-                               "corrected_status": "null" if wrong else None,
-                               "error_type": "total_copied_into_tax" if wrong else None})
+                extractions.append(week_extraction(extraction_id, week,
+                                                   float(rng.uniform(0.9, 1.0)), field=field))
+                labels.append(random_batch_label(extraction_id,
+                                                 wrong=field == "tax" and i % 3 == 0))
     builder.extractions(extractions)
     builder.labels(labels)
-    # A file declared a simple random sample (labels import --random-sample).
-    con.execute("INSERT INTO label_import_designs VALUES ('random-batch', 'random_sample',"
-                " 'carol', now()::TIMESTAMP)")
+    declare_random_batch(con)
     return con
 
 

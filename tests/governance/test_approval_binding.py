@@ -8,7 +8,6 @@ one; and the public API: no function takes evidence from its caller.
 
 from __future__ import annotations
 
-import datetime as dt
 import importlib
 import inspect
 import json
@@ -21,19 +20,23 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from fieldtrust.governance.acts import approve
-from fieldtrust.governance.bar_admin import set_policy_settings
 from fieldtrust.governance.certification import certify
 from fieldtrust.governance.evidence import evidence_payload
 from fieldtrust.governance.policy import export_policy
 from fieldtrust.store.bar import Criteria
-from fieldtrust.store.chain import chain_rows
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
 from fieldtrust.errors import Refused
 from tests.conftest import Builder, file_fingerprint, table_fingerprint
+from tests.governance.conftest import (
+    WEEKS,
+    declare_random_batch,
+    policy_of_50_labels,
+    random_batch_label,
+    week_extraction,
+)
 
-WEEKS = ("2026-W07", "2026-W08", "2026-W09", "2026-W10")
 APPROVE = ["decide", "approve", "--doc-type", "invoice", "--field", "total", "--as", "mona",
            "--comment", "four stable weeks"]
 
@@ -44,25 +47,18 @@ def approvable(db_path: Path) -> Path:
     store's policy (set by the admin root) asks for 50 labels above a threshold."""
     con = store.connect(db_path)
     builder = Builder(con)
-    builder.users()
-    set_policy_settings(con, "root", n_min=50)
+    policy_of_50_labels(con, builder)
     rng = np.random.default_rng(5)
     extractions, labels = [], []
     for week in WEEKS:
-        start = dt.datetime.fromisocalendar(int(week[:4]), int(week[6:]), 1)
         for i in range(120):
             extraction_id = f"{week}-total-{i}"
-            extractions.append({"extraction_id": extraction_id, "field": "total",
-                                "confidence": float(rng.uniform(0.9, 1.0)),
-                                "extracted_at": start + dt.timedelta(hours=2)})
-            labels.append({"extraction_id": extraction_id, "reviewer": "alice",
-                           "review_round": "import", "import_batch_id": "random-batch",
-                           "verdict": "correct"})
+            extractions.append(week_extraction(extraction_id, week,
+                                               float(rng.uniform(0.9, 1.0)), field="total"))
+            labels.append(random_batch_label(extraction_id))
     builder.extractions(extractions)
     builder.labels(labels)
-    con.execute("INSERT INTO label_import_designs VALUES ('random-batch', 'random_sample',"
-                " 'carol', now()::TIMESTAMP)")
-    chain_rows(con, "label_import_designs", {"batch_id": "random-batch"})
+    declare_random_batch(con)
     con.close()
     return db_path
 

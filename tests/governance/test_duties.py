@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 import duckdb
@@ -16,38 +15,33 @@ from fieldtrust.governance.duties import own_labels
 from fieldtrust.governance.policy import export_policy
 from fieldtrust.store.access import grant_role
 from fieldtrust.store.bar import policy_bar
-from fieldtrust.store.chain import chain_returned
-from fieldtrust.store.weeks import Week
 
 from fieldtrust.cli.main import cli
 from fieldtrust.errors import Refused
-
-WEEKS = ("2026-W07", "2026-W08", "2026-W09", "2026-W10")
+from tests.governance.conftest import (
+    WEEKS,
+    declare_random_batch,
+    policy_of_50_labels,
+    random_batch_label,
+    week_extraction,
+)
 
 
 def _labelled_by(con: duckdb.DuckDBPyConnection, builder: Any, reviewers: list[str]) -> None:
     """invoice/total, 4 weeks x 120 correct labels from a declared random sample, the
     reviewers taking turns; mona is a manager who also labels."""
-    builder.users({"root": "admin", "mona": "manager", "alice": "reviewer"})
-    set_policy_settings(con, "root", n_min=50)
+    policy_of_50_labels(con, builder, {"root": "admin", "mona": "manager", "alice": "reviewer"})
     rng = np.random.default_rng(5)
     extractions, labels = [], []
     for week in WEEKS:
-        start = Week(week).start
         for i in range(120):
             extraction_id = f"{week}-{i}"
-            extractions.append({"extraction_id": extraction_id,
-                                "confidence": float(rng.uniform(0.9, 1.0)),
-                                "extracted_at": start + dt.timedelta(hours=2)})
-            labels.append({"extraction_id": extraction_id,
-                           "reviewer": reviewers[i % len(reviewers)],
-                           "review_round": "import", "import_batch_id": "random-batch",
-                           "verdict": "correct"})
+            extractions.append(week_extraction(extraction_id, week, float(rng.uniform(0.9, 1.0))))
+            labels.append(random_batch_label(extraction_id,
+                                             reviewer=reviewers[i % len(reviewers)]))
     builder.extractions(extractions)
     builder.labels(labels)
-    declared = con.execute("INSERT INTO label_import_designs VALUES ('random-batch',"
-                           " 'random_sample', 'root', now()::TIMESTAMP) RETURNING *")
-    chain_returned(con, "label_import_designs", declared)  # as labels import chains it
+    declare_random_batch(con, by="root")
 
 
 def test_the_approver_s_share_counts_the_labels_the_certificate_reads(

@@ -28,16 +28,20 @@ from fieldtrust.calibration.run_length import (
 )
 from fieldtrust.governance import monitoring
 from fieldtrust.governance.acts import approve, resume, revoke
-from fieldtrust.governance.bar_admin import set_policy_settings
 from fieldtrust.governance.evidence import load_evidence
 from fieldtrust.governance.monitoring import monitor_approvals
 from fieldtrust.governance.policy import export_policy, policy_file_problems
-from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.weeks import Week, iso_week
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
 from fieldtrust.errors import PermissionDenied, Refused
+from tests.governance.conftest import (
+    declare_random_batch,
+    policy_of_50_labels,
+    random_batch_label,
+    week_extraction,
+)
 
 NOW = iso_week(store.utc_now())
 #: The certification window: the four closed weeks before the approval's.
@@ -52,22 +56,15 @@ def _weeks(builder: Any, weeks: tuple[Week, ...], *, form_version: str = "v1",
     rng = np.random.default_rng(zlib.crc32(f"{weeks}{form_version}{extractor}{tag}".encode()))
     extractions, labels = [], []
     for week in weeks:
-        start, _ = week.bounds()
         size = int(rng.binomial(n, wrong)) if binomial else round(n * wrong)
         errors = set(rng.choice(n, size=size, replace=False).tolist())
         for i in range(n):
             extraction_id = f"{week}-{form_version}-{extractor}-{tag}-{i}"
-            extractions.append({"extraction_id": extraction_id, "field": "total",
-                                "form_version": form_version, "extractor_version": extractor,
-                                "confidence": float(rng.uniform(0.9, 1.0)),
-                                "extracted_at": start + dt.timedelta(hours=2)})
+            extractions.append(week_extraction(
+                extraction_id, week, float(rng.uniform(0.9, 1.0)), field="total",
+                form_version=form_version, extractor_version=extractor))
             if labelled is None or i < labelled:
-                bad = i in errors
-                labels.append({"extraction_id": extraction_id, "reviewer": "alice",
-                               "review_round": "import", "import_batch_id": "random-batch",
-                               "verdict": "incorrect" if bad else "correct",
-                               "corrected_status": "null" if bad else None,
-                               "error_type": "total_copied_into_tax" if bad else None})
+                labels.append(random_batch_label(extraction_id, wrong=i in errors))
     builder.extractions(extractions)
     if labels:
         builder.labels(labels)
@@ -76,12 +73,8 @@ def _weeks(builder: Any, weeks: tuple[Week, ...], *, form_version: str = "v1",
 @pytest.fixture
 def approvable(con: duckdb.DuckDBPyConnection, builder: Any) -> duckdb.DuckDBPyConnection:
     """invoice/total: four closed weeks of 150 labels at 98% (form v1, extractor m1)."""
-    builder.users()
-    set_policy_settings(con, "root", n_min=50)
-    # Chained as labels import --random-sample writes it: the policy export verifies the history.
-    declared = con.execute("INSERT INTO label_import_designs VALUES ('random-batch',"
-                           " 'random_sample', 'carol', now()::TIMESTAMP) RETURNING *")
-    chain_returned(con, "label_import_designs", declared)
+    policy_of_50_labels(con, builder)
+    declare_random_batch(con)
     _weeks(builder, BEFORE, wrong=0.02)
     return con
 

@@ -11,7 +11,6 @@ stays; undeclared it is refused and the store is unchanged.
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,6 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from fieldtrust.governance.acts import approve
-from fieldtrust.governance.bar_admin import set_policy_settings
 from fieldtrust.governance.certification import certify
 from fieldtrust.labels.agreement import adjudicate
 from fieldtrust.labels.label_import import import_labels
@@ -30,35 +28,31 @@ from fieldtrust.store.weeks import Week
 from fieldtrust.cli.main import cli
 from fieldtrust.errors import InputError, Refused
 from tests.conftest import table_fingerprint
-
-WEEKS = ("2026-W07", "2026-W08", "2026-W09", "2026-W10")
+from tests.governance.conftest import (
+    WEEKS,
+    declare_random_batch,
+    policy_of_50_labels,
+    random_batch_label,
+    week_extraction,
+)
 
 
 @pytest.fixture
 def audited(con: duckdb.DuckDBPyConnection, builder: Any) -> duckdb.DuckDBPyConnection:
     """invoice/total, 4 weeks x 150 labels of a random sample; wrong ones mostly below 0.8."""
-    builder.users()
-    set_policy_settings(con, "root", n_min=50)
+    policy_of_50_labels(con, builder)
     rng = np.random.default_rng(8)
     extractions, labels = [], []
     for week in WEEKS:
-        start, _ = Week(week).bounds()
         for i in range(150):
             extraction_id = f"{week}-total-{i}"
             confidence = float(rng.uniform(0.5, 1.0))
-            extractions.append({"extraction_id": extraction_id, "field": "total",
-                                "confidence": confidence,
-                                "extracted_at": start + dt.timedelta(hours=2)})
+            extractions.append(week_extraction(extraction_id, week, confidence, field="total"))
             wrong = rng.random() < (0.3 if confidence < 0.8 else 0.0)
-            labels.append({"extraction_id": extraction_id, "reviewer": "alice",
-                           "review_round": "import", "import_batch_id": "random-batch",
-                           "verdict": "incorrect" if wrong else "correct",
-                           "corrected_status": "null" if wrong else None,
-                           "error_type": "total_copied_into_tax" if wrong else None})
+            labels.append(random_batch_label(extraction_id, wrong=wrong))
     builder.extractions(extractions)
     builder.labels(labels)
-    con.execute("INSERT INTO label_import_designs VALUES ('random-batch', 'random_sample',"
-                " 'carol', now()::TIMESTAMP)")
+    declare_random_batch(con)
     return con
 
 

@@ -1,0 +1,51 @@
+"""What the governance stores are built from: the policy the admin set, labels from an
+import batch declared a simple random sample, and the weeks they fall in."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+from fieldtrust.governance.bar_admin import set_policy_settings
+from fieldtrust.store.chain import chain_returned
+from fieldtrust.store.weeks import Week
+
+from tests.conftest import USERS, Builder
+
+#: The four closed weeks the stores are certified on.
+WEEKS = ("2026-W07", "2026-W08", "2026-W09", "2026-W10")
+
+#: The import batch declared a simple random sample (``labels import --random-sample``).
+RANDOM_BATCH = "random-batch"
+
+
+def policy_of_50_labels(con: duckdb.DuckDBPyConnection, builder: Builder,
+                        users: dict[str, str] = USERS) -> None:
+    """``users`` granted, and the store's policy, set by the admin root, asking for 50 labels."""
+    builder.users(users)
+    set_policy_settings(con, "root", n_min=50)
+
+
+def declare_random_batch(con: duckdb.DuckDBPyConnection, by: str = "carol") -> None:
+    """:data:`RANDOM_BATCH` declared a simple random sample by ``by``, chained as
+    ``labels import --random-sample`` writes it (the policy export verifies the history)."""
+    declared = con.execute("INSERT INTO label_import_designs VALUES (?, 'random_sample', ?,"
+                           " now()::TIMESTAMP) RETURNING *", [RANDOM_BATCH, by])
+    chain_returned(con, "label_import_designs", declared)
+
+
+def week_extraction(extraction_id: str, week: str, confidence: float,
+                    **columns: object) -> dict[str, object]:
+    """A row for :meth:`Builder.extractions` in ``week``, two hours into its Monday."""
+    return {"extraction_id": extraction_id, "confidence": confidence,
+            "extracted_at": Week(week).start + dt.timedelta(hours=2), **columns}
+
+
+def random_batch_label(extraction_id: str, *, wrong: bool = False,
+                       reviewer: str = "alice") -> dict[str, object]:
+    """A label of :data:`RANDOM_BATCH`: correct, or wrong (the tax left empty: the total
+    was copied into it), for :meth:`Builder.labels`."""
+    return {"extraction_id": extraction_id, "reviewer": reviewer, "review_round": "import",
+            "import_batch_id": RANDOM_BATCH, "verdict": "incorrect" if wrong else "correct",
+            "corrected_status": "null" if wrong else None,
+            "error_type": "total_copied_into_tax" if wrong else None}
