@@ -35,6 +35,12 @@ def _show(rows: list[goals.Row]) -> None:
         print(row.text())
 
 
+def _by_measure(rows: list[goals.Row]) -> dict[str, goals.Row]:
+    """Show ``rows``; each by what it measures."""
+    _show(rows)
+    return {row.measured: row for row in rows}
+
+
 @pytest.mark.slow
 @pytest.mark.bench
 def test_wrong_approvals_over_weekly_looks_with_reviewers_stopping_at_candidacy() -> None:
@@ -122,9 +128,7 @@ def test_wrong_certificates_at_every_null_point() -> None:
 @pytest.mark.slow
 @pytest.mark.bench
 def test_labels_by_design_beside_todays_bound() -> None:
-    rows = goals.affordable_power(reps=RUNS)
-    _show(rows)
-    by = {row.measured: row for row in rows}
+    by = _by_measure(goals.affordable_power(reps=RUNS))
     proportional = by["labels for 80% power, proportional design, new's bound"]
     neyman = by["labels for 80% power, neyman design, new's bound"]
     # Under the new bound Neyman allocation costs no more than proportional (within its interval).
@@ -136,9 +140,7 @@ def test_labels_by_design_beside_todays_bound() -> None:
 @pytest.mark.slow
 @pytest.mark.bench
 def test_neyman_and_boosted_designs_need_no_more_labels_than_proportional() -> None:
-    rows = goals.allocation_power(reps=RUNS)
-    _show(rows)
-    by = {row.measured: row for row in rows}
+    by = _by_measure(goals.allocation_power(reps=RUNS))
     neyman = by["neyman (sampling design) / proportional labels, same bound"]
     boosted = by["boosted / proportional labels, same bound"]
     # What fieldtrust sample draws with allocation = "neyman" saves labels (point value).
