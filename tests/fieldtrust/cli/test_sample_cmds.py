@@ -155,19 +155,26 @@ def test_the_sheet_carries_the_document_and_no_confidence_unless_asked(
     assert header[header.index("value") + 1] == "confidence"
 
 
-def test_open_only_leaves_out_the_items_labelled_already(filled: Path, tmp_path: Path) -> None:
-    """A redrawn week's sheet re-listed every labelled item with an empty verdict."""
-    sheet = tmp_path / "w48.csv"
-    run(filled, "sample", "--week", WEEK, "--seed", "3", "--out", str(sheet), *AS_LEAD)
+def _label_first(sheet: Path, n: int) -> list[dict[str, str]]:
+    """Fill in the drawn ``sheet`` as a reviewer would: the first ``n`` rows correct, by
+    quinn, the rest left blank; every row."""
     with sheet.open(newline="") as handle:
         reader = csv.DictReader(handle)
         columns, rows = reader.fieldnames, list(reader)
-    for row in rows[:10]:
+    for row in rows[:n]:
         row["verdict"], row["reviewer"] = "correct", "quinn"
     with sheet.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
         writer.writerows(rows)
+    return rows
+
+
+def test_open_only_leaves_out_the_items_labelled_already(filled: Path, tmp_path: Path) -> None:
+    """A redrawn week's sheet re-listed every labelled item with an empty verdict."""
+    sheet = tmp_path / "w48.csv"
+    run(filled, "sample", "--week", WEEK, "--seed", "3", "--out", str(sheet), *AS_LEAD)
+    rows = _label_first(sheet, 10)
     code, out = run(filled, "labels", "import", str(sheet), *AS_LEAD)
     assert code == 0, out
     redrawn = tmp_path / "open.csv"
@@ -229,15 +236,7 @@ def test_help_has_an_example(command: str) -> None:
 def test_out_file_round_trips_through_labels_import(filled: Path, tmp_path: Path) -> None:
     out_file = tmp_path / "w48.csv"
     run(filled, "sample", "--week", WEEK, "--seed", "3", "--out", str(out_file), *AS_LEAD)
-    with out_file.open(newline="") as handle:
-        reader = csv.DictReader(handle)
-        columns, rows = reader.fieldnames, list(reader)
-    for row in rows[:40]:  # a reviewer labels the first 40 rows, leaves the rest blank
-        row["verdict"], row["reviewer"] = "correct", "quinn"
-    with out_file.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
+    _label_first(out_file, 40)
     code, out = run(filled, "labels", "import", str(out_file), *AS_LEAD)
     assert code == 0, out
     con = duckdb.connect(str(filled), read_only=True)
