@@ -4,6 +4,7 @@ import batch declared a simple random sample, and the weeks they fall in."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 
 import duckdb
 from fieldtrust.governance.bar_admin import set_policy_settings
@@ -34,18 +35,27 @@ def declare_random_batch(con: duckdb.DuckDBPyConnection, by: str = "carol") -> N
     chain_returned(con, "label_import_designs", declared)
 
 
-def week_extraction(extraction_id: str, week: str, confidence: float,
-                    **columns: object) -> dict[str, object]:
-    """A row for :meth:`Builder.extractions` in ``week``, two hours into its Monday."""
-    return {"extraction_id": extraction_id, "confidence": confidence,
-            "extracted_at": Week(week).start + dt.timedelta(hours=2), **columns}
+def random_sample_item(extraction_id: str, week: str, confidence: float, *, wrong: bool = False,
+                       reviewer: str = "alice", **columns: object
+                       ) -> tuple[dict[str, object], dict[str, object]]:
+    """An extraction of ``week`` (two hours into its Monday; ``columns`` as given) and its
+    label in :data:`RANDOM_BATCH`: correct, or wrong (the tax left empty: the total was
+    copied into it); rows for :meth:`Builder.extractions` and :meth:`Builder.labels`."""
+    extraction = {"extraction_id": extraction_id, "confidence": confidence,
+                  "extracted_at": Week(week).start + dt.timedelta(hours=2), **columns}
+    label = {"extraction_id": extraction_id, "reviewer": reviewer, "review_round": "import",
+             "import_batch_id": RANDOM_BATCH, "verdict": "incorrect" if wrong else "correct",
+             "corrected_status": "null" if wrong else None,
+             "error_type": "total_copied_into_tax" if wrong else None}
+    return extraction, label
 
 
-def random_batch_label(extraction_id: str, *, wrong: bool = False,
-                       reviewer: str = "alice") -> dict[str, object]:
-    """A label of :data:`RANDOM_BATCH`: correct, or wrong (the tax left empty: the total
-    was copied into it), for :meth:`Builder.labels`."""
-    return {"extraction_id": extraction_id, "reviewer": reviewer, "review_round": "import",
-            "import_batch_id": RANDOM_BATCH, "verdict": "incorrect" if wrong else "correct",
-            "corrected_status": "null" if wrong else None,
-            "error_type": "total_copied_into_tax" if wrong else None}
+def write_random_sample(con: duckdb.DuckDBPyConnection, builder: Builder,
+                        items: Sequence[tuple[dict[str, object], dict[str, object]]], *,
+                        users: dict[str, str] = USERS, declared_by: str = "carol") -> None:
+    """:func:`policy_of_50_labels`, then the extractions and labels of ``items``
+    (:func:`random_sample_item`), and :func:`declare_random_batch`."""
+    policy_of_50_labels(con, builder, users)
+    builder.extractions([extraction for extraction, _ in items])
+    builder.labels([label for _, label in items])
+    declare_random_batch(con, declared_by)

@@ -17,32 +17,17 @@ from fieldtrust.governance.evidence import evidence_payload
 from fieldtrust.store.weeks import Week
 
 from fieldtrust.errors import PermissionDenied, Refused
-from tests.governance.conftest import (
-    WEEKS,
-    declare_random_batch,
-    policy_of_50_labels,
-    random_batch_label,
-    week_extraction,
-)
+from tests.governance.conftest import WEEKS, random_sample_item, write_random_sample
 
 
 @pytest.fixture
 def certified_store(con: duckdb.DuckDBPyConnection, builder: Any) -> duckdb.DuckDBPyConnection:
     """invoice/total: 4 weeks x 120 labels, all correct; invoice/tax: a third wrong."""
-    policy_of_50_labels(con, builder)
     rng = np.random.default_rng(5)
-    extractions, labels = [], []
-    for week in WEEKS:
-        for field in ("tax", "total"):
-            for i in range(120):
-                extraction_id = f"{week}-{field}-{i}"
-                extractions.append(week_extraction(extraction_id, week,
-                                                   float(rng.uniform(0.9, 1.0)), field=field))
-                labels.append(random_batch_label(extraction_id,
-                                                 wrong=field == "tax" and i % 3 == 0))
-    builder.extractions(extractions)
-    builder.labels(labels)
-    declare_random_batch(con)
+    write_random_sample(con, builder, [
+        random_sample_item(f"{week}-{field}-{i}", week, float(rng.uniform(0.9, 1.0)),
+                           field=field, wrong=field == "tax" and i % 3 == 0)
+        for week in WEEKS for field in ("tax", "total") for i in range(120)])
     return con
 
 

@@ -29,13 +29,7 @@ from fieldtrust import store
 from fieldtrust.cli.main import cli
 from fieldtrust.errors import Refused
 from tests.conftest import Builder, file_fingerprint, table_fingerprint
-from tests.governance.conftest import (
-    WEEKS,
-    declare_random_batch,
-    policy_of_50_labels,
-    random_batch_label,
-    week_extraction,
-)
+from tests.governance.conftest import WEEKS, random_sample_item, write_random_sample
 
 APPROVE = ["decide", "approve", "--doc-type", "invoice", "--field", "total", "--as", "mona",
            "--comment", "four stable weeks"]
@@ -47,18 +41,11 @@ def approvable(db_path: Path) -> Path:
     store's policy (set by the admin root) asks for 50 labels above a threshold."""
     con = store.connect(db_path)
     builder = Builder(con)
-    policy_of_50_labels(con, builder)
     rng = np.random.default_rng(5)
-    extractions, labels = [], []
-    for week in WEEKS:
-        for i in range(120):
-            extraction_id = f"{week}-total-{i}"
-            extractions.append(week_extraction(extraction_id, week,
-                                               float(rng.uniform(0.9, 1.0)), field="total"))
-            labels.append(random_batch_label(extraction_id))
-    builder.extractions(extractions)
-    builder.labels(labels)
-    declare_random_batch(con)
+    write_random_sample(con, builder, [
+        random_sample_item(f"{week}-total-{i}", week, float(rng.uniform(0.9, 1.0)),
+                           field="total")
+        for week in WEEKS for i in range(120)])
     con.close()
     return db_path
 

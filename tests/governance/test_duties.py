@@ -18,30 +18,18 @@ from fieldtrust.store.bar import policy_bar
 
 from fieldtrust.cli.main import cli
 from fieldtrust.errors import Refused
-from tests.governance.conftest import (
-    WEEKS,
-    declare_random_batch,
-    policy_of_50_labels,
-    random_batch_label,
-    week_extraction,
-)
+from tests.governance.conftest import WEEKS, random_sample_item, write_random_sample
 
 
 def _labelled_by(con: duckdb.DuckDBPyConnection, builder: Any, reviewers: list[str]) -> None:
     """invoice/total, 4 weeks x 120 correct labels from a declared random sample, the
     reviewers taking turns; mona is a manager who also labels."""
-    policy_of_50_labels(con, builder, {"root": "admin", "mona": "manager", "alice": "reviewer"})
     rng = np.random.default_rng(5)
-    extractions, labels = [], []
-    for week in WEEKS:
-        for i in range(120):
-            extraction_id = f"{week}-{i}"
-            extractions.append(week_extraction(extraction_id, week, float(rng.uniform(0.9, 1.0))))
-            labels.append(random_batch_label(extraction_id,
-                                             reviewer=reviewers[i % len(reviewers)]))
-    builder.extractions(extractions)
-    builder.labels(labels)
-    declare_random_batch(con, by="root")
+    write_random_sample(con, builder, [
+        random_sample_item(f"{week}-{i}", week, float(rng.uniform(0.9, 1.0)),
+                           reviewer=reviewers[i % len(reviewers)])
+        for week in WEEKS for i in range(120)],
+        users={"root": "admin", "mona": "manager", "alice": "reviewer"}, declared_by="root")
 
 
 def test_the_approver_s_share_counts_the_labels_the_certificate_reads(

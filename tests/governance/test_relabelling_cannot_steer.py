@@ -28,31 +28,21 @@ from fieldtrust.store.weeks import Week
 from fieldtrust.cli.main import cli
 from fieldtrust.errors import InputError, Refused
 from tests.conftest import table_fingerprint
-from tests.governance.conftest import (
-    WEEKS,
-    declare_random_batch,
-    policy_of_50_labels,
-    random_batch_label,
-    week_extraction,
-)
+from tests.governance.conftest import WEEKS, random_sample_item, write_random_sample
 
 
 @pytest.fixture
 def audited(con: duckdb.DuckDBPyConnection, builder: Any) -> duckdb.DuckDBPyConnection:
     """invoice/total, 4 weeks x 150 labels of a random sample; wrong ones mostly below 0.8."""
-    policy_of_50_labels(con, builder)
     rng = np.random.default_rng(8)
-    extractions, labels = [], []
+    items = []
     for week in WEEKS:
         for i in range(150):
-            extraction_id = f"{week}-total-{i}"
             confidence = float(rng.uniform(0.5, 1.0))
-            extractions.append(week_extraction(extraction_id, week, confidence, field="total"))
             wrong = rng.random() < (0.3 if confidence < 0.8 else 0.0)
-            labels.append(random_batch_label(extraction_id, wrong=wrong))
-    builder.extractions(extractions)
-    builder.labels(labels)
-    declare_random_batch(con)
+            items.append(random_sample_item(f"{week}-total-{i}", week, confidence,
+                                            field="total", wrong=wrong))
+    write_random_sample(con, builder, items)
     return con
 
 
