@@ -28,20 +28,17 @@ from fieldtrust.calibration.run_length import (
 )
 from fieldtrust.governance import monitoring
 from fieldtrust.governance.acts import approve, resume, revoke
+from fieldtrust.governance.decisions import Decision
 from fieldtrust.governance.evidence import load_evidence
 from fieldtrust.governance.monitoring import monitor_approvals
+from fieldtrust.governance.monitoring_plan import SegmentPlan
 from fieldtrust.governance.policy import export_policy, policy_file_problems
 from fieldtrust.store.weeks import Week, iso_week
 
 from fieldtrust import store
 from fieldtrust.cli.main import cli
 from fieldtrust.errors import PermissionDenied, Refused
-from tests.governance.conftest import (
-    declare_random_batch,
-    policy_of_50_labels,
-    random_batch_label,
-    week_extraction,
-)
+from tests.governance.conftest import declare_random_batch, policy_of_50_labels, random_sample_item
 
 NOW = iso_week(store.utc_now())
 #: The certification window: the four closed weeks before the approval's.
@@ -60,11 +57,12 @@ def _weeks(builder: Any, weeks: tuple[Week, ...], *, form_version: str = "v1",
         errors = set(rng.choice(n, size=size, replace=False).tolist())
         for i in range(n):
             extraction_id = f"{week}-{form_version}-{extractor}-{tag}-{i}"
-            extractions.append(week_extraction(
-                extraction_id, week, float(rng.uniform(0.9, 1.0)), field="total",
-                form_version=form_version, extractor_version=extractor))
+            extraction, label = random_sample_item(
+                extraction_id, week, float(rng.uniform(0.9, 1.0)), wrong=i in errors,
+                field="total", form_version=form_version, extractor_version=extractor)
+            extractions.append(extraction)
             if labelled is None or i < labelled:
-                labels.append(random_batch_label(extraction_id, wrong=i in errors))
+                labels.append(label)
     builder.extractions(extractions)
     if labels:
         builder.labels(labels)
@@ -83,14 +81,20 @@ def _segments(con: duckdb.DuckDBPyConnection, until: Week) -> dict[tuple[str, st
     return {(m.form_version, m.extractor_version): m for m in monitor_approvals(con, until=until)}
 
 
-def test_a_slide_after_approval_suspends_the_segment_in_the_policy_until_a_person_decides(
-    approvable: duckdb.DuckDBPyConnection, builder: Any
-) -> None:
-    con = approvable
+def _approved(con: duckdb.DuckDBPyConnection) -> tuple[Decision, SegmentPlan]:
+    """mona approves invoice/total; the decision and the one segment its evidence charts."""
     decision = approve(con, "mona", "invoice", "total", "four stable weeks")
     plan = load_evidence(con, decision.evidence_id or "").monitoring
     assert plan is not None
     (segment,) = plan.segments
+    return decision, segment
+
+
+def test_a_slide_after_approval_suspends_the_segment_in_the_policy_until_a_person_decides(
+    approvable: duckdb.DuckDBPyConnection, builder: Any
+) -> None:
+    con = approvable
+    decision, segment = _approved(con)
     # Frozen at approval: the segment's accuracy above the threshold, the target,
     # a threshold for 200 weeks between false alarms at the labels a week it had.
     assert (segment.form_version, segment.extractor_version) == ("v1", "m1")
@@ -212,11 +216,8 @@ def test_a_good_stratum_is_not_flagged_over_a_year(
     approvable: duckdb.DuckDBPyConnection, builder: Any
 ) -> None:
     con = approvable
-    decision = approve(con, "mona", "invoice", "total", "four stable weeks")
-    plan = load_evidence(con, decision.evidence_id or "").monitoring
-    assert plan is not None
+    _, segment = _approved(con)
     year = tuple(NOW.shift(k) for k in range(52))
-    (segment,) = plan.segments
     # Binomial weeks at the approval's level: the store's chart, from its labels,
     # against the same chart computed from the weeks' counts.
     _weeks(builder, year, wrong=1 - segment.in_control, tag="year", binomial=True)
