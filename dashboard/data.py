@@ -166,11 +166,8 @@ def reading(path: str) -> Iterator[duckdb.DuckDBPyConnection]:
             with _cursor(kept) as read:
                 yield read
             return
-        con = store.connect(path, read_only=True, lock_timeout=LOCK_WAIT)
-        try:
+        with store.open_store(path, read_only=True, lock_timeout=LOCK_WAIT) as con:
             yield con
-        finally:
-            con.close()
 
 
 @contextlib.contextmanager

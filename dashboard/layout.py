@@ -9,7 +9,7 @@ from typing import Any
 
 import streamlit as st
 from fieldtrust.dashboard import data, state
-from fieldtrust.labels.verdict_rule import Choice, form_fields
+from fieldtrust.labels.verdict_rule import Choice, VerdictDetails, form_fields
 
 EMPTY_HINT = (
     "No extractions yet: run `fieldtrust demo` (a demo store to explore) or"
@@ -142,7 +142,7 @@ def fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
-def verdict_fields(verdict: str, form: state.VerdictForm) -> dict[str, str | None]:
+def verdict_fields(verdict: str, form: state.VerdictForm) -> VerdictDetails:
     """The label fields of ``verdict`` from ``form``'s widgets as they stand (one rule for both)."""
     return form_fields(
         verdict,

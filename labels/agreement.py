@@ -24,10 +24,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import duckdb
 import numpy as np
+from fieldtrust.labels.verdict_rule import VerdictDetails
 from fieldtrust.labels.verdicts import Label, insert_label, live_label, verdict_fields
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.retry import write_with_retry
@@ -229,11 +230,7 @@ def adjudicate(
     actor: str,
     extraction_id: str,
     verdict: str,
-    *,
-    corrected_value: str | None = None,
-    corrected_status: str | None = None,
-    error_type: str | None = None,
-    error_detail: str | None = None,
+    **details: Unpack[VerdictDetails],
 ) -> Label:
     """Settle an extraction's verdict as qa_lead; it becomes the truth used everywhere.
 
@@ -249,7 +246,7 @@ def adjudicate(
     InputError
         Invalid verdict fields, or the extraction has no label to adjudicate.
     """
-    fields = verdict_fields(verdict, corrected_value, corrected_status, error_type, error_detail)
+    fields = verdict_fields(verdict, **details)
     actor = user_name(actor, what="acting user")
 
     def work(tx: duckdb.DuckDBPyConnection) -> Label:

@@ -24,7 +24,7 @@ here quote, so a refusal reads in the form's own labels.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from fieldtrust.labels.taxonomy import CORRECTED_STATUSES, ERROR_TYPES, NOT_RECORDED
 
@@ -32,6 +32,19 @@ from fieldtrust.errors import FieldError
 
 #: The verdicts, as stored.
 VERDICTS: tuple[str, ...] = ("correct", "incorrect", "unclear")
+
+
+class VerdictDetails(TypedDict, total=False):
+    """What may go with a verdict, as keyword arguments; a key left out is not given.
+
+    ``record_verdict``, ``supersede`` and ``adjudicate`` take these, and
+    :func:`form_fields` returns them for a filled form.
+    """
+
+    corrected_value: str | None
+    corrected_status: str | None
+    error_type: str | None
+    error_detail: str | None
 
 
 @dataclass(frozen=True)
@@ -261,7 +274,7 @@ def form_fields(
     corrected_status: str | None = None,
     error_type: str | None = None,
     error_detail: str | None = "",
-) -> dict[str, str | None]:
+) -> VerdictDetails:
     """The keyword arguments ``record_verdict`` / ``adjudicate`` take for a filled form.
 
     Only an ``incorrect`` verdict carries a correction and an error type; for

@@ -19,11 +19,16 @@ import dataclasses
 import datetime as dt
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import duckdb
 from fieldtrust.labels.corrections import check_may_supersede
-from fieldtrust.labels.verdict_rule import VERDICTS, verdict_fields, verdict_problems
+from fieldtrust.labels.verdict_rule import (
+    VERDICTS,
+    VerdictDetails,
+    verdict_fields,
+    verdict_problems,
+)
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
@@ -75,10 +80,7 @@ def record_verdict(
     verdict: str,
     sample_id: str | None = None,
     review_round: str | None = None,
-    corrected_value: str | None = None,
-    corrected_status: str | None = None,
-    error_type: str | None = None,
-    error_detail: str | None = None,
+    **details: Unpack[VerdictDetails],
 ) -> Label:
     """Record ``actor``'s verdict on one extraction; the reviewer is always ``actor``.
 
@@ -98,7 +100,9 @@ def record_verdict(
     review_round
         ``primary`` or ``second``; default: the round of ``actor``'s
         assignment for this item, else ``primary``.
-    corrected_value, corrected_status, error_type, error_detail
+    **details
+        ``corrected_value``, ``corrected_status``, ``error_type``,
+        ``error_detail`` (:class:`~fieldtrust.labels.verdict_rule.VerdictDetails`).
         For ``incorrect``, all optional (:mod:`fieldtrust.labels.verdict_rule`):
         the right value, or no value with status ``null`` (field absent) or
         ``unclear`` (unreadable); a type from
@@ -116,7 +120,7 @@ def record_verdict(
         ``actor`` gave the other round's verdict on it (double review needs two
         people).
     """
-    fields = verdict_fields(verdict, corrected_value, corrected_status, error_type, error_detail)
+    fields = verdict_fields(verdict, **details)
     actor = user_name(actor, what="acting user")
 
     if review_round is not None and review_round not in REVIEW_ROUNDS:
@@ -145,10 +149,7 @@ def supersede(
     actor: str,
     label_id: str,
     verdict: str,
-    corrected_value: str | None = None,
-    corrected_status: str | None = None,
-    error_type: str | None = None,
-    error_detail: str | None = None,
+    **details: Unpack[VerdictDetails],
 ) -> Label:
     """Correct a label by appending a row that supersedes it; the old row stays.
 
@@ -169,7 +170,7 @@ def supersede(
         reviewer's own window has passed or the item was adjudicated, or the
         label was imported.
     """
-    fields = verdict_fields(verdict, corrected_value, corrected_status, error_type, error_detail)
+    fields = verdict_fields(verdict, **details)
     actor = user_name(actor, what="acting user")
 
     def work(tx: duckdb.DuckDBPyConnection) -> Label:

@@ -391,10 +391,13 @@ def cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 
 @contextlib.contextmanager
 def open_store(
-    path: str | os.PathLike[str], *, read_only: bool = False
+    path: str | os.PathLike[str],
+    *,
+    read_only: bool = False,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """:func:`connect`, closed on exit: the short-lived connection the dashboard uses."""
-    con = connect(path, read_only=read_only)
+    con = connect(path, read_only=read_only, lock_timeout=lock_timeout)
     try:
         yield con
     finally:

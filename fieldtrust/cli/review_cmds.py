@@ -14,7 +14,7 @@ imported inside their commands, so `fieldtrust --help` starts fast.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 import click
 import duckdb
@@ -32,6 +32,7 @@ from fieldtrust.cli.common import (
 from fieldtrust.cli.terminal import echo
 from fieldtrust.governance.decisions import DECISION_ACTIONS
 from fieldtrust.labels.taxonomy import CORRECTED_STATUSES, ERROR_TYPES
+from fieldtrust.labels.verdict_rule import VerdictDetails
 from fieldtrust.labels.verdicts import VERDICTS
 from fieldtrust.store.access import (
     ROLES,
@@ -55,7 +56,10 @@ _WEEKS = click.option("--weeks", type=click.IntRange(min=1), default=None,
 
 
 def _verdict_options(command: _Command) -> _Command:
-    """What goes with an 'incorrect' verdict: the corrected value or its absence, and why."""
+    """What goes with an 'incorrect' verdict: the corrected value or its absence, and why.
+
+    The command receives them as ``**details`` (:class:`VerdictDetails`).
+    """
     for option in reversed((
         click.option("--corrected-value", default=None, help="incorrect: the right value."),
         click.option("--corrected-status", type=click.Choice(list(CORRECTED_STATUSES)),
@@ -428,8 +432,7 @@ def rekey_cmd(
 @click.pass_context
 def adjudicate_cmd(
     ctx: click.Context, extraction_id: str | None, verdict: str | None, queue: bool,
-    corrected_value: str | None, corrected_status: str | None, error_type: str | None,
-    error_detail: str | None, actor: str | None, as_json: bool,
+    actor: str | None, as_json: bool, **details: Unpack[VerdictDetails],
 ) -> None:
     """Settle a double-review disagreement (qa_lead); the verdict becomes the truth."""
     from fieldtrust.labels.agreement import adjudicate, adjudication_queue
@@ -446,9 +449,7 @@ def adjudicate_cmd(
     if extraction_id is None or verdict is None:
         raise click.UsageError("give EXTRACTION_ID VERDICT, or --queue")
     actor = acting_user(ctx, actor, what="adjudicating")
-    label = adjudicate(open_db(ctx), actor, extraction_id, verdict,
-                       corrected_value=corrected_value, corrected_status=corrected_status,
-                       error_type=error_type, error_detail=error_detail)
+    label = adjudicate(open_db(ctx), actor, extraction_id, verdict, **details)
     if as_json:
         echo_json(label.to_dict())
         return
@@ -499,9 +500,8 @@ def labels_export(ctx: click.Context, out: str, force: bool) -> None:
 @_JSON
 @click.pass_context
 def labels_correct(
-    ctx: click.Context, label_id: str, verdict: str, corrected_value: str | None,
-    corrected_status: str | None, error_type: str | None, error_detail: str | None,
-    actor: str | None, as_json: bool,
+    ctx: click.Context, label_id: str, verdict: str, actor: str | None, as_json: bool,
+    **details: Unpack[VerdictDetails],
 ) -> None:
     """Change a verdict: a new label supersedes LABEL_ID, which stays in the history.
 
@@ -523,9 +523,7 @@ def labels_correct(
             raise InputError(f"{actor} has no verdict of their own that still stands")
         label_id = newest[0].label_id
     before = get_label(con, label_id)
-    label = supersede(con, actor=actor, label_id=label_id, verdict=verdict,
-                      corrected_value=corrected_value, corrected_status=corrected_status,
-                      error_type=error_type, error_detail=error_detail)
+    label = supersede(con, actor=actor, label_id=label_id, verdict=verdict, **details)
     if as_json:
         echo_json(label.to_dict())
         return
