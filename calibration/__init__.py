@@ -4,6 +4,7 @@ Every figure is computed from design-based labels (audit samples and
 declared random samples) and held to one :class:`fieldtrust.store.bar.Bar`,
 passed whole (STATS.md sections 1-7, 10, 11). Modules, from the arithmetic up:
 
+* ``arrays``: the numpy array types the modules pass to each other;
 * ``survey``: interval and bound arithmetic, the one place for it: exact
   (Clopper-Pearson) bounds, Wilson and Jeffreys intervals, Korn-Graubard,
   the label counts a bound implies, Hajek and stratified estimates;

@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+from fieldtrust.calibration.arrays import FloatArray, IntArray
 
 from fieldtrust.errors import InputError
-
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
 
 ALLOCATIONS = ("proportional", "neyman")
 

@@ -37,11 +37,10 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+from fieldtrust.calibration.arrays import FloatArray
 from fieldtrust.calibration.betting import MAX_BET
 
 from fieldtrust.errors import InputError
-
-FloatArray = npt.NDArray[np.float64]
 
 #: Largest bet the rules hand out: one error then keeps 10% of the evidence.
 DEFAULT_MAX_BET = 0.9

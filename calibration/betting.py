@@ -49,11 +49,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from fieldtrust.calibration.arrays import FloatArray, IntArray
 
 from fieldtrust.errors import InputError
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 #: Largest bet a label may carry: a bet of 1 would lose everything on one error.
 MAX_BET = 0.99

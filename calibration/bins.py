@@ -14,11 +14,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
+from fieldtrust.calibration.arrays import FloatArray
 from fieldtrust.calibration.survey import jeffreys_interval, wilson_interval
 
 from fieldtrust.errors import InputError
-
-FloatArray = npt.NDArray[np.float64]
 
 STRATEGIES = ("quantile", "uniform")
 INTERVALS = ("wilson", "jeffreys")

@@ -24,15 +24,13 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
+from fieldtrust.calibration.arrays import FloatArray, IntArray
 from fieldtrust.calibration.bets import DEFAULT_MAX_BET, growth_bets
 from fieldtrust.calibration.betting import CellLabels
 from fieldtrust.calibration.certificate import ThresholdCells
 from fieldtrust.calibration.design import GRID, N_GRID, Blocks, Labels
 
 from fieldtrust.errors import InputError
-
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
 
 
 def _check(design: Blocks, labels: Labels, cell_hist: IntArray, prn_rank: IntArray,

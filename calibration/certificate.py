@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from fieldtrust.calibration.arrays import FloatArray, IntArray
 from fieldtrust.calibration.bets import kelly_bet
 from fieldtrust.calibration.betting import (
     MAX_BET,
@@ -46,9 +47,6 @@ from fieldtrust.calibration.survey import check_fraction
 from scipy.special import ndtri
 
 from fieldtrust.errors import InputError
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)

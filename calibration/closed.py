@@ -31,16 +31,13 @@ from dataclasses import dataclass
 
 import duckdb
 import numpy as np
-import numpy.typing as npt
+from fieldtrust.calibration.arrays import FloatArray, IntArray
 from fieldtrust.calibration.cells import threshold_cells
 from fieldtrust.calibration.certificate import ThresholdCells
 from fieldtrust.calibration.design import N_GRID, Blocks, Labels, grid_index
 from fieldtrust.calibration.population import AuditCell, StratumData, band_range
 from fieldtrust.calibration.weekly import WeekEvidence
 from fieldtrust.store.weeks import Week
-
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
 
 _LAST_DRAWN_SQL = "SELECT max(week) FROM audit_samples"
 

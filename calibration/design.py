@@ -41,11 +41,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 from fieldtrust.calibration import survey
+from fieldtrust.calibration.arrays import FloatArray, IntArray
 
 from fieldtrust.errors import InputError
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 #: Candidate thresholds live on this grid: ``t = k / GRID`` (STATS.md section 6, step 1).
 GRID = 200

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from fieldtrust.calibration.bins import BinStats, FloatArray, bin_stats, check_inputs
+from fieldtrust.calibration.arrays import FloatArray
+from fieldtrust.calibration.bins import BinStats, bin_stats, check_inputs
 
 
 @dataclass(frozen=True)

@@ -63,12 +63,10 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from fieldtrust.calibration.arrays import FloatArray, IntArray
 from fieldtrust.calibration.run_length import alarm_threshold, check_levels, llr_weights
 
 from fieldtrust.errors import InputError
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 #: Weeks between false alarms a stratum is promised (the issue's "at least 200").
 STRATUM_ARL0 = 200.0

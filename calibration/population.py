@@ -42,14 +42,12 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
+from fieldtrust.calibration.arrays import FloatArray, IntArray
 from fieldtrust.calibration.design import GRID, N_GRID, Blocks, Labels, grid_index
 from fieldtrust.store.labelled import PROVENANCES, labelled_items
 from fieldtrust.store.rollup import is_current, population_counts, segment_counts
 from fieldtrust.store.scope import Scope
 from fieldtrust.store.weeks import Week
-
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
 
 _STRATA_SQL = """
 SELECT DISTINCT doc_type, field FROM {table} WHERE {where} ORDER BY doc_type, field

@@ -39,6 +39,7 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+from fieldtrust.calibration.arrays import FloatArray
 from fieldtrust.calibration.bins import check_inputs
 from fieldtrust.calibration.metrics import expected_calibration_error
 from fieldtrust.calibration.population import load_strata
@@ -49,8 +50,6 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold, StratifiedKFold
 
 from fieldtrust.errors import InputError
-
-FloatArray = npt.NDArray[np.float64]
 
 #: Methods from simplest to most flexible; ties in CV go to the simpler.
 METHODS = ("identity", "platt", "isotonic")

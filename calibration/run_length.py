@@ -64,13 +64,11 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
+from fieldtrust.calibration.arrays import FloatArray, IntArray
 from scipy import optimize, stats
 from scipy.special import expit, logit
 
 from fieldtrust.errors import InputError
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 #: An error moves the lattice statistic between this many and twice this many steps.
 LATTICE_MIN = 16

@@ -42,12 +42,12 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from fieldtrust.calibration.arrays import FloatArray
 from scipy import stats
 from scipy.special import bdtr, betaincinv, ndtri
 
 from fieldtrust.errors import InputError
 
-FloatArray = npt.NDArray[np.float64]
 ArrayLike = npt.ArrayLike
 
 #: Variance of a 0/1 value at its largest: a cell with one label (its own

@@ -20,8 +20,6 @@ from fieldtrust.calibration.metrics import calibration_metrics
 from fieldtrust.calibration.population import StratumData, load_strata
 from fieldtrust.store.scope import Scope
 
-FloatArray = npt.NDArray[np.float64]
-
 
 @dataclass(frozen=True)
 class WeightedAccuracy:

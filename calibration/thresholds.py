@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
+from fieldtrust.calibration.arrays import FloatArray
 from fieldtrust.calibration.design import (
     GRID,
     N_GRID,
@@ -40,8 +41,6 @@ from scipy.special import ndtri
 from scipy.stats import binom
 
 from fieldtrust.errors import InputError
-
-FloatArray = npt.NDArray[np.float64]
 
 #: How many of the best-ranked candidates get the exact label count.
 _EXACT_CANDIDATES = 3

@@ -100,8 +100,7 @@ def approve(
         larger share of the stratum's labels than the policy's
         ``max_own_label_share`` (:mod:`fieldtrust.governance.duties`).
     """
-    actor = _before_certifying(con, actor, "approve", doc_type, field, comment)
-    _check_range(threshold)
+    actor = _before_certifying(con, actor, "approve", doc_type, field, comment, threshold=threshold)
     certification = certify(con, doc_type, field, criteria)
     if not certification.candidate or certification.threshold is None:
         raise Refused(
@@ -149,8 +148,7 @@ def reject(
     down; it is recorded as given. Raises as :func:`approve`, except that any
     stratum can be rejected, candidate or not.
     """
-    actor = _before_certifying(con, actor, "reject", doc_type, field, comment)
-    _check_range(threshold)
+    actor = _before_certifying(con, actor, "reject", doc_type, field, comment, threshold=threshold)
     certification = certify(con, doc_type, field, criteria)
     return _record(con, actor, "reject", doc_type, field, threshold, comment,
                    certification=certification)
@@ -183,8 +181,7 @@ def revoke(
     Refused
         No comment, or the stratum is not approved (nothing to revoke).
     """
-    actor = _before_certifying(con, actor, "revoke", doc_type, field, comment)
-    _check_range(threshold)
+    actor = _before_certifying(con, actor, "revoke", doc_type, field, comment, threshold=threshold)
     bar = resolve_bar(con, criteria).policy_or_stricter()
     flagged = next(
         (r for r in revocation_recommendations(con, bar)
@@ -248,12 +245,13 @@ def resume(
 
 def _before_certifying(
     con: duckdb.DuckDBPyConnection, actor: str, action: str, doc_type: str, field: str,
-    comment: str,
+    comment: str, *, threshold: float | None = None,
 ) -> str:
-    """The checks that need no certification, made before its cost: name, comment, role."""
+    """The checks that need no certification, made before its cost: name, comment, role, range."""
     actor = user_name(actor, what="acting user")
     _check_comment(action, doc_type, field, comment)
     require(con, actor, "decide")
+    _check_range(threshold)
     return actor
 
 

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+from fieldtrust.calibration.arrays import FloatArray, IntArray
 from fieldtrust.sampling.design import Design
 
 from fieldtrust.errors import InputError
-
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
 
 #: Pseudo-labels of the prior error rate mixed into a band's past error rate
 #: before it sets a Neyman weight: a band with 3 labels, all correct, should not

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 from fieldtrust.calibration.allocation import allocate
+from fieldtrust.calibration.arrays import FloatArray, IntArray
 from fieldtrust.calibration.bets import growth_bets
 from fieldtrust.calibration.betting import BatchEvidence, CellLabels, LabelStack, least_evidence
 from fieldtrust.calibration.certificate import walk_start
@@ -36,9 +37,6 @@ from fieldtrust.calibration.weekly import (
 )
 
 from bench.certificates.world import BANDS, Scenario, Week, draw_week, seed_verdicts
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 N_CELLS = 2 * (len(BANDS) + 1)  # band x (established, new)
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 from fieldtrust.calibration.allocation import allocate
+from fieldtrust.calibration.arrays import FloatArray
 from fieldtrust.calibration.bets import growth_bets, kelly_bet
 from fieldtrust.calibration.betting import CellLabels, LabelStack, least_evidence
 from fieldtrust.calibration.certificate import Allowances, ThresholdCells, labels_needed
@@ -30,8 +31,6 @@ from scipy.stats import binom
 from bench.certificates.engine import Outcome, simulate
 from bench.certificates.today import simulate_today
 from bench.certificates.world import Scenario, above, flat
-
-FloatArray = npt.NDArray[np.float64]
 
 TARGET = 0.95
 DELTA = 0.05

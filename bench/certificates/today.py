@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from fieldtrust.calibration.arrays import FloatArray
 from fieldtrust.calibration.candidates import assess
 from fieldtrust.calibration.design import N_GRID, grid_index
 from fieldtrust.calibration.population import AuditCell, StratumData
@@ -25,8 +26,6 @@ from fieldtrust.store.bar import Bar
 
 from bench.certificates.engine import N_CELLS, _sample_sizes
 from bench.certificates.world import BANDS, Scenario, draw_week
-
-FloatArray = npt.NDArray[np.float64]
 
 _EDGES = (0.0, *BANDS, 1.0)
 

@@ -26,9 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
-
-FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
+from fieldtrust.calibration.arrays import BoolArray, FloatArray
 
 #: Design bands (the audit's cells by confidence): [0, .90), [.90, .95), [.95, .99), [.99, 1].
 BANDS = (0.90, 0.95, 0.99)
