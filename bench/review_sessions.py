@@ -96,10 +96,28 @@ def wait_healthy(base: str, process: subprocess.Popen[bytes], timeout: float) ->
     raise SystemExit(f"fieldtrust serve did not become healthy in {timeout:.0f} s")
 
 
+@dataclass(frozen=True)
+class Served:
+    """A running ``fieldtrust serve``: where it answers, and its process (for its CPU time)."""
+
+    base: str  # host:port
+    pid: int
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system) process ``pid`` has used so far; None where /proc is missing."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    # utime and stime are the stat file's 14th and 15th fields, in clock ticks.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextlib.contextmanager
-def serving(db: Path, folder: Path, timeout: float = 180.0) -> Iterator[str]:
-    """``fieldtrust --db DB serve --port P --demo``, run in ``folder``, until the block ends:
-    its ``host:port``. The log's tail is printed if the server fails to start."""
+def serving(db: Path, folder: Path, timeout: float = 180.0) -> Iterator[Served]:
+    """``fieldtrust --db DB serve --port P --demo``, run in ``folder``, until the block ends.
+    The log's tail is printed if the server fails to start."""
     port = free_port()
     log = folder / "serve.log"
     # The console script `fieldtrust` is this entry point; -m runs it on this interpreter.
@@ -113,7 +131,7 @@ def serving(db: Path, folder: Path, timeout: float = 180.0) -> Iterator[str]:
         except SystemExit:
             print(log.read_text(errors="replace")[-3000:], file=sys.stderr)
             raise
-        yield f"127.0.0.1:{port}"
+        yield Served(f"127.0.0.1:{port}", process.pid)
     finally:
         process.send_signal(signal.SIGTERM)  # `serve` became the server: no child left behind
         try:
@@ -335,29 +353,45 @@ async def label(session: BrowserSession, outcome: Outcome, keys: int, think: flo
         outcome.seen(drawn)
 
 
-async def review_at_once(base: str, users: list[str], keys: int,
-                         think: float) -> tuple[list[Outcome], float]:
+@dataclass
+class Labelling:
+    """Every reviewer's outcome, and what the labelling cost in time and CPU."""
+
+    outcomes: list[Outcome]
+    wall: float
+    server_cpu: float | None  # seconds the server used while they labelled
+    client_cpu: float  # seconds these sessions' own process used meanwhile
+
+
+async def review_at_once(server: Served, users: list[str], keys: int,
+                         think: float) -> Labelling:
     """Every user signs in, then opens Review (one after the other, as people arrive), then
-    all label at once: their outcomes and the wall time of the labelling."""
+    all label at once."""
+    base = server.base
     sessions = [await sign_in(base, user) for user in users]  # first page's reads shared
     outcomes = [Outcome(user) for user in users]
     for session, outcome in zip(sessions, outcomes, strict=True):
         drawn = await session.open_page(REVIEW_PAGE)
         outcome.items.append(drawn.item())
         outcome.seen(drawn)
-    started = time.perf_counter()
+    started, server_started, client_started = (
+        time.perf_counter(), cpu_seconds(server.pid), time.process_time())
     await asyncio.gather(*(
         label(session, outcome, keys, think, delay=think * index / len(sessions))
         for index, (session, outcome) in enumerate(zip(sessions, outcomes, strict=True))))
-    wall = time.perf_counter() - started
+    server_now = cpu_seconds(server.pid)
+    server_cpu = None if server_now is None or server_started is None \
+        else server_now - server_started
+    done = Labelling(outcomes, time.perf_counter() - started, server_cpu,
+                     time.process_time() - client_started)
     for session in sessions:
         await session.close()
-    return outcomes, wall
+    return done
 
 
-def report(outcomes: list[Outcome], wall: float, keys: int, think: float, written: int,
-           doubled: int) -> None:
+def report(labelling: Labelling, keys: int, think: float, written: int, doubled: int) -> None:
     """The figures the issue asks for, in the words of :mod:`bench.review_keys`."""
+    outcomes, wall = labelling.outcomes, labelling.wall
     waits = [w for o in outcomes for w in o.waits]
     pressed = len(waits)
     print(f"{len(outcomes)} sessions on one fieldtrust serve, {keys} keys each, {think:.1f} s"
@@ -378,6 +412,19 @@ def report(outcomes: list[Outcome], wall: float, keys: int, think: float, writte
         p95 = sorted(waits)[min(len(waits) - 1, round(0.95 * (len(waits) - 1)))]
         verdict = "met" if p95 <= GOAL_P95 else "not met"
         print(f"  goal p95 <= {GOAL_P95:.0f} s: {verdict}")
+    _cpu(labelling, pressed)
+
+
+def _cpu(labelling: Labelling, pressed: int) -> None:
+    """Where the CPU went: with the server's time per key, the keys a second a core can serve."""
+    client = f"this client's sessions {labelling.client_cpu:.1f} s"
+    if labelling.server_cpu is None or not pressed:
+        print(f"  CPU while labelling: {client}")
+        return
+    per_key = labelling.server_cpu / pressed
+    print(f"  CPU while labelling: the server {labelling.server_cpu:.1f} s"
+          f" ({1000 * per_key:.0f} ms a key, at most {1 / per_key:.1f} keys a second a core),"
+          f" {client}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -398,10 +445,10 @@ def main(argv: list[str] | None = None) -> None:
     users = [f"bench-r{i:02d}" for i in range(args.sessions)]
     with tempfile.TemporaryDirectory(prefix="fieldtrust-review-sessions-") as folder:
         path, sample = prepare_copy(source, Path(folder), args.seed, users)
-        with serving(path, Path(folder)) as base:
-            outcomes, wall = asyncio.run(review_at_once(base, users, args.keys, args.think))
+        with serving(path, Path(folder)) as server:
+            labelling = asyncio.run(review_at_once(server, users, args.keys, args.think))
         written, doubled = label_counts(path, sample)  # the server gone: its store is free
-    report(outcomes, wall, args.keys, args.think, written, doubled)
+    report(labelling, args.keys, args.think, written, doubled)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 

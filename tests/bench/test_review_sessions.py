@@ -61,3 +61,4 @@ def test_nothing_went_wrong_on_screen_and_the_figures_are_printed(printed: str) 
     assert _count(printed, r"sessions that stopped early: (\d+)") == 0
     assert re.search(r"key to next item median \d+ ms, p95 \d+ ms, max \d+ ms \(n = 4\)", printed)
     assert re.search(r"load average [\d.]+ on \d+ cores", printed)
+    assert re.search(r"CPU while labelling: the server [\d.]+ s \(\d+ ms a key", printed)
