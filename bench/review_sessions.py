@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+import urllib.response
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,7 @@ from streamlit.proto.Element_pb2 import Element
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.typing import Origin, Subprotocol
 
 from bench.review_keys import benchmark_store, figures, label_counts, prepare_copy
 from bench.run import parse_size
@@ -75,10 +77,11 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _get(url: str, timeout: float = 5.0) -> urllib.request.addinfourl:
+def _get(url: str, timeout: float = 5.0) -> urllib.response.addinfourl:
     # Never through a proxy: the server is on this machine.
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    return opener.open(url, timeout=timeout)
+    reply: urllib.response.addinfourl = opener.open(url, timeout=timeout)
+    return reply
 
 
 def wait_healthy(base: str, process: subprocess.Popen[bytes], timeout: float) -> None:
@@ -145,7 +148,7 @@ def xsrf_cookie(base: str) -> str:
     """The XSRF cookie the server sets on its health check, which the frontend asks first."""
     with _get(f"http://{base}/_stcore/health") as reply:
         for header in reply.headers.get_all("Set-Cookie") or ():
-            name, _, rest = header.partition("=")
+            name, _, rest = str(header).partition("=")
             if name.strip() == XSRF_COOKIE:
                 return rest.split(";", 1)[0]
     raise SystemExit(f"the server at {base} set no {XSRF_COOKIE} cookie")
@@ -241,8 +244,10 @@ class BrowserSession:
         the app's first page."""
         token = xsrf_cookie(self.base)
         self.socket = await connect(
-            f"ws://{self.base}/_stcore/stream", subprotocols=["streamlit", token],  # type: ignore[list-item]
-            origin=f"http://{self.base}", additional_headers={"Cookie": f"{XSRF_COOKIE}={token}"},
+            f"ws://{self.base}/_stcore/stream",
+            subprotocols=[Subprotocol("streamlit"), Subprotocol(token)],
+            origin=Origin(f"http://{self.base}"),
+            additional_headers={"Cookie": f"{XSRF_COOKIE}={token}"},
             max_size=None, proxy=None, compression=None,
         )
         return await self.rerun()
