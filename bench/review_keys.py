@@ -34,7 +34,7 @@ import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -150,7 +150,8 @@ def _timed(fn: Callable[[], None]) -> float:
     return time.perf_counter() - started
 
 
-def _figures(seconds: list[float]) -> str:
+def figures(seconds: list[float]) -> str:
+    """Median, p95 and max of ``seconds``, in milliseconds, with their count."""
     ordered = sorted(seconds)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
     return (f"median {1000 * statistics.median(ordered):.0f} ms, p95 {1000 * p95:.0f} ms,"
@@ -169,9 +170,22 @@ def one_reviewer(path: Path, sample: str, keys: int, think: float) -> None:
         old_s.append(_timed(lambda: key_before(path, before)))
         time.sleep(think)
     ratio = statistics.median(new_s) / statistics.median(old_s)
-    print(f"one reviewer, key to next item ready (server): now {_figures(new_s)}")
-    print(f"  before (whole page rerun, page rendered on the spot): {_figures(old_s)}")
+    print(f"one reviewer, key to next item ready (server): now {figures(new_s)}")
+    print(f"  before (whole page rerun, page rendered on the spot): {figures(old_s)}")
     print(f"  ratio now / before (medians): {ratio:.2f}")
+
+
+def label_counts(path: Path, sample: str, reviewers: str = "bench-r%") -> tuple[int, int]:
+    """(labels the reviewers named like ``reviewers`` wrote, items of ``sample`` labelled
+    twice in one round): a lost key shows in the first, a doubled one in the second."""
+    with _connect(path, read_only=True) as con:
+        written = con.execute("SELECT count(*) FROM labels WHERE reviewer LIKE ?",
+                              [reviewers]).fetchall()[0][0]
+        doubled = con.execute(
+            "SELECT count(*) FROM (SELECT extraction_id, review_round FROM labels"
+            " WHERE sample_id = ? AND supersedes IS NULL GROUP BY ALL HAVING count(*) > 1)",
+            [sample]).fetchall()[0][0]
+    return int(written), int(doubled)
 
 
 def twenty(path: Path, sample: str, sessions: int, keys: int, think: float) -> None:
@@ -199,17 +213,36 @@ def twenty(path: Path, sample: str, sessions: int, keys: int, think: float) -> N
     for thread in threads:
         thread.join()
     wall = time.perf_counter() - started
-    with _connect(path, read_only=True) as con:
-        written = con.execute(
-            "SELECT count(*) FROM labels WHERE reviewer LIKE 'bench-r%'").fetchall()[0][0]
-        doubled = con.execute(
-            "SELECT count(*) FROM (SELECT extraction_id, review_round FROM labels"
-            " WHERE sample_id = ? AND supersedes IS NULL GROUP BY ALL HAVING count(*) > 1)",
-            [sample]).fetchall()[0][0]
+    written, doubled = label_counts(path, sample)
     print(f"{sessions} reviewers at once, {keys} keys each, {think:.1f} s reading each item,"
-          f" {wall:.0f} s: key to next item {_figures(waits)}")
+          f" {wall:.0f} s: key to next item {figures(waits)}")
     print(f"  labels written {written:,} of {sessions * keys:,} keys pressed; items labelled"
           f" twice in one round: {doubled}; busy-store errors: {len(locked)}")
+
+
+def benchmark_store(data: Path, rows: int, seed: int, size: str) -> Path:
+    """The store ``python -m bench`` built for ``rows`` (``size`` as typed), or exit saying how
+    to build it."""
+    source = Path(data) / f"rows-{rows}-seed-{seed}" / "store.duckdb"
+    if not source.exists():
+        raise SystemExit(f"no benchmark store at {source}: run python -m bench --rows {size} first")
+    return source
+
+
+def prepare_copy(source: Path, folder: Path, seed: int,
+                 reviewers: Iterable[str]) -> tuple[Path, str]:
+    """Copy ``source`` and its documents into ``folder``, redraw the newest week's sample (so
+    every reviewer has open items) and make ``reviewers`` reviewers: (the copy, the sample)."""
+    path = folder / "store.duckdb"
+    shutil.copy(source, path)
+    shutil.copytree(source.parent / "chunks", folder / "chunks", dirs_exist_ok=True)
+    with _connect(path) as con:
+        week = con.execute("SELECT max(week) FROM audit_samples").fetchall()[0][0]
+        sample = draw_sample(con, week, bench_design(), seed=seed + 1, actor=QA_LEAD,
+                             redraw=True).sample_id
+        for name in reviewers:
+            grant_role(con, ADMIN, name, "reviewer")
+    return path, sample
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -224,23 +257,13 @@ def main(argv: list[str] | None = None) -> None:
                         help="seconds a reviewer reads an item before the next key")
     args = parser.parse_args(argv)
     rows = parse_size(args.rows)
-    source = Path(args.data) / f"rows-{rows}-seed-{args.seed}" / "store.duckdb"
-    if not source.exists():
-        raise SystemExit(f"no benchmark store at {source}: run python -m bench --rows"
-                         f" {args.rows} first")
+    source = benchmark_store(Path(args.data), rows, args.seed, args.rows)
     print(f"review keys on {rows:,} rows; load average {os.getloadavg()[0]:.1f} on"
           f" {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory(prefix="fieldtrust-review-keys-") as folder:
-        path = Path(folder) / "store.duckdb"
-        shutil.copy(source, path)
-        shutil.copytree(source.parent / "chunks", Path(folder) / "chunks", dirs_exist_ok=True)
-        with _connect(path) as con:
-            week = con.execute("SELECT max(week) FROM audit_samples").fetchall()[0][0]
-            sample = draw_sample(con, week, bench_design(), seed=args.seed + 1, actor=QA_LEAD,
-                                 redraw=True).sample_id
-            for name in ("bench-solo-a", "bench-solo-b",
-                         *(f"bench-r{i:02d}" for i in range(args.sessions))):
-                grant_role(con, ADMIN, name, "reviewer")
+        reviewers = ("bench-solo-a", "bench-solo-b",
+                     *(f"bench-r{i:02d}" for i in range(args.sessions)))
+        path, sample = prepare_copy(source, Path(folder), args.seed, reviewers)
         one_reviewer(path, sample, args.keys, args.think)
         twenty(path, sample, args.sessions, args.keys, args.think)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
