@@ -35,6 +35,15 @@ from fieldtrust import store
 settings.register_profile("fieldtrust", deadline=None)
 settings.load_profile("fieldtrust")
 
+# The tests' Spark jobs are tiny and the JVM lives for one run: its optimising
+# compiler would spend more CPU compiling than the jobs take (half the JVM's CPU,
+# measured on two cores). The first tier alone, and the serial collector, for
+# every local Spark the tests start, in this process or a CLI it runs. A team's
+# own Spark keeps the JVM's defaults: this is the tests' setting only.
+os.environ.setdefault("PYSPARK_SUBMIT_ARGS",
+                      '--driver-java-options "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"'
+                      " pyspark-shell")
+
 
 @pytest.fixture(scope="session", autouse=True)
 def signing_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
