@@ -245,8 +245,9 @@ def prepare_copy(source: Path, folder: Path, seed: int,
     return path, sample
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def reviewers_arguments(description: str, argv: list[str] | None) -> argparse.Namespace:
+    """The flags both review benchmarks take: which store, how many reviewers, how fast."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--rows", default="1M", help="benchmark store size (built by python -m"
                         " bench --rows N)")
     parser.add_argument("--data", default=str(Path(__file__).parent / ".data"))
@@ -255,7 +256,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--think", type=float, default=1.0,
                         help="seconds a reviewer reads an item before the next key")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = reviewers_arguments(__doc__.splitlines()[0], argv)
     rows = parse_size(args.rows)
     source = benchmark_store(Path(args.data), rows, args.seed, args.rows)
     print(f"review keys on {rows:,} rows; load average {os.getloadavg()[0]:.1f} on"

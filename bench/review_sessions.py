@@ -29,7 +29,6 @@ the load average and cores: the machine may be shared.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import os
@@ -52,7 +51,13 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Origin, Subprotocol
 
-from bench.review_keys import benchmark_store, figures, label_counts, prepare_copy
+from bench.review_keys import (
+    benchmark_store,
+    figures,
+    label_counts,
+    prepare_copy,
+    reviewers_arguments,
+)
 from bench.run import parse_size
 
 #: What the dashboard says when the store stayed locked past its wait (dashboard.data).
@@ -433,16 +438,7 @@ def _cpu(labelling: Labelling, pressed: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", default="1M", help="benchmark store size (built by python -m"
-                        " bench --rows N)")
-    parser.add_argument("--data", default=str(Path(__file__).parent / ".data"))
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--keys", type=int, default=20, help="key presses per reviewer")
-    parser.add_argument("--sessions", type=int, default=20)
-    parser.add_argument("--think", type=float, default=1.0,
-                        help="seconds a reviewer reads an item before the next key")
-    args = parser.parse_args(argv)
+    args = reviewers_arguments(__doc__.splitlines()[0], argv)
     rows = parse_size(args.rows)
     source = benchmark_store(Path(args.data), rows, args.seed, args.rows)
     print(f"review sessions on {rows:,} rows; load average {os.getloadavg()[0]:.1f} on"
