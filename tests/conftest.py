@@ -63,11 +63,24 @@ def signing_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield path
 
 
-@pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    """Path of a fresh, migrated store file."""
-    path = tmp_path / "store.duckdb"
+@pytest.fixture(scope="session")
+def migrated_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new store, migrated once a worker; never opened again (tests get copies).
+
+    Running every migration costs a new store about 180 ms, and most tests
+    start from one: a copy of this closed file is the same store for a few.
+    The tests of making a store (tests/store/) make their own.
+    """
+    path = tmp_path_factory.mktemp("migrated") / "store.duckdb"
     store.connect(path).close()
+    return path
+
+
+@pytest.fixture
+def db_path(tmp_path: Path, migrated_store: Path) -> Path:
+    """Path of a fresh, migrated store file: a copy of :func:`migrated_store`."""
+    path = tmp_path / "store.duckdb"
+    shutil.copyfile(migrated_store, path)
     return path
 
 
@@ -401,6 +414,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def _group_of(item: pytest.Item) -> str | None:
     mark = item.get_closest_marker("xdist_group")
     return str(mark.args[0]) if mark and mark.args else None
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's Chromium for the browser tests; waits for CI's install beside the tests,
+    skips without it, and fails without it in CI (tests/beside.py)."""
+    from tests.beside import chromium
+
+    return chromium()
 
 
 @pytest.fixture(scope="session")

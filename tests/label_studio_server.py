@@ -24,6 +24,8 @@ from typing import Any
 
 import pytest
 
+from tests.beside import require, wait_for_install
+
 ROOT = Path(__file__).resolve().parents[1]
 LABEL_STUDIO = ROOT / ".ls-venv" / "bin" / "label-studio"
 #: (e-mail, password, API token) of the two annotators.
@@ -35,33 +37,12 @@ INIT_TIMEOUT = 900
 START_TIMEOUT = 180
 
 
-#: Written by ``.ci/run`` while it installs Label Studio beside the running tests, and
-#: replaced by its outcome (``ok`` or the installer's exit code) when the install ends.
-INSTALLING = ROOT / ".ls-venv.installing"
-INSTALL_TIMEOUT = 900
-
-
-def _wait_for_the_install() -> None:
-    """Wait for an install ``.ci/run`` started beside the tests; fail if it failed."""
-    deadline = time.monotonic() + INSTALL_TIMEOUT
-    while (state := INSTALLING.read_text().strip() if INSTALLING.exists() else "ok") == "":
-        if time.monotonic() > deadline:
-            pytest.fail(f"Label Studio was still installing after {INSTALL_TIMEOUT} s")
-        time.sleep(2)
-    if state != "ok":
-        pytest.fail(f"installing Label Studio failed (pip exit {state}): see .ls-venv.log")
-
-
 def _require_label_studio() -> None:
-    _wait_for_the_install()
-    if LABEL_STUDIO.exists():
-        return
-    reason = (f"Label Studio is not installed in {LABEL_STUDIO.parent.parent.name}/"
-              " (.ci/run installs it: python -m venv .ls-venv &&"
-              " .ls-venv/bin/python -m pip install label-studio)")
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI must run the Label Studio round trip: {reason}")
-    pytest.skip(reason)
+    wait_for_install("ls-venv", "Label Studio")
+    require(LABEL_STUDIO.exists(),
+            f"Label Studio is not installed in {LABEL_STUDIO.parent.parent.name}/"
+            " (.ci/run installs it: python -m venv .ls-venv &&"
+            " .ls-venv/bin/python -m pip install label-studio)")
 
 
 def _free_port() -> int:

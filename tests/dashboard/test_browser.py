@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from fieldtrust import store
+from tests.beside import CHROMIUM
 from tests.dashboard.conftest import settle_disagreements
 from tests.served import serving, settle
 
-CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 PAGES = {"overview": "", "calibration": "calibration", "audit": "audit", "review": "review",
@@ -30,10 +30,7 @@ TABS = {"audit": ("Labelling progress", "Adjudication", "Error types", "Trend an
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists(),
-        reason=f"no Chromium at {CHROMIUM}: `apt-get install chromium` (CI's .ci/run does)",
-    ),
+    pytest.mark.usefixtures("chromium"),  # first: no server starts for a skipped test
 ]
 
 

@@ -20,7 +20,6 @@ from PIL import Image
 from fieldtrust import store
 from tests.conftest import copy_store
 from tests.dashboard.test_browser import (  # noqa: F401 (fixtures)
-    CHROMIUM,
     _act_as,
     _no_exception,
     _settle,
@@ -31,7 +30,7 @@ from tests.dashboard.test_browser import (  # noqa: F401 (fixtures)
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}"),
+    pytest.mark.usefixtures("chromium"),  # first: no server starts for a skipped test
 ]
 
 MISSING = "scans/2026/missing-scan.pdf"

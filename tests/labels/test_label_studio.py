@@ -26,6 +26,7 @@ from click.testing import CliRunner
 from fieldtrust.labels.label_studio import label_config
 
 from fieldtrust.cli.main import cli
+from tests.beside import CHROMIUM
 from tests.label_studio_server import ANN, BOB, api_call, api_get
 
 WEEK = "2026-W48"
@@ -87,7 +88,7 @@ def _shows_the_page(base: str, project: int, task: int) -> tuple[int, int]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium")
+        browser = playwright.chromium.launch(executable_path=CHROMIUM)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(f"{base}/user/login/", timeout=120_000)
@@ -108,6 +109,7 @@ def _shows_the_page(base: str, project: int, task: int) -> tuple[int, int]:
             browser.close()
 
 
+@pytest.mark.usefixtures("chromium")
 def test_tasks_annotated_in_label_studio_come_back_as_labels(
     label_studio: tuple[str, Path], tmp_path: Path
 ) -> None:

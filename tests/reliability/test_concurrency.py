@@ -37,6 +37,7 @@ from rel_store import dashboard_as, record_figure
 
 from fieldtrust import store
 from fieldtrust.errors import StoreLockedError
+from tests.beside import CHROMIUM
 from tests.conftest import file_rows, store_held, table_fingerprint
 from tests.served import SCRIPT_RUNNING, QuietClock
 
@@ -139,7 +140,6 @@ def test_a_busy_moment_does_not_change_who_the_demo_user_is(
 
 # --- the real servers, browsers, threads and a CLI ingest, all at once ---------------------------
 
-CHROMIUM = "/usr/bin/chromium"
 THREAD_REVIEWERS = tuple(f"rev{i}" for i in range(1, 9))
 BROWSER_REVIEWERS = ("ana", "ben", "chloe")
 THREAD_LABELS = 5
@@ -340,7 +340,7 @@ async def _browsers(urls: list[str], reviewers: list[Reviewer]) -> None:
 
 @pytest.mark.soak  # about 2 minutes on 2 busy cores, in every run; `pytest -m soak` runs it alone
 @pytest.mark.browser
-@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
+@pytest.mark.usefixtures("chromium")
 def test_reviewers_on_two_dashboards_and_a_cli_ingest_share_the_store(
     populated: Path, sample_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -33,9 +33,9 @@ from fieldtrust.sampling.draw import draw_sample
 from rel_store import DESIGN, QA_LEAD, WEEK_START, build_store, extraction_rows
 
 from fieldtrust import store
+from tests.beside import CHROMIUM
 from tests.served import free_port, server_env, serving, settle, wait_healthy
 
-CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 
@@ -50,10 +50,7 @@ pytestmark = [
     pytest.mark.slow,
     # One worker runs this module: its module fixtures are built once, not once a worker.
     pytest.mark.xdist_group("served_dashboard"),
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists(),
-        reason=f"no Chromium at {CHROMIUM}: `apt-get install chromium` (CI's .ci/run does)",
-    ),
+    pytest.mark.usefixtures("chromium"),  # first: no server starts for a skipped test
 ]
 
 
