@@ -61,17 +61,21 @@ def running_label_studio(data_dir: Path) -> Iterator[tuple[str, Path]]:
            "LOCAL_FILES_SERVING_ENABLED": "true", "LOCAL_FILES_DOCUMENT_ROOT": str(data_dir)}
     env.pop("CI", None)  # Label Studio reads CI itself; it must not change how it starts
     log = (data_dir / "server.log").open("w")
-    for email, password, token in (ANN, BOB):
-        subprocess.run(
-            [str(LABEL_STUDIO), "init", "--data-dir", str(data_dir), "--username", email,
-             "--password", password, "--user-token", token, "--enable-legacy-api-token"],
-            env=env, stdout=log, stderr=subprocess.STDOUT, check=True, timeout=INIT_TIMEOUT,
-            stdin=subprocess.DEVNULL,
-        )
+    # Each command boots Django and checks every migration: ann's init makes the
+    # database and the organisation, and the server's start adds bob to it.
+    email, password, token = ANN
+    subprocess.run(
+        [str(LABEL_STUDIO), "init", "--data-dir", str(data_dir), "--username", email,
+         "--password", password, "--user-token", token, "--enable-legacy-api-token"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, check=True, timeout=INIT_TIMEOUT,
+        stdin=subprocess.DEVNULL,
+    )
+    email, password, token = BOB
     port = _free_port()
     server = subprocess.Popen(
         [str(LABEL_STUDIO), "start", "--data-dir", str(data_dir), "--internal-host",
-         "127.0.0.1", "--port", str(port), "--no-browser"],
+         "127.0.0.1", "--port", str(port), "--no-browser", "--username", email,
+         "--password", password, "--user-token", token],
         env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         start_new_session=True,
     )
