@@ -40,11 +40,19 @@ def wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 12
     raise AssertionError(f"the dashboard at {url} did not become healthy in {timeout:.0f} s")
 
 
-#: True in the page while Streamlit runs the script or still draws a skeleton.
+#: True in the page while Streamlit runs the script, a rerun is asked for, or a skeleton is
+#: still drawn. The app's own script state (``data-test-script-state`` on ``stApp``, which
+#: Streamlit's frontend sets the moment a widget asks for a rerun) says so at once; the
+#: status widget shows only once a run has lasted a while.
 SCRIPT_RUNNING = (
-    "() => !!document.querySelector('[data-testid=\"stStatusWidget\"]')"
+    "() => document.querySelector('[data-testid=\"stApp\"]')?.dataset.testScriptState"
+    " !== 'notRunning'"
+    " || !!document.querySelector('[data-testid=\"stStatusWidget\"]')"
     " || !!document.querySelector('[data-testid=\"stSkeleton\"]')"
 )
+#: How long a page must stay quiet to count as settled: the gap between two runs (a
+#: callback's rerun, a fragment after the page) is far shorter.
+QUIET_SECONDS = 0.5
 
 
 class QuietClock:
@@ -69,9 +77,9 @@ class QuietClock:
 
 
 def settle(page: Any, timeout: float = 240.0) -> None:
-    """Wait until Streamlit has finished running the script (status widget gone for 1.5 s)."""
+    """Wait until Streamlit has finished running the script (quiet for :data:`QUIET_SECONDS`)."""
     page.wait_for_selector("[data-testid='stApp']")
-    clock = QuietClock(1.5)
+    clock = QuietClock(QUIET_SECONDS)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if clock.settled(page.evaluate(SCRIPT_RUNNING)):
