@@ -150,11 +150,17 @@ def _timed(fn: Callable[[], None]) -> float:
     return time.perf_counter() - started
 
 
+def p95(seconds: list[float]) -> float:
+    """The 95th percentile of ``seconds`` (nearest rank)."""
+    ordered = sorted(seconds)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
 def figures(seconds: list[float]) -> str:
     """Median, p95 and max of ``seconds``, in milliseconds, with their count."""
     ordered = sorted(seconds)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return (f"median {1000 * statistics.median(ordered):.0f} ms, p95 {1000 * p95:.0f} ms,"
+    return (f"median {1000 * statistics.median(ordered):.0f} ms,"
+            f" p95 {1000 * p95(ordered):.0f} ms,"
             f" max {1000 * ordered[-1]:.0f} ms (n = {len(ordered)})")
 
 

@@ -79,9 +79,7 @@ def migrated_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def db_path(tmp_path: Path, migrated_store: Path) -> Path:
     """Path of a fresh, migrated store file: a copy of :func:`migrated_store`."""
-    path = tmp_path / "store.duckdb"
-    shutil.copyfile(migrated_store, path)
-    return path
+    return copy_store(migrated_store, tmp_path / "store.duckdb")
 
 
 @pytest.fixture
