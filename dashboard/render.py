@@ -197,7 +197,7 @@ def _fetch(uri: str, url: str, hosts: frozenset[str]) -> Source | Notice:
 
 def page_image(
     source: Source, page: int | None, bbox: tuple[float, float, float, float] | None,
-    *, zoom: bool = False, window: int | None = None,
+    *, zoom: bool = False, window: int | None = None, width: int | None = None,
 ) -> PageImage | Notice:
     """Page ``page`` (1-based; None: the first) of ``source`` with ``bbox`` drawn, cached.
 
@@ -205,25 +205,28 @@ def page_image(
     ``window`` (rows of a page :data:`PAGE_WIDTH` wide; a narrower image gets
     as many in proportion) a taller page is cut to that height around the
     box, its full width kept, so the value and what is around it fit a screen.
+    With ``width`` a wider image is scaled down to it in the render worker:
+    it is the width the page is shown at, which Streamlit would otherwise
+    scale to and encode again on the server at every draw.
     Returns a :class:`Notice` when the bytes are no readable PDF or image of
     an allowed format, the page is not in the document, or rendering it would
     take more pixels, memory or time than a page may.
     """
-    key = (source.key, page or 1, bbox, zoom, window)
-    result = PAGES.get(key, lambda: _checked_render(source, page or 1, bbox, zoom, window))
+    key = (source.key, page or 1, bbox, zoom, window, width)
+    result = PAGES.get(key, lambda: _checked_render(source, page or 1, bbox, zoom, window, width))
     assert isinstance(result, PageImage | Notice)
     return result
 
 
 def _checked_render(
     source: Source, page: int, bbox: tuple[float, float, float, float] | None, zoom: bool,
-    window: int | None = None,
+    window: int | None = None, width: int | None = None,
 ) -> PageImage | Notice:
     try:
         document_format(source.data)  # nothing else is handed to the worker
     except DocumentError as exc:
         return Notice(f"Not shown: {exc}.", source.uri)
-    return RENDERER.render(source, page, bbox, zoom, window)
+    return RENDERER.render(source, page, bbox, zoom, window, width)
 
 
 # --- inside the render worker ------------------------------------------------------------------
@@ -250,7 +253,7 @@ def over_memory(uri: str, memory: int) -> Notice:
 
 def render_page(
     source: Source, page: int, bbox: tuple[float, float, float, float] | None, zoom: bool,
-    window: int | None = None,
+    window: int | None = None, width: int | None = None,
 ) -> PageImage | Notice:
     """Render one page with its box, after the size checks; run by the render worker."""
     try:
@@ -275,6 +278,8 @@ def render_page(
         pad = BOX_WIDTH
         draw.rectangle((box[0] - pad, box[1] - pad, box[2] + pad, box[3] + pad),
                        outline=BOX_COLOUR, width=BOX_WIDTH)
+    if width is not None and image.width > width:
+        image, box = _scaled(image, box, width)
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", compress_level=1)
     return PageImage(buffer.getvalue(), image.width, image.height, page, pages, box)
@@ -295,6 +300,18 @@ def _zoomed(
     moved = (round((x0 - left) * scale), round((y0 - top) * scale),
              round((x1 - left) * scale), round((y1 - top) * scale))
     return crop, moved
+
+
+def _scaled(
+    image: Image.Image, box: tuple[int, int, int, int] | None, width: int
+) -> tuple[Image.Image, tuple[int, int, int, int] | None]:
+    """``image`` scaled down to ``width`` (bilinear, as Streamlit scales it); the box too."""
+    scale = width / image.width
+    scaled = image.resize((width, max(1, round(image.height * scale))), Image.Resampling.BILINEAR)
+    if box is None:
+        return scaled, None
+    x0, y0, x1, y1 = (round(v * scale) for v in box)
+    return scaled, (x0, y0, x1, y1)
 
 
 def _windowed(
@@ -325,13 +342,13 @@ class Renderer:
 
     def render(
         self, source: Source, page: int, bbox: tuple[float, float, float, float] | None,
-        zoom: bool, window: int | None = None,
+        zoom: bool, window: int | None = None, width: int | None = None,
     ) -> PageImage | Notice:
         """``page`` of ``source`` rendered in the worker, or the notice of why not."""
         from fieldtrust.dashboard.render_worker import write_frame
 
         request = json.dumps({"uri": source.uri, "page": page, "bbox": bbox, "zoom": zoom,
-                              "window": window})
+                              "window": window, "width": width})
         with self._lock:
             process = self._started()
             assert process.stdin is not None

@@ -49,8 +49,9 @@ def limit_memory(extra: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (mapped + extra, mapped + extra))
 
 
-def _window(value: object) -> int | None:
-    """The rows a page is cut to, from the request (None: the whole page)."""
+def _pixels(value: object) -> int | None:
+    """A size in pixels from the request: the rows a page is cut to, or the width it is shown
+    at (None: the whole page, its own width)."""
     return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
@@ -64,7 +65,8 @@ def answer(request: dict[str, Any], data: bytes, memory: int) -> tuple[dict[str,
         result = render.render_page(source, int(request["page"]),
                                     tuple(bbox) if bbox is not None else None,
                                     bool(request.get("zoom")),
-                                    _window(request.get("window")))
+                                    _pixels(request.get("window")),
+                                    _pixels(request.get("width")))
     except MemoryError:
         result = render.over_memory(source.uri, memory)
     except Exception as exc:  # a decoder's own failure on a hostile file: the worker goes on

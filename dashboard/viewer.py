@@ -95,7 +95,8 @@ def prepare(document: render.Source | render.Notice, location: Location) -> None
 
     def work() -> None:
         try:
-            render.page_image(document, location.page, location.bbox, window=FIT_ROWS)
+            render.page_image(document, location.page, location.bbox, window=FIT_ROWS,
+                              width=PAGE_SHOWN_WIDTH)
         except Exception:  # a page that cannot be drawn says so when it is shown
             log.debug("preparing the page of %s failed", location.extraction_id, exc_info=True)
 
@@ -112,20 +113,23 @@ def _draw(
         left, right = st.columns(2)
         zoom = left.toggle("Zoom to the value", key=zoom_key, disabled=not boxed)
         whole = right.toggle("Whole page", key=whole_key, disabled=not boxed or zoom)
-    image = render.page_image(source, location.page, location.bbox, zoom=zoom and boxed,
-                              window=None if whole else FIT_ROWS)
+    # A whole page fits the screen beside the value, rendered at the width it is shown at;
+    # the zoom takes the column's width.
+    zoomed = zoom and boxed
+    image = render.page_image(source, location.page, location.bbox, zoom=zoomed,
+                              window=None if whole else FIT_ROWS,
+                              width=None if zoomed else PAGE_SHOWN_WIDTH)
     if isinstance(image, render.Notice):
         return image
-    # A whole page fits the screen beside the value; the zoom takes the column's width.
-    width: Literal["stretch"] | int = "stretch" if zoom else min(image.width, PAGE_SHOWN_WIDTH)
+    width: Literal["stretch"] | int = "stretch" if zoomed else image.width
     st.image(image.png, width=width, alt=f"page {image.page} of the document")
     where = f"Page {image.page} of {image.pages} · {layout.code_span(location.document_uri)}"
     if location.bbox is None:
         where += " · the value's place on the page is not known (no bbox stored)"
     elif location.page is None:
         where += " · no page stored: the first page is shown"
-    elif not whole and not zoom and image.height == round(FIT_ROWS * image.width
-                                                          / PAGE_WIDTH):  # cut to fit
+    elif not whole and not zoom and abs(image.height - FIT_ROWS * image.width
+                                        / PAGE_WIDTH) <= 1:  # cut to fit (scaled: rounded)
         where += " · the part of the page around the value (Whole page shows all of it)"
     st.caption(where)
     return None

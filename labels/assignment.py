@@ -21,14 +21,17 @@ others, never to the reviewer who skipped it.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 from fieldtrust.store.access import require, user_name
 from fieldtrust.store.chain import chain_returned
 from fieldtrust.store.connection import utc_now
-from fieldtrust.store.lookup import item_facts
+from fieldtrust.store.lookup import ItemFacts, item_facts
 from fieldtrust.store.retry import first_row, write_with_retry
 
 from fieldtrust.errors import InputError
@@ -52,32 +55,29 @@ class ReviewItem:
     assigned_at: dt.datetime
 
 
-# The reviewer's items from the small tables alone; their values are looked up
-# by id afterwards (store.lookup), never by joining every extraction row. A seed
-# (labels.seed_verdicts) is looked up as its host extraction and shown with the
-# seeded value in place of the host's: the same columns, in the same order.
-_ITEM_SQL = """
-SELECT * EXCLUDE (prn_) FROM (
-    SELECT a.sample_id, a.extraction_id, a.review_round, i.cell, a.assigned_at,
-           CAST(NULL AS VARCHAR) AS host_, CAST(NULL AS VARCHAR) AS seed_value_, i.prn AS prn_
-    FROM assignments a
-    JOIN audit_items i USING (sample_id, extraction_id)
-    WHERE a.sample_id = $sample AND a.reviewer = $actor
-      AND ($extraction IS NULL OR a.extraction_id = $extraction)
-      AND ($open_only = false OR NOT EXISTS (
-            SELECT 1 FROM labels l WHERE l.extraction_id = a.extraction_id
-                                     AND l.review_round = a.review_round))
-    UNION ALL
-    SELECT a.sample_id, a.extraction_id, a.review_round, s.cell, a.assigned_at,
-           s.host_extraction_id, s.seed_value, s.prn
-    FROM assignments a
-    JOIN seed_items s ON s.seed_id = a.extraction_id AND s.sample_id = a.sample_id
-    WHERE a.sample_id = $sample AND a.reviewer = $actor
-      AND ($extraction IS NULL OR a.extraction_id = $extraction)
-      AND ($open_only = false OR NOT EXISTS (
-            SELECT 1 FROM seed_verdicts v WHERE v.seed_id = a.extraction_id))
-)
-ORDER BY assigned_at, prn_, extraction_id
+# The reviewer's items: their assignments in the sample (a few rows), then what the
+# other tables say of those ids alone, where a join would hash every label in the
+# store at every key press (a filter on a short list reaches each table's scan).
+# Their values are looked up by id afterwards (store.lookup), never by joining
+# every extraction row. A seed (labels.seed_verdicts) is looked up as its host
+# extraction and shown with the seeded value in place of the host's.
+_ASSIGNED_SQL = """
+SELECT extraction_id, review_round, assigned_at FROM assignments
+WHERE sample_id = $sample AND reviewer = $actor
+  AND ($extraction IS NULL OR extraction_id = $extraction)
+"""
+_ASSIGNED_FACTS_SQL = """
+SELECT 'place', extraction_id, NULL, cell, prn, NULL, NULL FROM audit_items
+WHERE sample_id = $sample AND list_contains($ids, extraction_id)
+UNION ALL
+SELECT 'place', seed_id, NULL, cell, prn, host_extraction_id, seed_value FROM seed_items
+WHERE sample_id = $sample AND list_contains($ids, seed_id)
+UNION ALL
+SELECT 'done', extraction_id, review_round, NULL, NULL, NULL, NULL FROM labels
+WHERE $open_only AND list_contains($ids, extraction_id)
+UNION ALL
+SELECT 'done', seed_id, 'primary', NULL, NULL, NULL, NULL FROM seed_verdicts
+WHERE $open_only AND list_contains($ids, seed_id)
 """
 
 # Candidates for a primary review: not labelled (in any round that gives a
@@ -97,16 +97,16 @@ labelled AS (  -- the labels of this sample's items only: every other label is r
     SELECT l.extraction_id, l.review_round, l.reviewer
     FROM labels l SEMI JOIN items USING (extraction_id)
 ),
-mine AS (
+mine AS (  -- (UNION ALL: only ever asked whether an id is in it, so no need to dedupe)
     SELECT extraction_id FROM skips WHERE sample_id = $sample AND reviewer = $actor
-    UNION SELECT extraction_id FROM assignments WHERE reviewer = $actor
-    UNION SELECT extraction_id FROM labelled WHERE reviewer = $actor
-    UNION SELECT seed_id FROM seed_verdicts WHERE reviewer = $actor
+    UNION ALL SELECT extraction_id FROM assignments WHERE reviewer = $actor
+    UNION ALL SELECT extraction_id FROM labelled WHERE reviewer = $actor
+    UNION ALL SELECT seed_id FROM seed_verdicts WHERE reviewer = $actor
 ),
 taken AS (
     SELECT extraction_id, review_round FROM assignments WHERE sample_id = $sample
-    UNION SELECT extraction_id, review_round FROM labelled
-    UNION SELECT seed_id, 'primary' FROM seed_verdicts WHERE sample_id = $sample
+    UNION ALL SELECT extraction_id, review_round FROM labelled
+    UNION ALL SELECT seed_id, 'primary' FROM seed_verdicts WHERE sample_id = $sample
 ),
 primary_free AS (
     SELECT extraction_id, cell, prn, 'primary' AS review_round FROM items i
@@ -123,20 +123,30 @@ second_free AS (
 ),
 candidates AS (
     SELECT * FROM (SELECT * FROM primary_free UNION ALL SELECT * FROM second_free) c
-    WHERE extraction_id NOT IN (SELECT extraction_id FROM mine)
-      AND ($min_confidence IS NULL OR coalesce(
+    WHERE extraction_id NOT IN (SELECT extraction_id FROM mine) {confident}
+)
+SELECT p.extraction_id, p.review_round, p.cell, p.prn,
+       s.host_extraction_id AS host_, s.seed_value AS seed_value_
+FROM (
+    SELECT *, row_number() OVER (PARTITION BY cell ORDER BY prn, extraction_id) AS turn
+    FROM candidates
+    ORDER BY turn, prn, cell
+    LIMIT $need
+) p
+LEFT JOIN seed_items s ON s.seed_id = p.extraction_id AND s.sample_id = $sample
+"""
+
+# Only when asked: planned in, it costs a scan of every sampled extraction.
+_CONFIDENT_SQL = """
+      AND coalesce(
             (SELECT x.confidence FROM sampled_extractions x
              WHERE x.extraction_id = c.extraction_id),
             (SELECT s.confidence FROM seed_items s WHERE s.seed_id = c.extraction_id)
-          ) >= $min_confidence)
-)
-SELECT extraction_id, review_round FROM (
-    SELECT *, row_number() OVER (PARTITION BY cell ORDER BY prn, extraction_id) AS turn
-    FROM candidates
-)
-ORDER BY turn, prn, cell
-LIMIT $need
+          ) >= $min_confidence
 """
+
+#: An item handed to a reviewer, with the facts its screen shows.
+HeldItem = tuple["ReviewItem", ItemFacts]
 
 
 def current_sample(con: duckdb.DuckDBPyConnection) -> str | None:
@@ -183,28 +193,51 @@ def next_items(
     InputError
         No such sample (or none drawn yet), or ``count`` below 1.
     """
+    return [item for item, _ in hand_out(con, actor, sample_id, count=count,
+                                         min_confidence=min_confidence)]
+
+
+def hand_out(
+    con: duckdb.DuckDBPyConnection,
+    actor: str,
+    sample_id: str | None = None,
+    *,
+    count: int = 10,
+    min_confidence: float | None = None,
+) -> list[HeldItem]:
+    """:func:`next_items`, each with the :class:`~fieldtrust.store.lookup.ItemFacts` its screen
+    shows: a seed's are its host's, with the seeded value and no other source's.
+
+    One read of the held items, one search of the pool when more are needed,
+    and one lookup of their values: the review page does this at every key.
+    """
     actor = user_name(actor, what="acting user")
     if count < 1:
         raise InputError(f"count must be at least 1, got {count}")
 
-    def work(tx: duckdb.DuckDBPyConnection) -> list[ReviewItem]:
+    def work(tx: duckdb.DuckDBPyConnection) -> list[HeldItem]:
         require(tx, actor, "label")
         sample = resolve_sample(tx, sample_id)
-        held = _items(tx, actor, sample, open_only=True)
-        need = count - len(held)
+        rows = _held_rows(tx, actor, sample, open_only=True)
+        need = count - len(rows)
         if need > 0:
-            picked = tx.execute(
-                _CANDIDATES_SQL, {"sample": sample, "actor": actor, "need": need,
-                                  "min_confidence": min_confidence}
-            ).fetchall()
+            params: dict[str, Any] = {"sample": sample, "actor": actor, "need": need}
+            confident = ""
+            if min_confidence is not None:
+                confident, params["min_confidence"] = _CONFIDENT_SQL, min_confidence
+            picked = tx.execute(_CANDIDATES_SQL.format(confident=confident), params).fetchall()
             now = utc_now()
-            for extraction_id, review_round in picked:
+            for extraction_id, review_round, *_ in picked:
                 tx.execute(
                     "INSERT INTO assignments (sample_id, extraction_id, review_round, reviewer,"
                     " assigned_at) VALUES (?, ?, ?, ?, ?)",
                     [sample, extraction_id, review_round, actor, now],
                 )
-        return _items(tx, actor, sample, open_only=True)[:count]
+            # In the order a later read of the held items gives: one time, then the PRN.
+            rows += [(sample, extraction_id, review_round, cell, now, host, seeded)
+                     for extraction_id, review_round, cell, _, host, seeded
+                     in sorted(picked, key=lambda row: (row[3], row[0]))]
+        return _with_facts(tx, rows)[:count]
 
     return write_with_retry(con, work, what=f"assigning items to {actor}")
 
@@ -345,15 +378,58 @@ def _items(
     open_only: bool = False,
     extraction_id: str | None = None,
 ) -> list[ReviewItem]:
-    params = {
-        "sample": sample_id, "actor": actor, "extraction": extraction_id, "open_only": open_only,
-    }
-    rows = con.execute(_ITEM_SQL, params).fetchall()
+    rows = _held_rows(con, actor, sample_id, open_only=open_only, extraction_id=extraction_id)
+    return [item for item, _ in _with_facts(con, rows)]
+
+
+#: What :func:`_held_rows` gives of an item: sample, id, round, cell, assigned at, and for a
+#: seed its host and seeded value.
+HeldRow = tuple[str, str, str, str, dt.datetime, str | None, str | None]
+
+
+def _held_rows(
+    con: duckdb.DuckDBPyConnection,
+    actor: str,
+    sample_id: str,
+    *,
+    open_only: bool,
+    extraction_id: str | None = None,
+) -> list[HeldRow]:
+    """``actor``'s items in the sample (``open_only``: those without their verdict yet), in
+    the order they were handed out, then their cells' order."""
+    assigned = con.execute(_ASSIGNED_SQL, {"sample": sample_id, "actor": actor,
+                                           "extraction": extraction_id}).fetchall()
+    if not assigned:
+        return []
+    places: dict[str, tuple[str, float, str | None, str | None]] = {}
+    done: set[tuple[str, str]] = set()
+    for kind, item, rnd, cell, prn, host, seeded in con.execute(
+        _ASSIGNED_FACTS_SQL,
+        {"sample": sample_id, "ids": [row[0] for row in assigned], "open_only": open_only},
+    ).fetchall():
+        if kind == "place":
+            places[item] = (cell, prn, host, seeded)
+        else:
+            done.add((item, rnd))
+    held = [(at, places[item][1], item, rnd) for item, rnd, at in assigned
+            if item in places and (item, rnd) not in done]
+    return [(sample_id, item, rnd, places[item][0], at, places[item][2], places[item][3])
+            for at, _, item, rnd in sorted(held)]
+
+
+def _with_facts(con: duckdb.DuckDBPyConnection, rows: Sequence[HeldRow]) -> list[HeldItem]:
+    """Held rows as items with their facts, in one lookup of values."""
     facts = item_facts(con, [host or extraction for _, extraction, _, _, _, host, _ in rows])
-    return [
-        ReviewItem(sample, extraction, rnd, cell, f.doc_id, f.doc_type, f.form_version, f.field,
-                   f.value if host is None else seeded,
-                   f.value_status if host is None else "present", f.source_excerpt, assigned_at)
-        for sample, extraction, rnd, cell, assigned_at, host, seeded in rows
-        if (f := facts.get(host or extraction)) is not None
-    ]
+    held = []
+    for sample, extraction, rnd, cell, assigned_at, host, seeded in rows:
+        found = facts.get(host or extraction)
+        if found is None:
+            continue
+        if host is not None:  # a seed: the host's document, the seeded value, nothing else's
+            found = dataclasses.replace(found, extraction_id=extraction, value=seeded,
+                                        value_status="present", conflict_value=None,
+                                        conflict=False)
+        held.append((ReviewItem(sample, extraction, rnd, cell, found.doc_id, found.doc_type,
+                                found.form_version, found.field, found.value,
+                                found.value_status, found.source_excerpt, assigned_at), found))
+    return held

@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import duckdb
-from fieldtrust.labels.assignment import ReviewItem, next_items, resolve_sample
+from fieldtrust.labels.assignment import ReviewItem, hand_out, resolve_sample
 from fieldtrust.store.locations import Location, document_location
-from fieldtrust.store.lookup import ItemFacts, item_facts
+from fieldtrust.store.lookup import ItemFacts
 
 #: Items a reviewer holds while labelling: the one on screen and the next.
 HELD = 2
@@ -51,7 +51,7 @@ SELECT (SELECT count(*) FROM audit_items WHERE sample_id = $sample),
 def review_screen(
     con: duckdb.DuckDBPyConnection, actor: str, sample_id: str | None = None
 ) -> Screen:
-    """Assign ``actor`` their next items (:func:`~fieldtrust.labels.assignment.next_items`,
+    """Assign ``actor`` their next items (:func:`~fieldtrust.labels.assignment.hand_out`,
     :data:`HELD` of them) and read what the screen shows with the first.
 
     Parameters
@@ -70,7 +70,8 @@ def review_screen(
     InputError
         No such sample, or none drawn yet.
     """
-    items = next_items(con, actor, sample_id, count=HELD)
+    held = hand_out(con, actor, sample_id, count=HELD)
+    items = [item for item, _ in held]
     sample = items[0].sample_id if items else resolve_sample(con, sample_id)
     item = items[0] if items else None
     (row,) = con.execute(_COUNTS_SQL, {"sample": sample, "actor": actor}).fetchall()
@@ -78,7 +79,7 @@ def review_screen(
     return Screen(
         sample_id=sample,
         item=item,
-        facts=item_facts(con, [item.extraction_id]).get(item.extraction_id) if item else None,
+        facts=held[0][1] if held else None,
         location=document_location(con, item.extraction_id) if item else None,
         labelled=labelled,
         items=total,

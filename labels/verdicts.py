@@ -310,7 +310,9 @@ SELECT
     (SELECT list({'round': review_round, 'reviewer': reviewer, 'label_id': label_id}
                  ORDER BY labeled_at DESC)
      FROM labels l WHERE extraction_id = $extraction
-       AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)) AS live,
+       -- a label supersedes one of its own extraction: asked of those alone, not of all
+       AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.extraction_id = $extraction
+                                               AND s.supersedes = l.label_id)) AS live,
     (SELECT list(review_round) FROM assignments
      WHERE extraction_id = $extraction AND reviewer = $actor) AS my_assignments,
     (SELECT sample_id FROM seed_items WHERE seed_id = $extraction) AS seed_sample

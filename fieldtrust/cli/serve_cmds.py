@@ -62,6 +62,10 @@ def streamlit_command(
         "--browser.gatherUsageStats", "false",
         # A served dashboard does not reload itself when source files change.
         "--server.fileWatcherType", "none",
+        # Streamlit collects every generation of garbage after each run, fragments included:
+        # a quarter of the server's CPU a key with twenty reviewers on one process. Python's
+        # own collector still runs as objects pile up.
+        "--runner.postScriptGC", "false",
         "--client.toolbarMode", "developer" if dev else "viewer",
         # Streamlit's defaults, said here so that no .streamlit/config.toml turns them off:
         # requests carry a token another site's page cannot read, and a WebSocket from

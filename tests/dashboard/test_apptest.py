@@ -578,6 +578,9 @@ def test_serve_runs_streamlit_on_the_dashboard_with_the_store() -> None:
     assert command[command.index("--client.toolbarMode") + 1] == "viewer"
     dev = streamlit_command("/data/store.duckdb", 8765, dev=True)
     assert dev[dev.index("--client.toolbarMode") + 1] == "developer"
+    # No collection of every generation after each run: with twenty reviewers it was a
+    # quarter of the server's CPU a key (bench/review_sessions.py).
+    assert command[command.index("--runner.postScriptGC") + 1] == "false"
 
 
 def test_with_oidc_configured_nobody_gets_in_without_signing_in(
@@ -805,10 +808,16 @@ def test_a_seed_on_the_review_page_is_judged_like_any_item_and_kept_apart(
     finally:
         con.close()
     at = open_page(demo_db, "review", user="ana")
-    at.button(key=state.REVIEW_CORRECT).click().run()  # the item ana held
+    # First in its cell's order, the seed is ana's first item. On screen it has what every
+    # item has: its document, type and form version, the seeded value, and the host's
+    # stated confidence folded away.
+    assert any(m.value.startswith("Document ") and "form version" in m.value
+               for m in at.markdown)
+    assert [(c.value,) for c in at.code] == file_rows(demo_db, "SELECT seed_value FROM seed_items")
+    assert [m.label for m in at.metric] == ["stated confidence"]
+    at.button(key=state.REVIEW_CORRECT).click().run()
     assert file_rows(demo_db, "SELECT extraction_id FROM assignments WHERE reviewer = 'ana'"
                      " AND extraction_id = 'i-seed-page'") == [("i-seed-page",)]
-    at.button(key=state.REVIEW_CORRECT).click().run()  # the seed, shown as an item
     assert not at.exception
     assert any("Recorded **correct**" in s.value for s in at.success)
     assert file_rows(demo_db, "SELECT verdict, reviewer FROM seed_verdicts") == [

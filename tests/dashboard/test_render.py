@@ -88,6 +88,24 @@ def test_a_window_keeps_the_box_on_a_page_cut_to_fit_the_screen(
     assert render.page_image(source, 1, bbox, window=1400).height == 600  # type: ignore[union-attr]
 
 
+
+def test_a_page_comes_at_the_width_it_is_shown_at_with_its_box_scaled_too(root: Path) -> None:
+    # Streamlit scales and encodes a wider image again on the server at every draw:
+    # the render worker sends it at the width the viewer shows it at instead.
+    source = render.open_document(None, _location("receipt.png"), root=root)
+    assert isinstance(source, render.Source)
+    full = render.page_image(source, 1, (0.25, 0.5, 0.75, 0.6))
+    shown = render.page_image(source, 1, (0.25, 0.5, 0.75, 0.6), width=200)
+    assert isinstance(full, render.PageImage) and isinstance(shown, render.PageImage)
+    assert Image.open(io.BytesIO(shown.png)).size == (shown.width, shown.height) == (200, 300)
+    assert shown.box == (50, 150, 150, 180)  # the box where the scaled page has the value
+    red = _red(shown.png)
+    assert red is not None
+    assert all(abs(drawn - at) <= render.BOX_WIDTH + 1 for drawn, at in
+               zip(red, shown.box, strict=True))
+    # A narrower page keeps its own width.
+    assert render.page_image(source, 1, None, width=560).width == 400  # type: ignore[union-attr]
+
 def test_pdfium_is_never_called_from_two_threads_at_once(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
