@@ -122,7 +122,9 @@ def _draw(
     if isinstance(image, render.Notice):
         return image
     width: Literal["stretch"] | int = "stretch" if zoomed else image.width
-    st.image(image.png, width=width, alt=f"page {image.page} of the document")
+    # PNG as rendered: "auto" would have Streamlit decode it and encode a JPEG at every draw.
+    st.image(image.png, width=width, output_format="PNG",
+             alt=f"page {image.page} of the document")
     where = f"Page {image.page} of {image.pages} · {layout.code_span(location.document_uri)}"
     if location.bbox is None:
         where += " · the value's place on the page is not known (no bbox stored)"
