@@ -145,6 +145,9 @@ _CONFIDENT_SQL = """
           ) >= $min_confidence
 """
 
+#: An item a reviewer holds, before its values are looked up: sample, id, round, cell,
+#: when it was handed out, and for a seed its host and seeded value.
+HeldRow = tuple[str, str, str, str, dt.datetime, str | None, str | None]
 #: An item handed to a reviewer, with the facts its screen shows.
 HeldItem = tuple["ReviewItem", ItemFacts]
 
@@ -193,8 +196,8 @@ def next_items(
     InputError
         No such sample (or none drawn yet), or ``count`` below 1.
     """
-    return [item for item, _ in hand_out(con, actor, sample_id, count=count,
-                                         min_confidence=min_confidence)]
+    rows = hand_out(con, actor, sample_id, count=count, min_confidence=min_confidence)
+    return [item for item, _ in with_facts(con, rows)][:count]
 
 
 def hand_out(
@@ -204,18 +207,19 @@ def hand_out(
     *,
     count: int = 10,
     min_confidence: float | None = None,
-) -> list[HeldItem]:
-    """:func:`next_items`, each with the :class:`~fieldtrust.store.lookup.ItemFacts` its screen
-    shows: a seed's are its host's, with the seeded value and no other source's.
+) -> list[HeldRow]:
+    """:func:`next_items` before their values are looked up: every item ``actor`` holds
+    open in the sample, topped up to ``count``, in the order they are to be reviewed.
 
-    One read of the held items, one search of the pool when more are needed,
-    and one lookup of their values: the review page does this at every key.
+    One read of the held items and one search of the pool when more are
+    needed; :func:`with_facts` adds the values, for as many as a screen shows
+    (the review page: one, at every key).
     """
     actor = user_name(actor, what="acting user")
     if count < 1:
         raise InputError(f"count must be at least 1, got {count}")
 
-    def work(tx: duckdb.DuckDBPyConnection) -> list[HeldItem]:
+    def work(tx: duckdb.DuckDBPyConnection) -> list[HeldRow]:
         require(tx, actor, "label")
         sample = resolve_sample(tx, sample_id)
         rows = _held_rows(tx, actor, sample, open_only=True)
@@ -237,7 +241,7 @@ def hand_out(
             rows += [(sample, extraction_id, review_round, cell, now, host, seeded)
                      for extraction_id, review_round, cell, _, host, seeded
                      in sorted(picked, key=lambda row: (row[3], row[0]))]
-        return _with_facts(tx, rows)[:count]
+        return rows
 
     return write_with_retry(con, work, what=f"assigning items to {actor}")
 
@@ -379,12 +383,7 @@ def _items(
     extraction_id: str | None = None,
 ) -> list[ReviewItem]:
     rows = _held_rows(con, actor, sample_id, open_only=open_only, extraction_id=extraction_id)
-    return [item for item, _ in _with_facts(con, rows)]
-
-
-#: What :func:`_held_rows` gives of an item: sample, id, round, cell, assigned at, and for a
-#: seed its host and seeded value.
-HeldRow = tuple[str, str, str, str, dt.datetime, str | None, str | None]
+    return [item for item, _ in with_facts(con, rows)]
 
 
 def _held_rows(
@@ -417,8 +416,10 @@ def _held_rows(
             for at, _, item, rnd in sorted(held)]
 
 
-def _with_facts(con: duckdb.DuckDBPyConnection, rows: Sequence[HeldRow]) -> list[HeldItem]:
-    """Held rows as items with their facts, in one lookup of values."""
+def with_facts(con: duckdb.DuckDBPyConnection, rows: Sequence[HeldRow]) -> list[HeldItem]:
+    """Held rows (:func:`hand_out`) as items with the :class:`~fieldtrust.store.lookup.ItemFacts`
+    their screen shows, in one lookup of values: a seed's are its host's, with the seeded
+    value and no other source's. Rows of extractions the store lacks are left out."""
     facts = item_facts(con, [host or extraction for _, extraction, _, _, _, host, _ in rows])
     held = []
     for sample, extraction, rnd, cell, assigned_at, host, seeded in rows:

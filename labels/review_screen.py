@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import duckdb
-from fieldtrust.labels.assignment import ReviewItem, hand_out, resolve_sample
+from fieldtrust.labels.assignment import ReviewItem, hand_out, resolve_sample, with_facts
 from fieldtrust.store.locations import Location, document_location
 from fieldtrust.store.lookup import ItemFacts
 
@@ -71,18 +71,21 @@ def review_screen(
         No such sample, or none drawn yet.
     """
     held = hand_out(con, actor, sample_id, count=HELD)
-    items = [item for item, _ in held]
-    sample = items[0].sample_id if items else resolve_sample(con, sample_id)
-    item = items[0] if items else None
+    # The values of the item on screen only: the next one needs just its document's place,
+    # and a lookup of values is the dearest read at ten million rows.
+    shown = with_facts(con, held[:1]) or with_facts(con, held)[:1]
+    item, facts = shown[0] if shown else (None, None)
+    following = [row[1] for row in held if item is None or row[1] != item.extraction_id]
+    sample = item.sample_id if item else resolve_sample(con, sample_id)
     (row,) = con.execute(_COUNTS_SQL, {"sample": sample, "actor": actor}).fetchall()
     total, labelled, mine = (int(v) for v in row)
     return Screen(
         sample_id=sample,
         item=item,
-        facts=held[0][1] if held else None,
+        facts=facts,
         location=document_location(con, item.extraction_id) if item else None,
         labelled=labelled,
         items=total,
         labelled_by_you=mine,
-        upcoming=document_location(con, items[1].extraction_id) if len(items) > 1 else None,
+        upcoming=document_location(con, following[0]) if item and following else None,
     )
