@@ -71,7 +71,8 @@ def _open(con: duckdb.DuckDBPyConnection, path: Path, location: Location | None)
 
 def _draw(document: Any, location: Location | None) -> None:
     if isinstance(document, render.Source) and location is not None:
-        render.page_image(document, location.page, location.bbox, window=viewer.FIT_ROWS)
+        render.page_image(document, location.page, location.bbox, window=viewer.FIT_ROWS,
+                          width=viewer.PAGE_SHOWN_WIDTH)
 
 
 def _prepare(document: Any, location: Location | None) -> threading.Thread:

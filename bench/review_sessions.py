@@ -23,8 +23,10 @@ document and page image URL) has arrived. It is the server's time plus the
 local socket, not the browser's drawing, nor its fetch of the page image.
 Prints p50 / p95 / max, labels written against keys pressed, items labelled
 twice in one round, keys whose next screen was not a new item, and every
-"store is busy" message, error or exception the sessions were shown. Also
-the load average and cores: the machine may be shared.
+"store is busy" message, error or exception the sessions were shown; then
+each session's first page (connect to the end of its first run, one session
+after the other, so the first meets a server that has served nobody) and its
+Review page. Also the load average and cores: the machine may be shared.
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ CORRECT_KEY = "1"
 RUN_TIMEOUT = 300.0
 XSRF_COOKIE = "_streamlit_xsrf"
 GOAL_P95 = 1.0
+#: The issue's goal for a fresh session's first page, in seconds.
+GOAL_FIRST_PAGE = 3.0
 
 
 # The server.
@@ -320,6 +324,8 @@ class Outcome:
     """What one reviewer pressed and saw."""
 
     user: str
+    first_page: float = 0.0  # a fresh session's first page: connect to its run's end
+    review_page: float = 0.0  # the Review page opened from the sidebar
     waits: list[float] = field(default_factory=list)
     items: list[str | None] = field(default_factory=list)  # on screen before each key, then after
     recorded: int = 0  # keys whose next screen said the verdict was recorded
@@ -338,12 +344,15 @@ class Outcome:
         self.errors += drawn.errors
 
 
-async def sign_in(base: str, user: str) -> BrowserSession:
-    """A reviewer's tab: the dashboard opened, themselves picked (still on the first page)."""
+async def sign_in(base: str, user: str) -> tuple[BrowserSession, float]:
+    """A reviewer's tab: the dashboard opened, themselves picked (still on the first page),
+    and the seconds the first page took, from connecting to its run's end."""
     session = BrowserSession(base, user)
+    started = time.perf_counter()
     await session.open()
+    first_page = time.perf_counter() - started
     await session.act_as(user)
-    return session
+    return session, first_page
 
 
 async def label(session: BrowserSession, outcome: Outcome, keys: int, think: float,
@@ -379,10 +388,14 @@ async def review_at_once(server: Served, users: list[str], keys: int,
     """Every user signs in, then opens Review (one after the other, as people arrive), then
     all label at once."""
     base = server.base
-    sessions = [await sign_in(base, user) for user in users]  # first page's reads shared
     outcomes = [Outcome(user) for user in users]
+    sessions = []
+    for outcome in outcomes:  # one after the other: the first is the coldest
+        session, outcome.first_page = await sign_in(base, outcome.user)
+        sessions.append(session)
     for session, outcome in zip(sessions, outcomes, strict=True):
         drawn = await session.open_page(REVIEW_PAGE)
+        outcome.review_page = drawn.seconds
         outcome.items.append(drawn.item())
         outcome.seen(drawn)
     started, server_started, client_started = (
@@ -423,6 +436,17 @@ def report(labelling: Labelling, keys: int, think: float, written: int, doubled:
         verdict = "met" if p95(waits) <= GOAL_P95 else "not met"
         print(f"  goal p95 <= {GOAL_P95:.0f} s: {verdict}")
     _cpu(labelling, pressed)
+    _first_pages(outcomes)
+
+
+def _first_pages(outcomes: list[Outcome]) -> None:
+    """Each session's first page (the first session's was the coldest) and its Review page."""
+    first = [o.first_page for o in outcomes]
+    print(f"  a fresh session's first page (connect to its run's end, one session after the"
+          f" other): {figures(first)}; the first session's {1000 * first[0]:.0f} ms;"
+          f" goal <= {GOAL_FIRST_PAGE:.0f} s:"
+          f" {'met' if max(first) <= GOAL_FIRST_PAGE else 'not met'}")
+    print(f"  the Review page opened: {figures([o.review_page for o in outcomes])}")
 
 
 def _cpu(labelling: Labelling, pressed: int) -> None:
