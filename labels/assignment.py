@@ -196,18 +196,12 @@ def next_items(
     InputError
         No such sample (or none drawn yet), or ``count`` below 1.
     """
-    rows = hand_out(con, actor, sample_id, count=count, min_confidence=min_confidence)
+    rows = hand_out(con, actor, sample_id, count, min_confidence)
     return [item for item, _ in with_facts(con, rows)][:count]
 
 
-def hand_out(
-    con: duckdb.DuckDBPyConnection,
-    actor: str,
-    sample_id: str | None = None,
-    *,
-    count: int = 10,
-    min_confidence: float | None = None,
-) -> list[HeldRow]:
+def hand_out(con: duckdb.DuckDBPyConnection, actor: str, sample_id: str | None, count: int,
+             min_confidence: float | None = None) -> list[HeldRow]:
     """:func:`next_items` before their values are looked up: every item ``actor`` holds
     open in the sample, topped up to ``count``, in the order they are to be reviewed.
 

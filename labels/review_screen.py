@@ -70,7 +70,7 @@ def review_screen(
     InputError
         No such sample, or none drawn yet.
     """
-    held = hand_out(con, actor, sample_id, count=HELD)
+    held = hand_out(con, actor, sample_id, HELD)
     # The values of the item on screen only: the next one needs just its document's place,
     # and a lookup of values is the dearest read at ten million rows.
     shown = with_facts(con, held[:1]) or with_facts(con, held)[:1]
