@@ -80,6 +80,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", default=str(Path(__file__).parent / ".data"))
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--sessions", type=int, default=5)
+    parser.add_argument("--after", type=float, default=0.0,
+                        help="seconds between the server answering and the first session"
+                             " (people seldom arrive the moment it starts)")
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
@@ -93,11 +96,13 @@ def main(argv: list[str] | None = None) -> None:
             browser = driver.chromium.launch(executable_path=CHROMIUM, headless=True)
             try:
                 _warm(browser)
+                time.sleep(args.after)
                 seconds = [first_page(browser, f"http://{server.base}/")
                            for _ in range(args.sessions)]
             finally:
                 browser.close()
-    print(f"a fresh browser session's first page, one session after the other:"
+    print(f"a fresh browser session's first page, one session after the other, the first"
+          f" {args.after:.0f} s after the server answered:"
           f" {figures(seconds)}; the first (a server that has served nobody)"
           f" {1000 * seconds[0]:.0f} ms; goal <= {GOAL:.0f} s:"
           f" {'met' if max(seconds) <= GOAL else 'not met'}")
