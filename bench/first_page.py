@@ -16,15 +16,18 @@ elsewhere); Playwright drives it, as the browser tests do.
 
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bench.review_keys import benchmark_store, figures, prepare_copy
+from bench.review_keys import benchmark_store, figures, prepare_copy, store_arguments
 from bench.review_sessions import serving
 from bench.run import parse_size
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 #: The issue's goal for a fresh session's first page, in seconds.
 GOAL = 3.0
@@ -41,9 +44,9 @@ _QUIET = 0.5
 _TIMEOUT = 120.0
 
 
-def first_page(browser: object, url: str) -> float:
+def first_page(browser: Browser, url: str) -> float:
     """Seconds from asking for ``url`` in a fresh context to the end of its last run."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         page = context.new_page()
         started = time.perf_counter()
@@ -63,10 +66,10 @@ def first_page(browser: object, url: str) -> float:
         context.close()
 
 
-def _warm(browser: object) -> None:
+def _warm(browser: Browser) -> None:
     """One page of the browser's own first: a person's browser is running before they visit
     (its processes started, its JavaScript engine loaded), and that is not the dashboard's."""
-    context = browser.new_context()  # type: ignore[attr-defined]
+    context = browser.new_context()
     try:
         context.new_page().goto("data:text/html,<p>ready</p>")
     finally:
@@ -74,11 +77,7 @@ def _warm(browser: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", default="1M", help="benchmark store size (built by python -m"
-                        " bench --rows N)")
-    parser.add_argument("--data", default=str(Path(__file__).parent / ".data"))
-    parser.add_argument("--seed", type=int, default=7)
+    parser = store_arguments(__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=5)
     parser.add_argument("--after", type=float, default=0.0,
                         help="seconds between the server answering and the first session"

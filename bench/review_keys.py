@@ -252,13 +252,19 @@ def prepare_copy(source: Path, folder: Path, seed: int,
     return path, sample
 
 
-def reviewers_arguments(description: str, argv: list[str] | None) -> argparse.Namespace:
-    """The flags both review benchmarks take: which store, how many reviewers, how fast."""
+def store_arguments(description: str) -> argparse.ArgumentParser:
+    """A parser with the flags naming a benchmark store (the served benchmarks take them)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--rows", default="1M", help="benchmark store size (built by python -m"
                         " bench --rows N)")
     parser.add_argument("--data", default=str(Path(__file__).parent / ".data"))
     parser.add_argument("--seed", type=int, default=7)
+    return parser
+
+
+def reviewers_arguments(description: str, argv: list[str] | None) -> argparse.Namespace:
+    """The flags both review benchmarks take: which store, how many reviewers, how fast."""
+    parser = store_arguments(description)
     parser.add_argument("--keys", type=int, default=20, help="key presses per reviewer")
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--think", type=float, default=1.0,

@@ -43,22 +43,6 @@ import duckdb
 from fieldtrust.store.signing import SIGNED_TABLES, current_signer, sign_entries
 from fieldtrust.store.sql import quote_ident
 
-# One row: the head's number read first (_HEAD_SEQ), then its hash read and the row
-# appended in one statement (DuckDB's sha256 is the same hex digest as hashlib's over
-# the UTF-8 text, see link_hash).
-_APPEND_ONE = """
-INSERT INTO history_chain (seq, table_name, row_key, row_json, row_hash, chained_at)
-SELECT $head + 1, $table, $key, $json,
-       sha256(coalesce((SELECT row_hash FROM history_chain WHERE seq = $head), $genesis)
-              || chr(10) || $table || chr(10) || $json),
-       $now
-RETURNING seq, row_hash
-"""
-# Read by its number, the head's hash costs one row group: read beside the number
-# (arg_max), it cost every hash in the chain, 7 ms a write at 124,000 entries, and the
-# chain grows with every write.
-_HEAD_SEQ = "SELECT coalesce(max(seq), 0) FROM history_chain"
-
 #: The "previous hash" of the first chain entry.
 GENESIS = "0" * 64
 
@@ -128,8 +112,12 @@ def link_hash(previous: str, table: str, text: str) -> str:
 
 def chain_head(con: duckdb.DuckDBPyConnection) -> ChainHead:
     """The current head of the chain (``ChainHead(0, GENESIS)`` when nothing is chained)."""
+    # By its number, the head's hash is one row group's read; ORDER BY seq DESC LIMIT 1 or
+    # arg_max read every hash in the chain (7 ms a write at 124,000 entries, and the
+    # chain grows with every write).
     rows = con.execute(
-        "SELECT seq, row_hash FROM history_chain ORDER BY seq DESC LIMIT 1"
+        "SELECT seq, row_hash FROM history_chain"
+        " WHERE seq = (SELECT max(seq) FROM history_chain)"
     ).fetchall()
     return ChainHead(int(rows[0][0]), str(rows[0][1])) if rows else ChainHead(0, GENESIS)
 
@@ -193,18 +181,6 @@ def append_entries(
         return None
     signer = current_signer() if signed else None
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    if len(rows) == 1:
-        table, row = rows[0]
-        text = row_json(row)
-        (head_seq,) = con.execute(_HEAD_SEQ).fetchall()[0]
-        appended = con.execute(_APPEND_ONE, {
-            "head": int(head_seq), "table": table, "key": row_key(table, row), "json": text,
-            "genesis": GENESIS, "now": now,
-        }).fetchall()
-        head = ChainHead(int(appended[0][0]), str(appended[0][1]))
-        if signer is not None and table in SIGNED_TABLES:
-            sign_entries(con, [(head.seq, head.row_hash)], signer)
-        return head
     head = chain_head(con)
     seqs, tables, keys, texts, hashes = [], [], [], [], []
     previous = head.row_hash
