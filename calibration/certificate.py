@@ -415,7 +415,8 @@ def _rate_reason(allowances: Allowances) -> str:
         parts.append(f"the allowance for reviewer misses (up to {allowances.miss.miss_upper:.0%})")
     if allowances.between_week > 0:
         parts.append(f"the allowance for week-to-week variation ({allowances.between_week:.1%})")
-    tail = " once " + " and ".join(parts) + " are taken off" if parts else ""
+    verb = " are" if len(parts) > 1 else " is"
+    tail = " once " + " and ".join(parts) + verb + " taken off" if parts else ""
     return ("cannot certify at this volume: the error rate above the threshold is not below"
             f" the allowance{tail}, even with every item labelled")
 

@@ -608,6 +608,14 @@ def weekly_alerts(
     return alerts(con, week, target=target, confidence=confidence)
 
 
+@query("latest_design")
+def latest_design(con: duckdb.DuckDBPyConnection) -> Any:
+    """The design the newest sample was drawn with (None: no sample yet)."""
+    from fieldtrust.sampling.samples import latest_design as latest
+
+    return latest(con)
+
+
 @query("week_sample")
 def week_sample(con: duckdb.DuckDBPyConnection, week: str) -> str | None:
     """The current sample id of ``week`` (None: not drawn yet)."""

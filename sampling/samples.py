@@ -163,6 +163,19 @@ def current_sample(con: duckdb.DuckDBPyConnection, week: Week) -> CurrentSample 
     return None if not rows else CurrentSample(rows[0][0], int(rows[0][1]), rows[0][2])
 
 
+def latest_design(con: duckdb.DuckDBPyConnection) -> Design | None:
+    """The design the store's newest sample was drawn with, or None when none was drawn.
+
+    What a form offers first: drawing a week again with it returns the week's
+    sample instead of a new version.
+    """
+    rows = con.sql(
+        "SELECT sample_id, design_json FROM audit_samples ORDER BY drawn_at DESC, week DESC,"
+        " version DESC LIMIT 1"
+    ).fetchall()
+    return None if not rows else Design.from_json(rows[0][1], source=f"sample {rows[0][0]}")
+
+
 def current_sample_id(con: duckdb.DuckDBPyConnection, week: Week | str) -> str | None:
     """The newest sample version of ``week``, or None when none was drawn."""
     current = current_sample(con, Week(week))

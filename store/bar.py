@@ -154,8 +154,8 @@ class Bar:
                                           " labels its approver may have given (1: any, with"
                                           " a warning when all are theirs).", Range(0, 1),
                                           "lower")
-    certificate: str = _setting("fixed", "Which certificate certifies: 'fixed' (one look,"
-                                " thinned bound) or 'anytime' (valid at every weekly look).",
+    certificate: str = _setting("anytime", "Which certificate certifies: 'anytime' (valid at"
+                                " every weekly look) or 'fixed' (one look, thinned bound).",
                                 Choice(("fixed", "anytime")), "same")
     familywise: int = _setting(0, "1: certify each of the K strata shown at delta / K, so the"
                                " chance of any wrong certificate is at most delta.",
@@ -375,12 +375,19 @@ class PolicyBar:
 #: What a store without a ``policy_settings`` row holds.
 DEFAULT_POLICY = PolicyBar(Bar())
 
+#: Settings whose default changed after their column was added: what a policy
+#: row written before the column held. An admin signed that row when the one-look
+#: certificate certified; it keeps certifying so until an admin changes it
+#: (a store without any policy row takes today's default).
+_DEFAULTS_BEFORE: dict[str, Value] = {"certificate": "fixed"}
+
 
 def policy_bar(con: duckdb.DuckDBPyConnection) -> PolicyBar:
     """The store's policy in force: the newest ``policy_settings`` row, else :data:`DEFAULT_POLICY`.
 
     A column that is NULL belongs to a setting added after its row was written:
-    that row held the setting's default.
+    that row held the setting's default of the time (:data:`_DEFAULTS_BEFORE`
+    where the default has changed since, else today's).
     """
     columns = ", ".join(SETTINGS)
     rows = con.execute(
@@ -390,8 +397,12 @@ def policy_bar(con: duckdb.DuckDBPyConnection) -> PolicyBar:
     if not rows:
         return DEFAULT_POLICY
     *values, set_by, set_at = rows[0]
-    given = {name: value for name, value in zip(SETTINGS, values, strict=True)
-             if value is not None}
+    given: dict[str, Value] = {}
+    for name, value in zip(SETTINGS, values, strict=True):
+        if value is None:
+            value = _DEFAULTS_BEFORE.get(name)
+        if value is not None:
+            given[name] = value
     return PolicyBar(Bar(**given), set_by, set_at)
 
 

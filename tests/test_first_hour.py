@@ -86,7 +86,8 @@ def test_the_first_hour_ends_in_an_approval(tmp_path: Path,
 
     before = json.loads(run("calibrate", "--json"))
     assert before["overall"]["accuracy"] is None
-    assert before["strata"][0]["reason"] == "no_labels"
+    # No sample drawn yet: no week has closed, so nothing is evidence yet.
+    assert before["strata"][0]["reason"] == "no_closed_week"
     assert "no accuracy yet" in run("calibrate")
 
     assert "ann now holds: qa_lead, admin" in run("users", "grant", "ann", "qa_lead")
@@ -114,6 +115,8 @@ def test_the_first_hour_ends_in_an_approval(tmp_path: Path,
     candidates = json.loads(run("candidates", "--json"))["candidates"]
     assert [(c["doc_type"], c["field"]) for c in candidates] == [("invoice", "total")]
     threshold = candidates[0]["threshold"]
+    # Certified by the default certificate, valid at every weekly look over the horizon.
+    assert candidates[0]["certificate"] == "anytime" and candidates[0]["horizon_weeks"] == 52
     out = run("decide", "approve", "--doc-type", "invoice", "--field", "total",
               "--comment", "certified on four weekly audits")
     assert "approve" in out and "ann" in out

@@ -8,6 +8,8 @@ library's permission table.
 
 from __future__ import annotations
 
+import dataclasses
+
 import duckdb
 import streamlit as st
 from fieldtrust.dashboard import (
@@ -23,7 +25,7 @@ from fieldtrust.dashboard import (
 )
 from fieldtrust.labels.agreement import adjudicate
 from fieldtrust.labels.verdict_rule import VERDICT_CHOICES, verdict_label
-from fieldtrust.sampling.design import Design
+from fieldtrust.sampling.design import ALLOCATIONS, Design
 from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.sampling.samples import SampleResult
 from fieldtrust.store.access import allowed, require
@@ -32,14 +34,16 @@ from fieldtrust.store.bar import Bar
 from fieldtrust.errors import FieldtrustError
 
 
-def _design_from_widgets() -> Design:
+def _design_from_widgets(base: Design) -> Design:
+    """``base`` with the form's settings: what the form shows, and the rest of ``base``."""
     budget = int(st.session_state.get(state.AUDIT_BUDGET) or 0)
-    return Design(
-        base_rate=float(st.session_state.get(state.AUDIT_BASE_RATE, 0.01)),
-        minimum=int(st.session_state.get(state.AUDIT_MINIMUM, 10)),
-        boost=float(st.session_state.get(state.AUDIT_BOOST, 5.0)),
+    return dataclasses.replace(
+        base,
+        base_rate=float(st.session_state.get(state.AUDIT_BASE_RATE, base.base_rate)),
+        minimum=int(st.session_state.get(state.AUDIT_MINIMUM, base.minimum)),
+        boost=float(st.session_state.get(state.AUDIT_BOOST, base.boost)),
         budget=budget or None,
-        allocation=st.session_state.get(state.AUDIT_ALLOCATION, "proportional"),
+        allocation=st.session_state.get(state.AUDIT_ALLOCATION, base.allocation_rule),
     )
 
 
@@ -60,9 +64,9 @@ def _draw(con: duckdb.DuckDBPyConnection, user: str, week: str, design: Design,
         return draw_sample(con, week, design, seed=seed, actor=user, source=lake)
 
 
-def _on_draw(identity: auth.Identity, week: str, seed: int) -> None:
+def _on_draw(identity: auth.Identity, week: str, base: Design, seed: int) -> None:
     try:
-        result = data.write(_draw, identity.user, week, _design_from_widgets(), seed)
+        result = data.write(_draw, identity.user, week, _design_from_widgets(base), seed)
     except FieldtrustError as exc:
         st.session_state[state.AUDIT_DRAW_FLASH] = ("error", layout.plain(exc))
         return
@@ -74,21 +78,24 @@ def _on_draw(identity: auth.Identity, week: str, seed: int) -> None:
 
 
 def _design_section(identity: auth.Identity | None, week: str, bar: Bar) -> None:
-    defaults = Design()
+    # The form starts at the design the last sample used, so drawing a week again
+    # finds its sample instead of making a new version with the built-in design.
+    defaults = data.cached("latest_design") or Design()
     cols = st.columns(5)
     cols[0].number_input("Base rate", 0.0005, 1.0, defaults.base_rate, 0.005, format="%.4f",
                          key=state.AUDIT_BASE_RATE, help="Share of each cell drawn.")
     cols[1].number_input("Minimum per cell", 2, 1000, defaults.minimum, key=state.AUDIT_MINIMUM)
     cols[2].number_input("Boost of new form versions", 1.0, 50.0, defaults.boost, 0.5,
                          key=state.AUDIT_BOOST)
-    cols[3].number_input("Weekly label budget (0: none)", 0, 100_000, 0, 50,
+    cols[3].number_input("Weekly label budget (0: none)", 0, 100_000, defaults.budget or 0, 50,
                          key=state.AUDIT_BUDGET,
                          help="Labels a week in all, spread by the allocation, keeping the"
                          " minimums.")
-    cols[4].selectbox("Allocation", ("proportional", "neyman"), key=state.AUDIT_ALLOCATION,
+    cols[4].selectbox("Allocation", ALLOCATIONS, ALLOCATIONS.index(defaults.allocation_rule),
+                      key=state.AUDIT_ALLOCATION,
                       help="Neyman: more labels where past labels found errors, the same"
                       " total; every band keeps its minimum.")
-    design = _design_from_widgets()
+    design = _design_from_widgets(defaults)
     preview = data.cached("preview_design", week, design.canonical_json())
     st.markdown(views.plan_summary(preview, design))
     with st.expander("Cells of the preview", expanded=False):
@@ -106,7 +113,7 @@ def _design_section(identity: auth.Identity | None, week: str, bar: Bar) -> None
         seed = data.settings().seed
         label = f"Draw the sample of {week}" if current is None else f"Draw {week} with this design"
         st.button(label, key=state.AUDIT_DRAW, type="primary",
-                  on_click=_on_draw, args=(identity, week, seed))
+                  on_click=_on_draw, args=(identity, week, defaults, seed))
     else:
         st.caption("Drawing a sample needs the qa_lead role.")
 

@@ -2,9 +2,11 @@
 
 from fieldtrust.demo.build import build_demo, build_demo_store, ensure_demo_store
 from fieldtrust.demo.generator import DemoData, generate_demo
+from fieldtrust.demo.reviewers import DEMO_DESIGN
 from fieldtrust.demo.truth_summary import DemoSummary, StratumTruth, VersionTruth, truth_summary
 
 __all__ = [
+    "DEMO_DESIGN",
     "DemoData",
     "DemoSummary",
     "StratumTruth",

@@ -24,7 +24,7 @@ from fieldtrust.calibration.population import load_strata
 from fieldtrust.calibration.seeds import SeedJudgements
 from fieldtrust.sampling.design import Design
 from fieldtrust.sampling.draw import draw_sample
-from fieldtrust.store.bar import Bar
+from fieldtrust.store.bar import Bar, policy_bar
 from fieldtrust.store.weeks import Week
 
 from fieldtrust import store
@@ -228,11 +228,30 @@ def test_seeds_are_an_input_and_too_few_refuse(audited) -> None:
         SeedJudgements(3, 5)
 
 
-def test_fixed_stays_the_default_and_ignores_the_open_week_rule(audited) -> None:
-    assert Bar().certificate == "fixed"
+def test_anytime_is_the_default_and_fixed_ignores_the_open_week_rule(audited) -> None:
+    assert Bar().certificate == "anytime"
+    assert policy_bar(audited).bar.certificate == "anytime"  # no admin has set the policy
+    (default,) = automation_candidates(audited)
+    assert default.evidence["certificate"] == "anytime" and "open_weeks" in default.evidence
     (assessment,) = automation_candidates(audited, bar=dataclasses.replace(BAR,
                                                                            certificate="fixed"))
     assert assessment.evidence["certificate"] == "fixed"
     assert "open_weeks" not in assessment.evidence and "labels_needed_cells" not in (
         assessment.to_dict())
     assert np.isfinite(assessment.evidence["n_population"])
+
+
+def test_a_policy_set_before_the_setting_existed_keeps_the_one_look_certificate(
+    audited,
+) -> None:
+    # A row written before the certificate columns existed: they are NULL in it. Its
+    # admin signed it when the one-look certificate certified; it still does.
+    audited.execute(
+        "INSERT INTO policy_settings (setting_id, target, confidence, n_min, stability_weeks,"
+        " version_share, min_week_labels, prior_error, weeks, set_by, set_at)"
+        " VALUES ('old', 0.95, 0.95, 100, 3, 0.05, 50, 0.03, 8, 'root', now()::TIMESTAMP)"
+    )
+    old = policy_bar(audited).bar
+    assert (old.certificate, old.familywise, old.seed_rate) == ("fixed", 0, 0.0)
+    (assessment,) = automation_candidates(audited)
+    assert assessment.evidence["certificate"] == "fixed"

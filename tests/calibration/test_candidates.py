@@ -1,7 +1,13 @@
-"""Every reason a stratum is not an automation candidate, from a store built for it."""
+"""Every reason a stratum is not an automation candidate, from a store built for it.
+
+Under the one-look certificate (``certificate = "fixed"``): these stores' labels are
+imported simple random samples, which that certificate reads; the anytime-valid
+certificate's reasons come from weekly audit samples (``test_anytime_store.py``).
+"""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 import pytest
@@ -15,6 +21,7 @@ from fieldtrust.store.scope import Scope
 from fieldtrust import store
 
 WEEKS = tuple(weeks_from("2026-W10", 4))
+ONE_LOOK = Bar(certificate="fixed")
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +65,7 @@ EXPECTED = {
 
 
 def test_each_reason_comes_from_its_store(reasons_store) -> None:
-    assessments = automation_candidates(reasons_store, Scope(weeks=WEEKS))
+    assessments = automation_candidates(reasons_store, Scope(weeks=WEEKS), ONE_LOOK)
     got = {(a.doc_type, a.field): a.reason for a in assessments}
     assert got == EXPECTED
     vendor = next(a for a in assessments if a.field == "vendor")
@@ -72,8 +79,8 @@ def test_each_reason_comes_from_its_store(reasons_store) -> None:
 
 
 def test_candidate_evidence_is_what_an_approval_freezes(reasons_store) -> None:
-    by_name = {(a.doc_type, a.field): a for a in automation_candidates(reasons_store,
-                                                                       Scope(weeks=WEEKS))}
+    by_name = {(a.doc_type, a.field): a for a in automation_candidates(
+        reasons_store, Scope(weeks=WEEKS), ONE_LOOK)}
     evidence = by_name[("invoice", "total")].evidence
     assert evidence["threshold"] == by_name[("invoice", "total")].threshold
     assert evidence["labels_above"] >= 100
@@ -88,16 +95,16 @@ def test_candidate_evidence_is_what_an_approval_freezes(reasons_store) -> None:
 
 
 def test_unstable_week_names_the_week(reasons_store) -> None:
-    by_name = {(a.doc_type, a.field): a for a in automation_candidates(reasons_store,
-                                                                       Scope(weeks=WEEKS))}
+    by_name = {(a.doc_type, a.field): a for a in automation_candidates(
+        reasons_store, Scope(weeks=WEEKS), ONE_LOOK)}
     weeks = by_name[("invoice", "date")].weeks_checked
     assert [w.week for w in weeks if w.below_target] == [WEEKS[-1]]
     assert by_name[("invoice", "date")].threshold is not None  # certified, yet not stable
 
 
 def test_new_version_needs_labels_of_its_own(reasons_store) -> None:
-    by_name = {(a.doc_type, a.field): a for a in automation_candidates(reasons_store,
-                                                                       Scope(weeks=WEEKS))}
+    by_name = {(a.doc_type, a.field): a for a in automation_candidates(
+        reasons_store, Scope(weeks=WEEKS), ONE_LOOK)}
     versions = {v.form_version: v for v in by_name[("invoice", "vendor")].form_versions}
     assert versions["v2"].labels_above == 10
     assert not versions["v2"].covered and versions["v1"].covered
@@ -105,8 +112,8 @@ def test_new_version_needs_labels_of_its_own(reasons_store) -> None:
 
 
 def test_too_few_labels_says_how_many_more(reasons_store) -> None:
-    by_name = {(a.doc_type, a.field): a for a in automation_candidates(reasons_store,
-                                                                       Scope(weeks=WEEKS))}
+    by_name = {(a.doc_type, a.field): a for a in automation_candidates(
+        reasons_store, Scope(weeks=WEEKS), ONE_LOOK)}
     order = by_name[("order", "number")]
     assert order.labels_needed == 20  # 80 perfect labels; n_min = 100
     assert by_name[("receipt", "tax")].labels_needed is None
@@ -115,12 +122,13 @@ def test_too_few_labels_says_how_many_more(reasons_store) -> None:
 def test_stability_looks_at_the_last_k_weeks_only(reasons_store) -> None:
     # Stability over the last 2 weeks still sees the bad week; a scope ending
     # before it makes invoice/date a candidate.
-    early = automation_candidates(reasons_store, Scope(weeks=WEEKS[:3]), Bar(stability_weeks=2))
+    early = automation_candidates(reasons_store, Scope(weeks=WEEKS[:3]),
+                                  replace(ONE_LOOK, stability_weeks=2))
     assert {(a.doc_type, a.field): a.reason for a in early}[("invoice", "date")] is None
 
 
 def test_report_carries_the_same_reasons(reasons_store) -> None:
-    report = calibration_report(reasons_store, Scope(weeks=WEEKS))
+    report = calibration_report(reasons_store, Scope(weeks=WEEKS), ONE_LOOK)
     got = {(s.doc_type, s.field): s.to_dict()["reason"] for s in report.strata}
     assert got == EXPECTED
     assert report.overall.n_candidates == 2

@@ -6,6 +6,11 @@ without ``--random-sample`` they never let an unaudited, worse week certify
 (imported as a random sample, the same file does); (b) a partly
 labelled boosted week is weighed by its labelled prefix; (c) eight weeks with
 only the last audited: every figure says it covers that week only.
+
+The figures are read under the one-look certificate (``FIELDTRUST_CERTIFICATE=fixed``,
+a view's ask): it is the certificate that weighs imported labels declared a random
+sample, which the control arm of (a) needs. The anytime-valid certificate reads weekly
+audit samples only, so queue labels cannot enter it at all (``test_anytime_store.py``).
 """
 
 from __future__ import annotations
@@ -35,10 +40,12 @@ from fieldtrust.cli.main import cli
 from tests.conftest import Builder
 
 WEEKS = weeks_from("2026-W41", 4)
+ONE_LOOK = {"FIELDTRUST_CERTIFICATE": "fixed"}
 
 
 def calibrate_json(path) -> dict[tuple[str, str], dict]:  # type: ignore[no-untyped-def]
-    result = CliRunner().invoke(cli, ["--db", str(path), "calibrate", "--json", "--weeks", "8"])
+    result = CliRunner().invoke(cli, ["--db", str(path), "calibrate", "--json", "--weeks", "8"],
+                                env=ONE_LOOK)
     assert result.exit_code == 0, result.output
     return {(s["doc_type"], s["field"]): s for s in json.loads(result.stdout)["strata"]}
 
@@ -188,5 +195,5 @@ def test_c_eight_weeks_one_audited_claims_only_that_week(tmp_path) -> None:  # t
     assert row["labels_needed"] is None
     assert abs(row["accuracy"] - last["truth"].mean()) < 0.03  # W48's accuracy, not the window's
     assert not certification.candidate and certification.covered_versions == ()
-    result = CliRunner().invoke(cli, ["--db", str(path), "candidates"])
+    result = CliRunner().invoke(cli, ["--db", str(path), "candidates"], env=ONE_LOOK)
     assert "until they are audited or leave the window" in result.stdout

@@ -1,4 +1,8 @@
-"""The store path (SQL aggregation, labelled_items, audit cells) against independent checks."""
+"""The store path (SQL aggregation, labelled_items, audit cells) against independent checks.
+
+The certificates here are the one-look certificate's (``certificate = "fixed"``), whose
+walk the brute force repeats; the anytime-valid one is checked in ``test_anytime_store.py``.
+"""
 
 from __future__ import annotations
 
@@ -39,7 +43,8 @@ def test_imported_labels_certify_exactly_like_the_brute_force_walk(con) -> None:
     chosen = np.concatenate([w * 4000 + rng.choice(4000, 500, replace=False) for w in range(3)])
     insert_labels(con, rows["extraction_id"].to_numpy()[chosen], truth[chosen])
 
-    report = calibration_report(con, bar=Bar(prior_error=0.0))  # the walk starts at n_min
+    # prior_error 0: the walk starts at n_min.
+    report = calibration_report(con, bar=Bar(prior_error=0.0, certificate="fixed"))
     got = report.stratum("invoice", "total").thresholds
     c = rows["confidence"].to_numpy()
     expected = brute_force_walk(c, c[chosen], truth[chosen].astype(float),
@@ -104,7 +109,8 @@ def test_certification_through_a_real_store_with_a_boosted_design(tmp_path) -> N
         population = build_store(con, [spec], weeks=weeks_from("2026-W01", 2),
                                  design=DesignSpec(rate=0.08, minimum=10, boost=3.0), seed=seed)
         # n_min 200: the first candidate tested holds enough labels to pass at 1-2% errors.
-        result = calibration_report(con, bar=Bar(n_min=200)).stratum("invoice", "total").thresholds
+        bar = Bar(n_min=200, certificate="fixed")
+        result = calibration_report(con, bar=bar).stratum("invoice", "total").thresholds
         con.close()
         if result.certified is None:
             continue

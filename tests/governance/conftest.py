@@ -22,9 +22,17 @@ RANDOM_BATCH = "random-batch"
 
 def policy_of_50_labels(con: duckdb.DuckDBPyConnection, builder: Builder,
                         users: dict[str, str] = USERS) -> None:
-    """``users`` granted, and the store's policy, set by the admin root, asking for 50 labels."""
+    """``users`` granted, and the store's policy, set by the admin root, asking for 50 labels.
+
+    The policy certifies with the one-look certificate: these stores' labels are a
+    declared random sample, not weekly audit samples, and only audit samples close a
+    week for the anytime-valid certificate (STATS.md section 17). What the tests here
+    check (who may approve, what an approval freezes, what watches it afterwards) does
+    not depend on which certificate certified; ``tests/test_first_hour.py`` approves on
+    the default one, from weekly audit samples.
+    """
     builder.users(users)
-    set_policy_settings(con, "root", n_min=50)
+    set_policy_settings(con, "root", n_min=50, certificate="fixed")
 
 
 def declare_random_batch(con: duckdb.DuckDBPyConnection, by: str = "carol") -> None:

@@ -1,4 +1,11 @@
-"""The calibration report and the `calibrate`, `candidates`, `recalibrate` commands."""
+"""The calibration report and the `calibrate`, `candidates`, `recalibrate` commands.
+
+The stores here are built from the tests' own samples (``calib_store``: cells and items
+written directly, not drawn), which the one-look certificate reads, so the commands run
+with ``FIELDTRUST_CERTIFICATE=fixed`` (a view's ask) and the library with that bar. The
+default anytime-valid certificate is tested on drawn samples (``test_small_team.py``,
+``tests/test_first_hour.py``).
+"""
 
 from __future__ import annotations
 
@@ -25,6 +32,8 @@ from tests.calibration.calib_store import (
 )
 
 WEEKS = weeks_from("2026-W20", 3)
+ONE_LOOK = Bar(certificate="fixed")
+FIXED_ASKED = "certificate fixed (from FIELDTRUST_CERTIFICATE) is not the store's policy (anytime)"
 STRATUM_KEYS = {
     "doc_type", "field", "n_population", "n_labeled", "accuracy", "accuracy_low",
     "accuracy_high", "mean_confidence", "ece", "brier", "point_threshold",
@@ -59,7 +68,8 @@ def reader(db):
 
 
 def run(db, *args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, ["--db", str(db), *args])
+    result = CliRunner().invoke(cli, ["--db", str(db), *args],
+                                env={"FIELDTRUST_CERTIFICATE": "fixed"})
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -77,7 +87,7 @@ def test_overall_sits_next_to_the_strata_below_target(reader) -> None:
 
 
 def test_strata_come_worst_first_with_unlabelled_ones_last(reader) -> None:
-    report = calibration_report(reader, Scope(weeks=tuple(WEEKS)))
+    report = calibration_report(reader, Scope(weeks=tuple(WEEKS)), ONE_LOOK)
     accuracies = [s.table.accuracy for s in report.strata]
     labelled = [a for a in accuracies if not math.isnan(a)]
     assert labelled == sorted(labelled)
@@ -111,10 +121,10 @@ def test_calibrate_json_has_the_documented_shape(db) -> None:
     assert promise["expected_wrong_certificates"] == pytest.approx(0.05 * certified)
     assert promise["strata_shown"] == sum(s["n_population"] > 0 for s in payload["strata"])
     # Every setting the report was held to; 3 weeks is not the policy's 8.
-    assert payload["bar"] == {**Bar().values(), "weeks": 3}
+    assert payload["bar"] == {**ONE_LOOK.values(), "weeks": 3}
     assert payload["approvable"] is False
     assert payload["not_approvable_because"] == (
-        "weeks 3 (from --weeks) is not the store's policy (8)")
+        f"{FIXED_ASKED}; weeks 3 (from --weeks) is not the store's policy (8)")
     assert {"accuracy", "accuracy_low", "accuracy_high", "n_population", "n_labeled",
             "strata_below_target"} <= set(payload["overall"])
     assert len(payload["strata"]) == 4
@@ -225,10 +235,10 @@ def test_one_audited_week_of_six_is_not_called_a_candidate(one_audited_week) -> 
     assert payload["candidates"] == [] and payload["approvable"] is False
     (narrowed,) = payload["not_candidates"]
     assert narrowed["reasons"] == ["not_at_policy"]
-    assert narrowed["reason_text"] == ("at these settings, not approvable: weeks 1 (from"
-                                       " --weeks) is not the store's policy (8)")
+    assert narrowed["reason_text"] == (f"at these settings, not approvable: {FIXED_ASKED};"
+                                       " weeks 1 (from --weeks) is not the store's policy (8)")
     _, table, _ = run(one_audited_week, "calibrate", "--weeks", "1")
-    assert "at these settings, not approvable: weeks 1 (from --weeks)" in table
+    assert "weeks 1 (from --weeks) is not the store's policy (8)" in table
     row = next(line for line in table.splitlines() if line.startswith("invoice"))
     assert row.split()[-1] == "not_at_policy"  # the candidate column, never "yes"
 
