@@ -27,13 +27,13 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from fieldtrust.calibration.betting import stratified_log_evalues
 from fieldtrust.calibration.certificate import (
     Allowances,
     LabelsNeeded,
     ThresholdCells,
     WalkStep,
     labels_needed,
-    threshold_walk,
     walk_start,
 )
 from fieldtrust.calibration.closed import ClosedCells
@@ -53,6 +53,11 @@ from fieldtrust.store.bar import Bar
 #: How the anytime certificate is made, as the evidence names it.
 METHOD = ("anytime-valid: stratified betting e-processes over the closed weeks' cells,"
           " fixed-sequence walk on a 0.005 grid (STATS.md sections 12, 16 and 17)")
+
+#: Thresholds the walk tests in one solve. A walk takes about a dozen steps; one solve of
+#: several thresholds costs about what one does (small arrays: numpy's call overhead
+#: dominates), and a step past the first failure only costs time, never validity.
+_WALK_BATCH = 6
 
 #: What the evidence says when the policy seeds no sample.
 NO_SEEDS = "reviewer misses not allowed for: no seeds"
@@ -164,9 +169,11 @@ def _accuracy_low(candidate: ThresholdCells, delta: float) -> float:
     lo, hi = 0.0, 1.0
     if candidate.evidence(1.0 - 1e-9).log_evalue < needed:
         return 0.0
+    last = None  # each solve starts from the one before: the same cells, a nearby level
     for _ in range(30):
         mid = 0.5 * (lo + hi)
-        if candidate.evidence(mid).log_evalue >= needed:
+        last = candidate.evidence(mid, warm=last)
+        if last.log_evalue >= needed:
             hi = mid
         else:
             lo = mid
@@ -259,14 +266,27 @@ def anytime_certificate(
     between: BetweenWeek | None = None
     misses = NO_SEEDS
     refused: str | None = None
-    for i in range(start, len(candidates)):
-        allowances, between, misses = _allowances(closed, candidates[i], bar, delta, seeds)
-        walk = threshold_walk([candidates[i]], allowances=allowances)
-        steps.extend(walk.steps)
-        if walk.certified is None:
-            failure, refused = i, allowances.refused
+    for first in range(start, len(candidates), _WALK_BATCH):
+        batch = range(first, min(first + _WALK_BATCH, len(candidates)))
+        candidates.build(batch)
+        tested = [(i, *_allowances(closed, candidates[i], bar, delta, seeds)) for i in batch]
+        evidence = stratified_log_evalues([
+            (candidates[i].cells, allowances.max_error, candidates[i].unaccounted)
+            for i, allowances, _, _ in tested])
+        for (i, allowances, at_i, misses_at_i), log_e in zip(tested, evidence, strict=True):
+            between, misses = at_i, misses_at_i  # the last threshold tested names them
+            # As threshold_walk tests one candidate: nothing when the allowances refuse.
+            if allowances.refused is not None:
+                failure, refused = i, allowances.refused
+                break
+            passed = bool(log_e >= allowances.log_threshold)
+            steps.append(WalkStep(candidates[i].threshold, float(log_e), passed))
+            if not passed:
+                failure = i
+                break
+            certified = i
+        if failure is not None:
             break
-        certified = i
     accuracy = closed.accuracy_above()[grid] if grid.size else np.zeros(0)
     point_i = np.flatnonzero(accuracy >= bar.target)  # NaN (no labels) never reaches it
     point = _point(candidates[int(point_i[-1])], int(above[grid[point_i[-1]]]), total, delta,
@@ -308,10 +328,17 @@ class _Candidates:
         return int(self._grid.size)
 
     def __getitem__(self, i: int) -> ThresholdCells:
-        if i not in self._built:
-            (self._built[i],) = self._closed.threshold_cells(
-                [int(self._grid[i])], prior_error=self._bar.prior_error, target=self._bar.target)
+        self.build([i])
         return self._built[i]
+
+    def build(self, indices: range | list[int]) -> None:
+        """Build the candidates at ``indices`` not built yet, in one pass over the cells."""
+        missing = [i for i in indices if i not in self._built]
+        if missing:
+            built = self._closed.threshold_cells([int(self._grid[i]) for i in missing],
+                                                 prior_error=self._bar.prior_error,
+                                                 target=self._bar.target)
+            self._built.update(zip(missing, built, strict=True))
 
 
 def _labels_needed(

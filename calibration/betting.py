@@ -95,6 +95,16 @@ class CellLabels:
         object.__setattr__(self, "errors", x)
         object.__setattr__(self, "bets", c)
 
+    @classmethod
+    def checked_already(cls, n_population: int, errors: FloatArray, bets: float) -> CellLabels:
+        """A cell whose parts were checked where they were made (0/1 verdicts from the store,
+        a bet from :mod:`fieldtrust.calibration.bets`): the walk builds thousands."""
+        cell = object.__new__(cls)
+        object.__setattr__(cell, "n_population", int(n_population))
+        object.__setattr__(cell, "errors", errors)
+        object.__setattr__(cell, "bets", np.full(errors.shape, bets))
+        return cell
+
     @property
     def n_labels(self) -> int:
         return int(self.errors.size)
@@ -398,6 +408,7 @@ def stratified_evalue(
     *,
     max_error: float,
     unaccounted: float = 0.0,
+    warm: StratifiedEvalue | None = None,
 ) -> StratifiedEvalue:
     """Evidence that the error rate of the cells' population is below ``max_error``.
 
@@ -417,6 +428,9 @@ def stratified_evalue(
         less once reviewer misses and week-to-week variation are allowed for).
     unaccounted
         Items of the population outside every cell, counted as errors.
+    warm
+        The evidence of the same cells at another ``max_error``: the solve starts
+        near it (a search over ``max_error`` makes many such calls).
 
     References
     ----------
@@ -430,9 +444,42 @@ def stratified_evalue(
     total = float(sum(c.n_population for c in cells)) + unaccounted
     if total <= 0 or not cells:
         return StratifiedEvalue(-math.inf, np.zeros(len(cells)), 0.0)
-    result = least_evidence(LabelStack.from_cells(cells), [max_error * total - unaccounted])
+    start = None if warm is None else BatchEvidence(
+        np.array([warm.log_evalue]), np.array([warm.multiplier]), warm.null_errors)
+    result = least_evidence(LabelStack.from_cells(cells), [max_error * total - unaccounted],
+                            warm=start)
     return StratifiedEvalue(float(result.log_evalue[0]), result.null_errors,
                             float(result.multiplier[0]))
+
+
+def stratified_log_evalues(
+    groups: Sequence[tuple[Sequence[CellLabels], float, float]],
+) -> FloatArray:
+    """:func:`stratified_evalue`'s ``log_evalue`` for each ``(cells, max_error, unaccounted)``.
+
+    One vectorised solve for all the groups (the thresholds a walk tests next,
+    say): the same values as one call each, to the solver's tolerance, at
+    about the cost of one call.
+    """
+    out = np.full(len(groups), -math.inf)
+    solved: list[int] = []
+    cells: list[CellLabels] = []
+    members: list[int] = []
+    budgets: list[float] = []
+    for i, (group_cells, max_error, unaccounted) in enumerate(groups):
+        if not 0.0 <= max_error <= 1.0:
+            raise InputError(f"max_error {max_error!r} is outside [0, 1]")
+        total = float(sum(c.n_population for c in group_cells)) + unaccounted
+        if total <= 0 or not group_cells:
+            continue
+        members.extend([len(solved)] * len(group_cells))
+        solved.append(i)
+        cells.extend(group_cells)
+        budgets.append(max_error * total - unaccounted)
+    if solved:
+        result = least_evidence(LabelStack.from_cells(cells, members), budgets)
+        out[solved] = result.log_evalue
+    return out
 
 
 def cell_log_evalue(cell: CellLabels, null_errors: float) -> float:

@@ -20,6 +20,7 @@ for automation an unreadable source is not a pass (STATS.md section 14).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -81,25 +82,52 @@ def threshold_cells(
     n_cells = pi.size
     prior = np.broadcast_to(np.asarray(prior_error, dtype=float), (n_cells,))
     suffix = np.cumsum(hist[:, ::-1], axis=1)[:, ::-1]
-    usable = labels.cell >= 0
+    # The usable labels sorted by cell, then PRN: cell h's are one slice of them.
     order = np.lexsort((rank, labels.cell))
+    order = order[labels.cell[order] >= 0]
+    label_k, label_error = labels.k[order], 1.0 - labels.correct[order]
+    bounds = np.searchsorted(labels.cell[order], np.arange(n_cells + 1))
+    weekly = _WeekGrid(week)
     out = []
     for k in ks:
         if not 0 <= k < N_GRID:
             raise InputError(f"grid index {k} is outside 0..{N_GRID - 1}")
         n_above = suffix[:, k]
-        bets = np.zeros(n_cells)
-        for w in np.unique(week):
-            members = week == w
-            bets[members] = growth_bets(n_above[members], pi[members], prior[members],
-                                        max_error=1.0 - target, max_bet=max_bet)
-        chosen = order[usable[order] & (labels.k[order] >= k)]
-        cells = []
-        for c in range(n_cells):
-            mine = chosen[labels.cell[chosen] == c]
-            cells.append(CellLabels(int(n_above[c]), 1.0 - labels.correct[mine], bets[c]))
+        # Each week's cells share one growth-optimal solve; every week is a row of one call.
+        bets = weekly.cells(growth_bets(
+            weekly.rows(n_above), weekly.rows(pi), weekly.rows(prior), max_error=1.0 - target,
+            max_bet=max_bet)) if n_cells else np.zeros(0)
+        above = label_k >= k
+        cells = tuple(
+            CellLabels.checked_already(int(n_above[c]), label_error[lo:hi][above[lo:hi]],
+                                       float(bets[c]))
+            for c, (lo, hi) in enumerate(itertools.pairwise(bounds)))
         per_block = np.bincount(design.cell_block, weights=n_above,
                                 minlength=design.block_hist.shape[0])
         unaccounted = float(np.maximum(design.suffix[:, k] - per_block, 0).sum())
-        out.append(ThresholdCells(k / GRID, tuple(cells), unaccounted))
+        out.append(ThresholdCells(k / GRID, cells, unaccounted))
     return out
+
+
+class _WeekGrid:
+    """Cells laid out one week per row (padded with empty cells), and back."""
+
+    def __init__(self, week: IntArray) -> None:
+        _, self._row = np.unique(week, return_inverse=True)
+        self._shape = (int(self._row.max()) + 1 if week.size else 0,
+                       int(np.bincount(self._row).max()) if week.size else 0)
+        # A cell's place in its week's row: how many cells of the week come before it.
+        order = np.argsort(self._row, kind="stable")
+        starts = np.searchsorted(self._row[order], self._row[order])
+        self._col = np.empty(week.size, dtype=np.int64)
+        self._col[order] = np.arange(week.size) - starts
+
+    def rows(self, values: FloatArray | IntArray) -> FloatArray:
+        """Per-cell ``values`` as a (weeks, cells) matrix; padding is 0 (an empty cell)."""
+        grid = np.zeros(self._shape)
+        grid[self._row, self._col] = values
+        return grid
+
+    def cells(self, grid: FloatArray) -> FloatArray:
+        """The per-cell values of a (weeks, cells) matrix."""
+        return np.asarray(grid[self._row, self._col], dtype=np.float64)

@@ -36,6 +36,7 @@ from fieldtrust.calibration.arrays import FloatArray, IntArray
 from fieldtrust.calibration.bets import kelly_bet
 from fieldtrust.calibration.betting import (
     MAX_BET,
+    BatchEvidence,
     CellLabels,
     LabelStack,
     StratifiedEvalue,
@@ -74,8 +75,9 @@ class ThresholdCells:
     def n_unlabelled(self) -> int:
         return sum(c.n_population - c.n_labels for c in self.cells)
 
-    def evidence(self, max_error: float) -> StratifiedEvalue:
-        return stratified_evalue(self.cells, max_error=max_error, unaccounted=self.unaccounted)
+    def evidence(self, max_error: float, warm: StratifiedEvalue | None = None) -> StratifiedEvalue:
+        return stratified_evalue(self.cells, max_error=max_error, unaccounted=self.unaccounted,
+                                 warm=warm)
 
 
 @dataclass(frozen=True)
@@ -312,13 +314,23 @@ def planned_evidence(
     ``log(1 / delta)``; :func:`labels_needed` searches the labels for it, a
     planner asks it of a design's coming weeks.
     """
+    return _planned_solve(cells, extra, rates=rates, future_bets=future_bets, budget=budget,
+                          power=power)[0]
+
+
+def _planned_solve(
+    cells: Sequence[CellLabels], extra: npt.ArrayLike, *, rates: npt.ArrayLike,
+    future_bets: npt.ArrayLike, budget: float, power: float,
+    warm: BatchEvidence | None = None,
+) -> tuple[float, BatchEvidence]:
+    """:func:`planned_evidence`, and the solve's state: a search's next solve starts from it."""
     more = np.asarray(extra, dtype=np.int64).reshape(-1)
     p = np.broadcast_to(np.asarray(rates, dtype=float), more.shape)
     c = np.broadcast_to(np.asarray(future_bets, dtype=float), more.shape)
     spread = p * (1 - p) * np.log1p(-np.minimum(c, MAX_BET)) ** 2
     margin = float(ndtri(power)) * math.sqrt(float(np.sum(more * spread)))
-    stack = _planned_stack(cells, more, p, c)
-    return float(least_evidence(stack, [budget]).log_evalue[0]) - margin
+    solved = least_evidence(_planned_stack(cells, more, p, c), [budget], warm=warm)
+    return float(solved.log_evalue[0]) - margin, solved
 
 
 def labels_needed(
@@ -382,11 +394,16 @@ def labels_needed(
 
     check_fraction("power", power)
 
+    last: list[BatchEvidence] = []  # the previous solve: the next one starts near it
+
     def evidence(scale: float) -> tuple[float, IntArray]:
         goal = np.minimum(np.ceil(scale * plan), size)
         extra = np.clip(goal - n, 0, size - n).astype(np.int64)
-        return planned_evidence(cells, extra, rates=rates, future_bets=future, budget=budget,
-                                power=power), extra
+        value, solved = _planned_solve(cells, extra, rates=rates, future_bets=future,
+                                       budget=budget, power=power,
+                                       warm=last[-1] if last else None)
+        last[:] = [solved]
+        return value, extra
 
     now, _ = evidence(0.0)
     if now >= allowances.log_threshold:
