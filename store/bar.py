@@ -397,7 +397,7 @@ def policy_bar(con: duckdb.DuckDBPyConnection) -> PolicyBar:
     if not rows:
         return DEFAULT_POLICY
     *values, set_by, set_at = rows[0]
-    given: dict[str, Value] = {}
+    given: dict[str, Any] = {}  # each value checked by the Bar
     for name, value in zip(SETTINGS, values, strict=True):
         if value is None:
             value = _DEFAULTS_BEFORE.get(name)

@@ -8,6 +8,7 @@ approval.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import re
@@ -29,7 +30,7 @@ from streamlit.testing.v1 import AppTest
 from fieldtrust import store
 from fieldtrust.errors import PermissionDenied
 from tests.conftest import Builder, file_rows, store_held, table_fingerprint
-from tests.dashboard.conftest import settle_disagreements
+from tests.dashboard.conftest import REVIEW_DESIGN, settle_disagreements
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 
@@ -830,11 +831,22 @@ def test_the_planner_shows_the_librarys_certificate_table_with_its_n(
     shared_demo_db: Path, open_page: OpenPage
 ) -> None:
     from fieldtrust.sampling.certify_plan import plan_certificates
-    from fieldtrust.sampling.design import Design
+    from fieldtrust.sampling.samples import latest_design
     from fieldtrust.store.bar import resolve_bar
+
+    from fieldtrust.demo import DEMO_DESIGN
 
     at = open_page(shared_demo_db, "audit", user="ben", tab="Design and draw")
     week = at.selectbox(key=state.AUDIT_WEEK).value
+    con = store.connect(shared_demo_db, read_only=True)
+    try:
+        newest = latest_design(con)
+    finally:
+        con.close()
+    # The form starts at the design the newest sample was drawn with (the demo's, or one
+    # a test drew later), not the built-in one.
+    assert newest in (DEMO_DESIGN, REVIEW_DESIGN)
+    assert at.number_input(key=state.AUDIT_BASE_RATE).value == newest.base_rate != 0.01
     at.selectbox(key=state.AUDIT_ALLOCATION).set_value("neyman").run()
     assert not at.exception, at.exception[0].message
     caption = next(c.value for c in at.caption if "can certify within the window" in c.value)
@@ -843,7 +855,8 @@ def test_the_planner_shows_the_librarys_certificate_table_with_its_n(
     con = store.connect(shared_demo_db, read_only=True)
     try:
         bar = resolve_bar(con)
-        library = plan_certificates(con, week, Design(allocation="neyman"), bar).strata
+        design = dataclasses.replace(newest, allocation="neyman")
+        library = plan_certificates(con, week, design, bar).strata
     finally:
         con.close()
     assert shown["certify_week"].fillna(-1).tolist() == [
