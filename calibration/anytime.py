@@ -21,7 +21,11 @@ fewer because the store is young, none significantly below the target.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,7 +174,7 @@ def _accuracy_low(candidate: ThresholdCells, delta: float) -> float:
     if candidate.evidence(1.0 - 1e-9).log_evalue < needed:
         return 0.0
     last = None  # each solve starts from the one before: the same cells, a nearby level
-    for _ in range(30):
+    for _ in range(20):  # to 1e-6: the bound is shown to a tenth of a point
         mid = 0.5 * (lo + hi)
         last = candidate.evidence(mid, warm=last)
         if last.log_evalue >= needed:
@@ -231,6 +235,10 @@ def anytime_certificate(
 ) -> AnytimeResult:
     """Certify one stratum on its closed weeks at ``delta`` (the bar's, or a familywise share).
 
+    A pure function of its arguments, so a result is kept by their content
+    (:func:`_content_key`) and given again for the same content: after a
+    label, a report recomputes the stratum it changed, not every stratum.
+
     Parameters
     ----------
     closed
@@ -252,6 +260,51 @@ def anytime_certificate(
     STATS.md sections 12-17; Waudby-Smith & Ramdas (2020); Spertus & Stark
     (2022); Angelopoulos et al. (2021), Learn then Test.
     """
+    key = _content_key(closed, bar, delta, seeds)
+    with _KEPT_LOCK:
+        kept = _KEPT.get(key)
+        if kept is not None:
+            _KEPT.move_to_end(key)
+            return kept
+    result = _certify(closed, bar, delta=delta, seeds=seeds)
+    with _KEPT_LOCK:
+        _KEPT[key] = result
+        while len(_KEPT) > _KEPT_SIZE:
+            _KEPT.popitem(last=False)
+    return result
+
+
+#: Results of :func:`anytime_certificate` by the content of their arguments, newest
+#: last: a store's strata at a few bars. A result holds its stratum's label arrays
+#: (under a megabyte at ten million extractions), so the memory stays bounded.
+_KEPT: OrderedDict[bytes, AnytimeResult] = OrderedDict()
+_KEPT_SIZE = 64
+_KEPT_LOCK = threading.Lock()
+
+
+def _content_key(closed: ClosedCells, bar: Bar, delta: float,
+                 seeds: SeedJudgements | None) -> bytes:
+    """A digest of everything a certificate is computed from: equal only for equal inputs."""
+    digest = hashlib.sha256(repr((bar, delta, seeds)).encode())
+    for field in dataclasses.fields(closed):
+        value = getattr(closed, field.name)
+        digest.update(field.name.encode())
+        if isinstance(value, np.ndarray):
+            digest.update(f"{value.dtype}{value.shape}".encode())
+            digest.update(np.ascontiguousarray(value).tobytes())
+        else:
+            digest.update(repr(value).encode())
+    return digest.digest()
+
+
+def _certify(
+    closed: ClosedCells,
+    bar: Bar,
+    *,
+    delta: float,
+    seeds: SeedJudgements | None,
+) -> AnytimeResult:
+    """:func:`anytime_certificate`, computed."""
     population = closed.week_hist.sum(axis=0) if closed.weeks else np.zeros(1, dtype=np.int64)
     grid = candidate_grid(population) if closed.weeks else np.zeros(0, dtype=np.int64)
     above = closed.population_above() if closed.weeks else np.zeros(1, dtype=np.int64)

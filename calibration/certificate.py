@@ -266,6 +266,9 @@ class LabelsNeeded:
     reason: str | None = None
 
 
+#: Relative precision of "labels needed" (about one label in a thousand).
+_LABELS_TOLERANCE = 1e-3
+
 #: Labels of prior weight when the expected error rate of a cell is estimated.
 PRIOR_WEIGHT = 20.0
 
@@ -421,7 +424,8 @@ def labels_needed(
             hi, extra = mid, trial_extra
         else:
             lo = mid
-        if hi - lo < 1e-6 * hi:
+        # A planning figure: a thousandth of the labels is as close as it needs to be.
+        if hi - lo < _LABELS_TOLERANCE * hi:
             break
     return LabelsNeeded(int(extra.sum()), tuple(int(k) for k in extra))
 

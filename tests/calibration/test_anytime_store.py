@@ -255,3 +255,19 @@ def test_a_policy_set_before_the_setting_existed_keeps_the_one_look_certificate(
     assert (old.certificate, old.familywise, old.seed_rate) == ("fixed", 0, 0.0)
     (assessment,) = automation_candidates(audited)
     assert assessment.evidence["certificate"] == "fixed"
+
+
+def test_a_certificate_is_kept_by_its_inputs_content_and_recomputed_when_a_verdict_changes(
+    audited,
+) -> None:
+    first = anytime_certificate(_closed(audited), BAR, delta=0.05)
+    # Read again from the store: new arrays, the same content, the same result.
+    assert anytime_certificate(_closed(audited), BAR, delta=0.05) is first
+    closed = _closed(audited)
+    every_verdict_flipped = dataclasses.replace(closed, label_error=1.0 - closed.label_error)
+    flipped = anytime_certificate(every_verdict_flipped, BAR, delta=0.05)
+    assert flipped is not first and flipped.steps != first.steps
+    assert flipped.thresholds.certified is None and first.thresholds.certified is not None
+    stricter = anytime_certificate(closed, dataclasses.replace(BAR, target=0.99), delta=0.05)
+    assert stricter is not first
+    assert anytime_certificate(closed, BAR, delta=0.01) is not first
