@@ -5,9 +5,10 @@ What ``certificate = "anytime"`` certifies with (docs/statistics.md,
 low) the closed weeks' cells above ``t`` (:mod:`fieldtrust.calibration.closed`:
 ``N_h(t)`` at drawing, the labelled prefix in PRN order, "unclear" an error,
 unaccounted mass an error) are tested by the stratified betting evidence of
-:mod:`fieldtrust.calibration.betting`, walking down with
-:func:`fieldtrust.calibration.certificate.threshold_walk` from a start fixed by
-the design's planned label counts. The error allowance ``1 - target`` is
+:mod:`fieldtrust.calibration.betting`, walking down by fixed-sequence testing
+(as :func:`fieldtrust.calibration.certificate.threshold_walk` does, with the
+allowances of each threshold and a few thresholds to a solve) from a start
+fixed by the design's planned label counts. The error allowance ``1 - target`` is
 first lowered by the between-week allowance of the closed weeks' rates above
 ``t`` (the coming ``stability_weeks`` weeks are covered too) and, when the
 policy seeds samples (``seed_rate > 0``), by the reviewers' miss-rate bound.

@@ -437,19 +437,28 @@ def stratified_evalue(
     Waudby-Smith & Ramdas (2020), NeurIPS 33 (betting without replacement);
     Spertus & Stark (2022), arXiv 2207.03379 (stratified intersection tests).
     """
+    budget = _null_budget(cells, max_error, unaccounted)
+    if budget is None:
+        return StratifiedEvalue(-math.inf, np.zeros(len(cells)), 0.0)
+    start = None if warm is None else BatchEvidence(
+        np.array([warm.log_evalue]), np.array([warm.multiplier]), warm.null_errors)
+    result = least_evidence(LabelStack.from_cells(cells), [budget], warm=start)
+    return StratifiedEvalue(float(result.log_evalue[0]), result.null_errors,
+                            float(result.multiplier[0]))
+
+
+def _null_budget(cells: Sequence[CellLabels], max_error: float,
+                 unaccounted: float) -> float | None:
+    """Errors the cells may hold on the null's boundary (``max_error`` of the whole
+    population, less the unaccounted items, errors all), or None for an empty population."""
     if not 0.0 <= max_error <= 1.0:
         raise InputError(f"max_error {max_error!r} is outside [0, 1]")
     if unaccounted < 0:
         raise InputError(f"unaccounted must be >= 0 items, got {unaccounted!r}")
     total = float(sum(c.n_population for c in cells)) + unaccounted
     if total <= 0 or not cells:
-        return StratifiedEvalue(-math.inf, np.zeros(len(cells)), 0.0)
-    start = None if warm is None else BatchEvidence(
-        np.array([warm.log_evalue]), np.array([warm.multiplier]), warm.null_errors)
-    result = least_evidence(LabelStack.from_cells(cells), [max_error * total - unaccounted],
-                            warm=start)
-    return StratifiedEvalue(float(result.log_evalue[0]), result.null_errors,
-                            float(result.multiplier[0]))
+        return None
+    return max_error * total - unaccounted
 
 
 def stratified_log_evalues(
@@ -467,15 +476,13 @@ def stratified_log_evalues(
     members: list[int] = []
     budgets: list[float] = []
     for i, (group_cells, max_error, unaccounted) in enumerate(groups):
-        if not 0.0 <= max_error <= 1.0:
-            raise InputError(f"max_error {max_error!r} is outside [0, 1]")
-        total = float(sum(c.n_population for c in group_cells)) + unaccounted
-        if total <= 0 or not group_cells:
+        budget = _null_budget(group_cells, max_error, unaccounted)
+        if budget is None:
             continue
         members.extend([len(solved)] * len(group_cells))
         solved.append(i)
         cells.extend(group_cells)
-        budgets.append(max_error * total - unaccounted)
+        budgets.append(budget)
     if solved:
         result = least_evidence(LabelStack.from_cells(cells, members), budgets)
         out[solved] = result.log_evalue

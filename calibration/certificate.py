@@ -397,15 +397,14 @@ def labels_needed(
 
     check_fraction("power", power)
 
-    last: list[BatchEvidence] = []  # the previous solve: the next one starts near it
+    last: BatchEvidence | None = None  # the previous solve: the next one starts near it
 
     def evidence(scale: float) -> tuple[float, IntArray]:
+        nonlocal last
         goal = np.minimum(np.ceil(scale * plan), size)
         extra = np.clip(goal - n, 0, size - n).astype(np.int64)
-        value, solved = _planned_solve(cells, extra, rates=rates, future_bets=future,
-                                       budget=budget, power=power,
-                                       warm=last[-1] if last else None)
-        last[:] = [solved]
+        value, last = _planned_solve(cells, extra, rates=rates, future_bets=future,
+                                     budget=budget, power=power, warm=last)
         return value, extra
 
     now, _ = evidence(0.0)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import duckdb
 import numpy as np
 import pandas as pd
+from fieldtrust.store.bar import Bar
 from fieldtrust.store.weeks import Week
 
 from tests.conftest import Builder
@@ -35,6 +36,15 @@ def insert_extractions(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame) -> N
     rows = frame.assign(doc_id=frame.get("doc_id", frame["extraction_id"]), value="v",
                         batch_id="test")
     Builder(con).extractions(rows[[c for c in EXTRACTION_COLUMNS if c in rows.columns]])
+
+
+#: The certificate these stores are read with. Their samples are written here, not drawn
+#: (no PRN order, no cell sizes at drawing), and their imports are declared random
+#: samples: the one-look certificate reads both, the anytime-valid one only drawn weekly
+#: samples (tests/calibration/test_anytime_store.py). Tests that certify on them ask for it.
+ONE_LOOK = Bar(certificate="fixed")
+#: The same ask for the CLI, as a view's environment setting.
+ONE_LOOK_ENV = {"FIELDTRUST_CERTIFICATE": "fixed"}
 
 
 def insert_sample(

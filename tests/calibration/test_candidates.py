@@ -11,17 +11,15 @@ from dataclasses import replace
 from functools import partial
 
 import pytest
+from calib_store import ONE_LOOK, weeks_from
 from calib_store import add_stratum as _add_stratum
-from calib_store import weeks_from
 from fieldtrust.calibration.candidates import REASONS, automation_candidates
 from fieldtrust.calibration.report import calibration_report
-from fieldtrust.store.bar import Bar
 from fieldtrust.store.scope import Scope
 
 from fieldtrust import store
 
 WEEKS = tuple(weeks_from("2026-W10", 4))
-ONE_LOOK = Bar(certificate="fixed")
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from calib_store import (
+    ONE_LOOK_ENV,
     DesignSpec,
     StratumSpec,
     build_store,
@@ -40,12 +41,11 @@ from fieldtrust.cli.main import cli
 from tests.conftest import Builder
 
 WEEKS = weeks_from("2026-W41", 4)
-ONE_LOOK = {"FIELDTRUST_CERTIFICATE": "fixed"}
 
 
 def calibrate_json(path) -> dict[tuple[str, str], dict]:  # type: ignore[no-untyped-def]
     result = CliRunner().invoke(cli, ["--db", str(path), "calibrate", "--json", "--weeks", "8"],
-                                env=ONE_LOOK)
+                                env=ONE_LOOK_ENV)
     assert result.exit_code == 0, result.output
     return {(s["doc_type"], s["field"]): s for s in json.loads(result.stdout)["strata"]}
 
@@ -195,5 +195,5 @@ def test_c_eight_weeks_one_audited_claims_only_that_week(tmp_path) -> None:  # t
     assert row["labels_needed"] is None
     assert abs(row["accuracy"] - last["truth"].mean()) < 0.03  # W48's accuracy, not the window's
     assert not certification.candidate and certification.covered_versions == ()
-    result = CliRunner().invoke(cli, ["--db", str(path), "candidates"], env=ONE_LOOK)
+    result = CliRunner().invoke(cli, ["--db", str(path), "candidates"], env=ONE_LOOK_ENV)
     assert "until they are audited or leave the window" in result.stdout

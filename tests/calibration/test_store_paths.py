@@ -6,9 +6,12 @@ walk the brute force repeats; the anytime-valid one is checked in ``test_anytime
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from calib_store import (
+    ONE_LOOK,
     DesignSpec,
     StratumSpec,
     build_store,
@@ -22,7 +25,6 @@ from fieldtrust.calibration.design import grid_index
 from fieldtrust.calibration.population import load_strata, permanent_uniform
 from fieldtrust.calibration.report import calibration_report
 from fieldtrust.calibration.thresholds import threshold_curve
-from fieldtrust.store.bar import Bar
 from fieldtrust.store.labelled import labelled_items
 from fieldtrust.store.scope import Scope
 from test_thresholds import brute_force_walk
@@ -44,7 +46,7 @@ def test_imported_labels_certify_exactly_like_the_brute_force_walk(con) -> None:
     insert_labels(con, rows["extraction_id"].to_numpy()[chosen], truth[chosen])
 
     # prior_error 0: the walk starts at n_min.
-    report = calibration_report(con, bar=Bar(prior_error=0.0, certificate="fixed"))
+    report = calibration_report(con, bar=replace(ONE_LOOK, prior_error=0.0))
     got = report.stratum("invoice", "total").thresholds
     c = rows["confidence"].to_numpy()
     expected = brute_force_walk(c, c[chosen], truth[chosen].astype(float),
@@ -109,7 +111,7 @@ def test_certification_through_a_real_store_with_a_boosted_design(tmp_path) -> N
         population = build_store(con, [spec], weeks=weeks_from("2026-W01", 2),
                                  design=DesignSpec(rate=0.08, minimum=10, boost=3.0), seed=seed)
         # n_min 200: the first candidate tested holds enough labels to pass at 1-2% errors.
-        bar = Bar(n_min=200, certificate="fixed")
+        bar = replace(ONE_LOOK, n_min=200)
         result = calibration_report(con, bar=bar).stratum("invoice", "total").thresholds
         con.close()
         if result.certified is None:

@@ -23,6 +23,8 @@ from fieldtrust import store
 from fieldtrust.cli.main import cli
 from fieldtrust.errors import InputError
 from tests.calibration.calib_store import (
+    ONE_LOOK,
+    ONE_LOOK_ENV,
     DesignSpec,
     StratumSpec,
     add_stratum,
@@ -32,7 +34,6 @@ from tests.calibration.calib_store import (
 )
 
 WEEKS = weeks_from("2026-W20", 3)
-ONE_LOOK = Bar(certificate="fixed")
 FIXED_ASKED = "certificate fixed (from FIELDTRUST_CERTIFICATE) is not the store's policy (anytime)"
 STRATUM_KEYS = {
     "doc_type", "field", "n_population", "n_labeled", "accuracy", "accuracy_low",
@@ -69,7 +70,7 @@ def reader(db):
 
 def run(db, *args: str) -> tuple[int, str, str]:
     result = CliRunner().invoke(cli, ["--db", str(db), *args],
-                                env={"FIELDTRUST_CERTIFICATE": "fixed"})
+                                env=ONE_LOOK_ENV)
     return result.exit_code, result.stdout, result.stderr
 
 
