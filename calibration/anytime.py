@@ -262,16 +262,30 @@ def anytime_certificate(
     (2022); Angelopoulos et al. (2021), Learn then Test.
     """
     key = _content_key(closed, bar, delta, seeds)
-    with _KEPT_LOCK:
-        kept = _KEPT.get(key)
-        if kept is not None:
-            _KEPT.move_to_end(key)
-            return kept
-    result = _certify(closed, bar, delta=delta, seeds=seeds)
-    with _KEPT_LOCK:
-        _KEPT[key] = result
-        while len(_KEPT) > _KEPT_SIZE:
-            _KEPT.popitem(last=False)
+    while True:
+        with _KEPT_LOCK:
+            kept = _KEPT.get(key)
+            if kept is not None:
+                _KEPT.move_to_end(key)
+                return kept
+            underway = _UNDERWAY.get(key)
+            if underway is None:
+                underway = _UNDERWAY[key] = threading.Event()
+                break
+        # Another thread is computing this very certificate (the server's first report,
+        # a second page): wait for its result rather than compute it twice side by side.
+        # If that thread failed, nothing was kept, and the loop computes it here.
+        underway.wait()
+    try:
+        result = _certify(closed, bar, delta=delta, seeds=seeds)
+        with _KEPT_LOCK:
+            _KEPT[key] = result
+            while len(_KEPT) > _KEPT_SIZE:
+                _KEPT.popitem(last=False)
+    finally:
+        with _KEPT_LOCK:
+            del _UNDERWAY[key]
+        underway.set()
     return result
 
 
@@ -281,6 +295,8 @@ def anytime_certificate(
 _KEPT: OrderedDict[bytes, AnytimeResult] = OrderedDict()
 _KEPT_SIZE = 64
 _KEPT_LOCK = threading.Lock()
+#: Certificates being computed now, by the same key: set once the result is kept (or not).
+_UNDERWAY: dict[bytes, threading.Event] = {}
 
 
 def _content_key(closed: ClosedCells, bar: Bar, delta: float,

@@ -37,7 +37,7 @@ from typing import Any
 import duckdb
 from fieldtrust.calibration import anytime
 from fieldtrust.calibration.certificate import expected_wrong, familywise_delta
-from fieldtrust.calibration.closed import closed_cells, closed_part, store_facts
+from fieldtrust.calibration.closed import ClosedCells, closed_cells, closed_part, store_facts
 from fieldtrust.calibration.design import unlabelled_mass
 from fieldtrust.calibration.population import StratumData, empty_stratum, load_strata, strata_names
 from fieldtrust.calibration.seeds import SeedJudgements, stored_judgements
@@ -299,29 +299,74 @@ def automation_candidates(
     """
     bar = resolve_bar(con) if bar is None else bar
     if bar.certificate == "anytime":
-        scope = Scope(weeks=last_weeks(con, bar.horizon_weeks), doc_types=scope.doc_types,
-                      form_versions=scope.form_versions, fields=scope.fields)
-    assessments = []
-    loaded = {(s.doc_type, s.field): s for s in load_strata(con, scope)}
-    # Without a weeks filter every stratum the filters select has extractions.
-    names = set(strata_names(con, scope)) | set(loaded) if scope.weeks else set(loaded)
-    if bar.certificate == "anytime":
-        facts = store_facts(con, list(loaded.values()))
-        delta = stratum_delta(bar, len(loaded))
-        if seeds is None and bar.seed_rate > 0:
-            seeds = stored_judgements(con)
-        for name in sorted(names):
-            data = loaded.get(name) or empty_stratum(*name)
-            closed = closed_cells(data, facts)
-            result = anytime.anytime_certificate(closed, bar, delta=delta,
-                                                 seeds=(seeds or {}).get(name))
-            assessments.append(assess_anytime(data, result, bar, scope=scope))
+        assessments = [assess_anytime(job.data, job.certify(), bar, scope=job.scope)
+                       for job in certificate_jobs(con, scope, bar, seeds=seeds)]
     else:
-        for name in sorted(names):
-            data = loaded.get(name) or empty_stratum(*name)
+        assessments = []
+        for data in _strata(con, scope):
             thresholds = select_thresholds(data.design, data.labels, bar)
             assessments.append(assess(data, thresholds, bar, scope=scope))
     return sorted(assessments, key=lambda a: (not a.candidate, a.doc_type, a.field))
+
+
+@dataclass(frozen=True)
+class CertificateJob:
+    """One stratum's anytime certificate, read from the store and not yet computed."""
+
+    data: StratumData
+    closed: ClosedCells
+    bar: Bar
+    delta: float
+    seeds: SeedJudgements | None
+    scope: Scope  # the horizon's weeks, with the caller's filters
+
+    def certify(self) -> anytime.AnytimeResult:
+        """The certificate, kept by its content (:func:`anytime.anytime_certificate`)."""
+        return anytime.anytime_certificate(self.closed, self.bar, delta=self.delta,
+                                           seeds=self.seeds)
+
+
+def certificate_jobs(
+    con: duckdb.DuckDBPyConnection,
+    scope: Scope,
+    bar: Bar,
+    *,
+    seeds: Mapping[tuple[str, str], SeedJudgements] | None = None,
+) -> list[CertificateJob]:
+    """Every stratum's anytime certificate, ready to compute, by (doc_type, field).
+
+    All of the store is read here: the certificates themselves need no
+    connection, so a caller may compute them after closing it (the dashboard's
+    server does, at its start, leaving the store to the pages meanwhile).
+    ``scope`` and ``seeds`` are :func:`automation_candidates`' own.
+    """
+    scope = Scope(weeks=last_weeks(con, bar.horizon_weeks), doc_types=scope.doc_types,
+                  form_versions=scope.form_versions, fields=scope.fields)
+    loaded = _loaded(con, scope)
+    facts = store_facts(con, list(loaded.values()))
+    delta = stratum_delta(bar, len(loaded))  # the strata with extractions share it
+    if seeds is None and bar.seed_rate > 0:
+        seeds = stored_judgements(con)
+    return [CertificateJob(data, closed_cells(data, facts), bar, delta,
+                           (seeds or {}).get((data.doc_type, data.field)), scope)
+            for data in _with_empty(con, scope, loaded)]
+
+
+def _strata(con: duckdb.DuckDBPyConnection, scope: Scope) -> list[StratumData]:
+    return _with_empty(con, scope, _loaded(con, scope))
+
+
+def _loaded(con: duckdb.DuckDBPyConnection, scope: Scope) -> dict[tuple[str, str], StratumData]:
+    return {(s.doc_type, s.field): s for s in load_strata(con, scope)}
+
+
+def _with_empty(con: duckdb.DuckDBPyConnection, scope: Scope,
+                loaded: dict[tuple[str, str], StratumData]) -> list[StratumData]:
+    """Every stratum the scope selects, by (doc_type, field): an empty one where it has no
+    extractions in the scope's weeks (``no_coverage``)."""
+    # Without a weeks filter every stratum the filters select has extractions.
+    names = set(strata_names(con, scope)) | set(loaded) if scope.weeks else set(loaded)
+    return [loaded.get(name) or empty_stratum(*name) for name in sorted(names)]
 
 
 def stratum_delta(bar: Bar, n_strata: int) -> float:

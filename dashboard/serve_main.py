@@ -12,6 +12,11 @@ streamlit``, for two things Streamlit does not do by itself:
 * the modules the pages import are imported as soon as the server is up,
   beside it, so the first person to open the dashboard does not wait for
   them (about 2 s: the charts, the calibration report, the review page);
+* the certificates of the report a first visit asks for (the default
+  filters, the store's bar) are computed beside the server's start as well.
+  They are kept by the content they are computed from
+  (:mod:`fieldtrust.calibration.anytime`), so the first page finds them
+  ready instead of paying for every stratum's (seconds on the demo store);
 * Streamlit asks an outside service (checkip.amazonaws.com) for the
   machine's public address when it listens on every interface, and again to
   vet a browser's origin; a dashboard on a private network must not tell
@@ -138,10 +143,53 @@ def import_pages_ahead(modules: Iterable[str] = PAGE_MODULES, wait: float = 120.
             log.debug("importing %s ahead failed", name, exc_info=True)
 
 
+def compute_first_report() -> None:
+    """Compute the certificates a first page's report reads, so that visit finds them kept.
+
+    The page's own read goes through Streamlit's cache, which only a page run
+    can fill; the certificates are the dear part of it (seconds on the demo
+    store, the rest of the report a fraction of one), and the library keeps
+    them by their content, whoever asked. The store is read first and let go:
+    the certificates need no connection, so pages opened meanwhile read the
+    store as usual, and one that needs a certificate being computed here waits
+    for it instead of computing it again. No store yet, or one that cannot be
+    read: the first page says what is wrong, in its own words.
+    """
+    from pathlib import Path
+
+    from fieldtrust.calibration.candidates import certificate_jobs
+    from fieldtrust.dashboard import data
+    from fieldtrust.store.bar import resolve_bar
+    from fieldtrust.store.scope import Scope
+
+    path = data.db_path()
+    if path != ":memory:" and not Path(path).exists():
+        return
+    try:
+        with data.reading(path) as con:
+            bar = resolve_bar(con, data.settings().criteria)  # what data.bar() reads
+            if bar.certificate != "anytime":
+                return  # the one-look certificate costs a page nothing to compute
+            # A first visit filters no type or version, and certificates read the
+            # horizon's weeks whatever the window shows.
+            jobs = certificate_jobs(con, Scope(), bar)
+        for job in jobs:
+            job.certify()
+    except Exception:
+        log.debug("computing the first report's certificates ahead failed", exc_info=True)
+
+
+def prepare_first_page() -> None:
+    """Beside the server: the pages' modules, then the report a first page reads."""
+    import_pages_ahead()
+    if runtime.exists():
+        compute_first_report()
+
+
 def main() -> None:
     """Start Streamlit's command line with the host check in, the public lookup out and the
-    pages' modules loaded beside it."""
-    threading.Thread(target=import_pages_ahead, name="fieldtrust-import-pages",
+    pages' modules and the first report prepared beside it."""
+    threading.Thread(target=prepare_first_page, name="fieldtrust-first-page",
                      daemon=True).start()
     extra = _take_allowed_hosts(sys.argv)
     starlette_app.create_streamlit_middleware = _with_host_check(extra)

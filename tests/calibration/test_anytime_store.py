@@ -8,8 +8,10 @@ against the module's own arrays.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
+import threading
 from pathlib import Path
 
 import duckdb
@@ -22,38 +24,17 @@ from fieldtrust.calibration.closed import closed_cells, store_facts
 from fieldtrust.calibration.design import grid_index
 from fieldtrust.calibration.population import load_strata
 from fieldtrust.calibration.seeds import SeedJudgements
-from fieldtrust.sampling.design import Design
-from fieldtrust.sampling.draw import draw_sample
 from fieldtrust.store.bar import Bar, policy_bar
 from fieldtrust.store.weeks import Week
 
-from fieldtrust import store
 from fieldtrust.errors import InputError
+from tests.calibration.anytime_store import BAR, WEEKS, build_audited
 from tests.sampling.conftest import World
-
-WEEKS = ("2026-W45", "2026-W46", "2026-W47")
-DESIGN = Design(bands=(0.0, 0.9, 0.95, 0.99, 1.0), base_rate=0.6, minimum=10,
-                new_version_weeks=0)
-BAR = Bar(certificate="anytime", stability_weeks=3)
-
-
-def _build(path: Path, *, accuracy: float = 0.99, share: float = 1.0,
-           fields: tuple[str, ...] = ("total",)) -> duckdb.DuckDBPyConnection:
-    world = World()
-    con = store.connect(path)
-    world.grant(con)
-    for w, week in enumerate(WEEKS):
-        frame = world.frame(week, 700 * len(fields), seed=w, doc_types=("invoice",),
-                            fields=fields, accuracy_old=accuracy)
-        world.insert(con, frame)
-        result = draw_sample(con, week, DESIGN, seed=1, actor=world.qa_lead)
-        world.label(con, result.sample_id, share=share)
-    return con
 
 
 @pytest.fixture
 def audited(tmp_path: Path) -> duckdb.DuckDBPyConnection:
-    con = _build(tmp_path / "audited.duckdb")
+    con = build_audited(tmp_path / "audited.duckdb")
     yield con
     con.close()
 
@@ -105,7 +86,7 @@ def test_a_well_labelled_stratum_certifies_with_its_allowances_stated(audited) -
 
 
 def test_unclear_counts_as_an_error(tmp_path: Path) -> None:
-    con = _build(tmp_path / "unclear.duckdb")
+    con = build_audited(tmp_path / "unclear.duckdb")
     before = anytime_certificate(_closed(con), BAR, delta=0.05)
     # A reviewer cannot read 15 high-confidence sources: each is a new label naming the
     # old one it supersedes (labels are append-only).
@@ -179,7 +160,7 @@ def test_stability_needs_the_closed_weeks_the_bar_asks_for(audited) -> None:
 
 
 def test_labels_needed_names_cells_and_stays_within_the_unlabelled_items(tmp_path: Path) -> None:
-    con = _build(tmp_path / "partial.duckdb", share=0.15)
+    con = build_audited(tmp_path / "partial.duckdb", share=0.15)
     closed = _closed(con)
     result = anytime_certificate(closed, BAR, delta=0.05)
     assert result.thresholds.certified is None
@@ -199,7 +180,7 @@ def test_labels_needed_names_cells_and_stays_within_the_unlabelled_items(tmp_pat
 
 
 def test_familywise_certifies_each_stratum_at_its_share_of_delta(tmp_path: Path) -> None:
-    con = _build(tmp_path / "two.duckdb", fields=("total", "date"))
+    con = build_audited(tmp_path / "two.duckdb", fields=("total", "date"))
     family = dataclasses.replace(BAR, familywise=1)
     assessments = automation_candidates(con, bar=family)
     assert [a.evidence["delta"] for a in assessments] == [pytest.approx(0.025)] * 2
@@ -271,3 +252,81 @@ def test_a_certificate_is_kept_by_its_inputs_content_and_recomputed_when_a_verdi
     stricter = anytime_certificate(closed, dataclasses.replace(BAR, target=0.99), delta=0.05)
     assert stricter is not first
     assert anytime_certificate(closed, BAR, delta=0.01) is not first
+
+
+def test_a_certificate_asked_for_while_another_thread_computes_it_is_computed_once(
+    audited, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server computes the first report's certificates at its start; a page opened
+    # meanwhile asks for the same ones, and waits for them rather than compute them again.
+    from fieldtrust.calibration import anytime
+
+    monkeypatch.setattr(anytime, "_KEPT", collections.OrderedDict())
+    first_started, release = threading.Event(), threading.Event()
+    computed = []
+    real = anytime._certify
+
+    def slow_certify(*args, **kwargs):
+        computed.append(threading.current_thread().name)
+        first_started.set()
+        release.wait(10)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(anytime, "_certify", slow_certify)
+    closed = _closed(audited)
+    results = {}
+
+    def ask(name: str) -> None:
+        results[name] = anytime_certificate(closed, BAR, delta=0.05)
+
+    server = threading.Thread(target=ask, args=("server",), name="server")
+    server.start()
+    assert first_started.wait(10)
+    page = threading.Thread(target=ask, args=("page",), name="page")
+    page.start()
+    page.join(0.3)
+    assert page.is_alive()  # waiting for the server's result, not computing its own
+    release.set()
+    server.join(10)
+    page.join(10)
+    assert computed == ["server"] and results["page"] is results["server"]
+
+
+def test_a_certificate_whose_computation_failed_is_computed_by_the_one_who_waited(
+    audited, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fieldtrust.calibration import anytime
+
+    monkeypatch.setattr(anytime, "_KEPT", collections.OrderedDict())
+    started, release = threading.Event(), threading.Event()
+    real = anytime._certify
+
+    def fail_on_the_server(*args, **kwargs):
+        if threading.current_thread().name == "server":
+            started.set()
+            release.wait(10)
+            raise RuntimeError("the server's computation broke")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(anytime, "_certify", fail_on_the_server)
+    closed = _closed(audited)
+    errors, results = [], []
+
+    def server_asks() -> None:
+        try:
+            anytime_certificate(closed, BAR, delta=0.05)
+        except RuntimeError as error:
+            errors.append(error)
+
+    server = threading.Thread(target=server_asks, name="server")
+    server.start()
+    assert started.wait(10)
+    page = threading.Thread(target=lambda: results.append(
+        anytime_certificate(closed, BAR, delta=0.05)), name="page")
+    page.start()
+    release.set()
+    server.join(10)
+    page.join(30)
+    assert errors and len(results) == 1
+    assert results[0].thresholds.certified is not None  # the page's own, complete result
+    assert anytime._UNDERWAY == {}

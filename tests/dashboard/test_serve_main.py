@@ -40,3 +40,62 @@ def test_every_module_named_ahead_exists() -> None:
     import importlib.util
 
     assert all(importlib.util.find_spec(name) is not None for name in serve_main.PAGE_MODULES)
+
+
+@pytest.fixture
+def counted_certificates(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every anytime certificate computed (not given back kept) from here on, by stratum."""
+    from collections import OrderedDict
+
+    from fieldtrust.calibration import anytime
+
+    monkeypatch.setattr(anytime, "_KEPT", OrderedDict())
+    computed: list[str] = []
+    real = anytime._certify
+
+    def counting(closed, *args, **kwargs):
+        computed.append(closed)
+        return real(closed, *args, **kwargs)
+
+    monkeypatch.setattr(anytime, "_certify", counting)
+    return computed
+
+
+def test_the_first_pages_certificates_are_computed_at_the_servers_start(
+    tmp_path: Path, use_db, counted_certificates: list[str]
+) -> None:
+    from fieldtrust.dashboard import data, views
+    from fieldtrust.store.scope import Scope
+
+    from tests.calibration.anytime_store import build_audited
+
+    db = tmp_path / "audited.duckdb"
+    build_audited(db, fields=("total", "date")).close()
+    use_db(db)
+    serve_main.compute_first_report()
+    assert len(counted_certificates) == 2  # both strata, on the store's own bar
+    # The report a first page reads (the sidebar's window of weeks, no other filter):
+    # every certificate in it is one computed ahead.
+    with data.reading(str(db)) as con:
+        bar = data.bar()
+        weeks = data.filter_options(con).weeks[-bar.weeks:]
+        report = data.calibration_report(con, *views.report_args(Scope(weeks=weeks), bar))
+    assert len(counted_certificates) == 2
+    # The report's certificates are those: each stratum certified a threshold on them.
+    assert all(s.assessment.certified is not None for s in report.strata)
+
+
+def test_nothing_is_computed_ahead_for_the_one_look_certificate_or_a_missing_store(
+    tmp_path: Path, use_db, monkeypatch: pytest.MonkeyPatch, counted_certificates: list[str]
+) -> None:
+    from tests.calibration.anytime_store import build_audited
+
+    use_db(tmp_path / "no-store-yet.duckdb")
+    serve_main.compute_first_report()
+    assert not (tmp_path / "no-store-yet.duckdb").exists()
+    db = tmp_path / "audited.duckdb"
+    build_audited(db).close()
+    use_db(db)
+    monkeypatch.setenv("FIELDTRUST_CERTIFICATE", "fixed")
+    serve_main.compute_first_report()
+    assert counted_certificates == []
