@@ -42,7 +42,7 @@ def _require_label_studio() -> None:
     require(LABEL_STUDIO.exists(),
             f"Label Studio is not installed in {LABEL_STUDIO.parent.parent.name}/"
             " (.ci/run installs it: python -m venv .ls-venv &&"
-            " .ls-venv/bin/python -m pip install label-studio)")
+            " .ls-venv/bin/python -m pip install 'label-studio>=1.23,<1.24' 'sentry-sdk<3')")
 
 
 def _free_port() -> int:
