@@ -11,6 +11,7 @@ with the slowest read, and every read with ``--verbose``.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,7 @@ from fieldtrust.store.bar import resolve_bar
 from fieldtrust.store.scope import Scope
 
 from fieldtrust import store
+from fieldtrust.errors import FieldtrustError
 
 Call = tuple[str, tuple[Any, ...]]
 
@@ -104,8 +106,14 @@ def main() -> None:
     parser.add_argument("--verbose", action="store_true", help="time of every read")
     parser.add_argument("--pages", nargs="*", default=(), help="only these pages")
     args = parser.parse_args()
-    store.connect(args.db, read_only=True).close()  # fail early on a missing store
-    time_pages(args.db, verbose=args.verbose, pages=tuple(args.pages))
+    try:
+        store.connect(args.db, read_only=True).close()  # fail early on a missing store
+        # The policy export signs what it writes, with the settings' key, as the page does.
+        with data.signing_keys():
+            time_pages(args.db, verbose=args.verbose, pages=tuple(args.pages))
+    except FieldtrustError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":
