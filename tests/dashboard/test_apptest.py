@@ -90,6 +90,13 @@ def _texts(at: AppTest) -> str:
     return _shown("\n".join(str(p) for p in parts))
 
 
+def _click_accepted(at: AppTest, key: str) -> None:
+    """Click the button ``key``: the page takes it, with no exception and no error shown."""
+    at.button(key=key).click().run()
+    assert not at.exception
+    assert not at.error, at.error[0].value
+
+
 @pytest.mark.parametrize("page", sorted(PAGES))
 def test_page_on_an_empty_store_shows_the_empty_state(
     page: str, empty_db: Path, open_page: OpenPage
@@ -266,9 +273,7 @@ def test_an_incorrect_verdict_records_the_correction_error_type_and_detail(
     at.selectbox(key=state.REVIEW_ERROR_TYPE).set_value(error_type)
     if detail is not None:
         at.text_input(key=state.REVIEW_ERROR_DETAIL).set_value(detail)
-    at.button(key=state.REVIEW_INCORRECT).click().run()
-    assert not at.exception
-    assert not at.error, at.error[0].value
+    _click_accepted(at, state.REVIEW_INCORRECT)
     labels = file_rows(
         demo_db,
         "SELECT verdict, corrected_value, corrected_status, error_type, error_detail, reviewer,"
@@ -287,9 +292,7 @@ def test_key_2_alone_records_incorrect_with_nothing_guessed(
     held = (shown,)
     assert at.selectbox(key=state.REVIEW_ERROR_TYPE).value is None
     assert at.selectbox(key=state.REVIEW_CORRECTION).value is None
-    at.button(key=state.REVIEW_INCORRECT).click().run()
-    assert not at.exception
-    assert not at.error, at.error[0].value
+    _click_accepted(at, state.REVIEW_INCORRECT)
     assert file_rows(
         demo_db,
         "SELECT verdict, corrected_value, corrected_status, error_type FROM labels"
@@ -334,9 +337,7 @@ def test_adjudication_records_error_type_other_with_its_detail(
     at.selectbox(key=state.AUDIT_ADJ_TYPE).set_value("other")
     at.text_input(key=state.AUDIT_ADJ_DETAIL).set_value("stamp over the amount")
     at.selectbox(key=state.AUDIT_ADJ_CORRECTION).set_value("null")
-    at.button(key=state.AUDIT_ADJ_SUBMIT).click().run()
-    assert not at.exception
-    assert not at.error, at.error[0].value
+    _click_accepted(at, state.AUDIT_ADJ_SUBMIT)
     labels = file_rows(
         demo_db,
         "SELECT verdict, corrected_value, corrected_status, error_type, error_detail, reviewer"
@@ -412,9 +413,7 @@ def test_my_recent_labels_changes_an_earlier_verdict(demo_db: Path, open_page: O
     assert "You said **correct**" in _texts(at)
     at.text_input(key=state.REVIEW_CORRECTED).set_value("12.50")
     at.selectbox(key=state.REVIEW_ERROR_TYPE).set_value("misread_characters")
-    at.button(key=state.REVIEW_INCORRECT).click().run()
-    assert not at.exception
-    assert not at.error, at.error[0].value
+    _click_accepted(at, state.REVIEW_INCORRECT)
     effective = file_rows(
         demo_db, "SELECT verdict, corrected_value, reviewer FROM labels l WHERE extraction_id = ?"
         " AND NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)", [first])
@@ -444,9 +443,7 @@ def test_a_verdict_from_the_priority_queue_is_recorded_outside_any_sample(
 ) -> None:
     at = open_page(demo_db, "review", user="ana", tab="Priority queue")
     picked = at.selectbox(key=state.VIEWER_QUEUE_ITEM).value
-    at.button(key=state.QUEUE_CORRECT).click().run()
-    assert not at.exception
-    assert not at.error, at.error[0].value
+    _click_accepted(at, state.QUEUE_CORRECT)
     labels = file_rows(demo_db, "SELECT verdict, reviewer FROM labels WHERE extraction_id = ?",
                        [picked])
     assert labels == [("correct", "ana")]

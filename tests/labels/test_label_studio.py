@@ -13,7 +13,6 @@ Without ``.ls-venv`` the test skips, except in CI (``CI=true``), where it fails.
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import io
 import json
@@ -22,22 +21,16 @@ from typing import Any
 
 import duckdb
 import pytest
-from click.testing import CliRunner
 from fieldtrust.labels.label_studio import label_config
 
-from fieldtrust.cli.main import cli
 from tests.beside import CHROMIUM
 from tests.label_studio_server import ANN, BOB, api_call, api_get
+from tests.label_studio_store import ingested_store, run
 
 WEEK = "2026-W48"
 
 # One Label Studio server for the run (tests/conftest.py): the tests using it share a worker.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("label_studio")]
-
-
-def _run(db: Path, *args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, [*args, "--db", str(db)], env={"FIELDTRUST_USER": "quinn"})
-    return result.exit_code, result.output
 
 
 def _choice(name: str, value: str) -> dict[str, Any]:
@@ -58,7 +51,6 @@ def _store(tmp_path: Path) -> Path:
     """30 extractions, each on page 1 of its own scanned page (a PNG) with the value's box."""
     from PIL import Image, ImageDraw
 
-    db = tmp_path / "store.duckdb"
     (tmp_path / "docs").mkdir()
     rows = []
     for i in range(30):
@@ -70,17 +62,7 @@ def _store(tmp_path: Path) -> Path:
                      "extracted_at": "2026-11-24T10:00:00Z", "document_uri": f"docs/d{i}.png",
                      "page": 1, "bbox": ",".join(str(v) for v in BOX),
                      "source_excerpt": f"Total {100 + i}.00 EUR"})
-    source = tmp_path / "extractions.csv"
-    with source.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    for args in (["init", "--admin", "quinn"], ["ingest", str(source), "--quiet"],
-                 ["users", "grant", "quinn", "qa_lead"], ["users", "grant", "ann", "reviewer"],
-                 ["users", "grant", "bob", "reviewer"]):
-        code, out = _run(db, *args)
-        assert code == 0, out
-    return db
+    return ingested_store(tmp_path, rows, "ann", "bob")
 
 
 def _shows_the_page(base: str, project: int, task: int) -> tuple[int, int]:
@@ -116,8 +98,8 @@ def test_tasks_annotated_in_label_studio_come_back_as_labels(
     base, root = label_studio
     db = _store(tmp_path)
     tasks_file, config_file = root / "w48.json", tmp_path / "config.xml"
-    code, out = _run(db, "sample", "--week", WEEK, "--out", str(tasks_file), "--format",
-                     "label-studio", "--label-config", str(config_file))
+    code, out = run(db, "sample", "--week", WEEK, "--out", str(tasks_file), "--format",
+                    "label-studio", "--label-config", str(config_file))
     assert code == 0, out
     tasks = json.loads(tasks_file.read_text())
     assert len(tasks) >= 6 and all("confidence" not in t["data"] for t in tasks)
@@ -183,25 +165,25 @@ def test_tasks_annotated_in_label_studio_come_back_as_labels(
     foreign = tmp_path / "mixed.json"
     foreign.write_text(json.dumps([*export, {"id": 999, "data": {"text": "hello"},
                                              "annotations": []}]))
-    code, out = _run(db, "labels", "import", str(foreign), "--format", "label-studio")
+    code, out = run(db, "labels", "import", str(foreign), "--format", "label-studio")
     assert code == 2
     assert f"row {len(export) + 1} (task 999): not a fieldtrust task" in out
     assert _labels(db) == []
 
     # Label Studio's users are no store users until mapped: refused by name, with the task.
-    code, out = _run(db, "labels", "import", str(export_file), "--format", "label-studio")
+    code, out = run(db, "labels", "import", str(export_file), "--format", "label-studio")
     assert code == 2
     assert f"Label Studio user {user_id[ANN[2]]} is not a reviewer of this store" in out
     assert "(task " in out and _labels(db) == []
     mapping = ["--reviewer-map", f"{user_id[ANN[2]]}=ann", "--reviewer-map",
                f"{user_id[BOB[2]]}=bob"]
-    code, out = _run(db, "labels", "import", str(export_file), "--format", "label-studio",
-                     *mapping, "--dry-run")
+    code, out = run(db, "labels", "import", str(export_file), "--format", "label-studio",
+                    *mapping, "--dry-run")
     assert code == 0, out
     assert "would add 6 new labels and 0 replacing" in out and _labels(db) == []
 
-    code, out = _run(db, "labels", "import", str(export_file), "--format", "label-studio",
-                     *mapping)
+    code, out = run(db, "labels", "import", str(export_file), "--format", "label-studio",
+                    *mapping)
     assert code == 0, out
     assert "added 6 new labels" in out and "1 cancelled Label Studio annotations skipped" in out
     assert "1 'incorrect' rows lack an error type or a corrected value" in out
@@ -233,16 +215,16 @@ def test_tasks_annotated_in_label_studio_come_back_as_labels(
     # Exported again after more work: what was imported is already stored, nothing doubles.
     again = tmp_path / "again.json"
     again.write_text(json.dumps(export, indent=1))
-    code, out = _run(db, "labels", "import", str(again), "--format", "label-studio", *mapping)
+    code, out = run(db, "labels", "import", str(again), "--format", "label-studio", *mapping)
     assert code == 0 and "added 0 new labels and 0 replacing" in out and "6 already stored" in out
 
     # The double reviews are agreement and adjudication material, as in the dashboard.
-    code, out = _run(db, "adjudicate", "--queue", "--json")
+    code, out = run(db, "adjudicate", "--queue", "--json")
     assert code == 0, out
     queue = json.loads(out)
     assert [(q["extraction_id"], q["primary_verdict"], q["second_verdict"]) for q in queue] \
         == [(ids[1], "incorrect", "correct")]
-    code, out = _run(db, "verify")
+    code, out = run(db, "verify")
     assert code == 0 and "history intact" in out
 
 

@@ -4,21 +4,19 @@ shows the same tasks in a real Label Studio."""
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from click.testing import CliRunner
 from fieldtrust.labels.label_studio import TaskPage, box_prediction, label_config, write_tasks
 from fieldtrust.labels.label_studio_pages import LOCAL_FILES, local_files_prefix, write_pages
 from fieldtrust.store.locations import Location
 from PIL import Image
 
-from fieldtrust.cli.main import cli
 from fieldtrust.errors import InputError
+from tests.label_studio_store import ingested_store, run
 
 WEEK = "2026-W48"
 
@@ -107,15 +105,9 @@ def test_local_files_prefix_is_under_the_document_root(tmp_path: Path) -> None:
         local_files_prefix(tmp_path / "ls", tmp_path / "ls" / "w48 pages")
 
 
-def _run(db: Path, *args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, [*args, "--db", str(db)], env={"FIELDTRUST_USER": "quinn"})
-    return result.exit_code, result.output
-
-
 @pytest.fixture
 def store_with_documents(tmp_path: Path) -> Path:
     """Eight extractions with their documents (PNGs) under the store's folder; two with none."""
-    db = tmp_path / "store.duckdb"
     (tmp_path / "docs").mkdir()
     rows = []
     for i in range(8):
@@ -127,16 +119,7 @@ def store_with_documents(tmp_path: Path) -> Path:
                      "extracted_at": "2026-11-24T10:00:00Z", "document_uri": uri,
                      "page": 1 if uri else "", "bbox": "0.1,0.2,0.4,0.3" if uri else "",
                      "source_excerpt": f"Total {i}.00"})
-    source = tmp_path / "extractions.csv"
-    with source.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    for args in (["init", "--admin", "quinn"], ["ingest", str(source), "--quiet"],
-                 ["users", "grant", "quinn", "qa_lead"]):
-        code, out = _run(db, *args)
-        assert code == 0, out
-    return db
+    return ingested_store(tmp_path, rows)
 
 
 def test_sample_writes_the_pages_beside_the_tasks(store_with_documents: Path) -> None:
@@ -145,8 +128,8 @@ def test_sample_writes_the_pages_beside_the_tasks(store_with_documents: Path) ->
     design.write_text(json.dumps({"base_rate": 1.0}))
     out = folder / "ls" / "w48.json"
     out.parent.mkdir()
-    code, text = _run(store_with_documents, "sample", "--week", WEEK, "--design", str(design),
-                      "--out", str(out), "--format", "label-studio")
+    code, text = run(store_with_documents, "sample", "--week", WEEK, "--design", str(design),
+                     "--out", str(out), "--format", "label-studio")
     assert code == 0, text
     tasks = json.loads(out.read_text())
     shown = [t for t in tasks if t["data"]["image"]]
@@ -156,9 +139,9 @@ def test_sample_writes_the_pages_beside_the_tasks(store_with_documents: Path) ->
     assert len(list((folder / "ls" / "w48-pages").glob("*.png"))) == 6
     assert all(t["data"]["source_excerpt"].startswith("Total ") for t in tasks)
 
-    code, text = _run(store_with_documents, "sample", "--week", WEEK, "--design", str(design),
-                      "--out", str(out), "--format", "label-studio", "--pages",
-                      str(folder / "served"), "--pages-url", "https://files.example/w48/")
+    code, text = run(store_with_documents, "sample", "--week", WEEK, "--design", str(design),
+                     "--out", str(out), "--format", "label-studio", "--pages",
+                     str(folder / "served"), "--pages-url", "https://files.example/w48/")
     assert code == 0, text
     urls = [t["data"]["image"] for t in json.loads(out.read_text()) if t["data"]["image"]]
     assert len(urls) == 6 and all(u.startswith("https://files.example/w48/") for u in urls)
@@ -166,6 +149,6 @@ def test_sample_writes_the_pages_beside_the_tasks(store_with_documents: Path) ->
 
 
 def test_pages_options_go_with_label_studio(store_with_documents: Path) -> None:
-    code, text = _run(store_with_documents, "sample", "--week", WEEK, "--out",
-                      str(store_with_documents.parent / "w48.csv"), "--pages-url", "https://x/")
+    code, text = run(store_with_documents, "sample", "--week", WEEK, "--out",
+                     str(store_with_documents.parent / "w48.csv"), "--pages-url", "https://x/")
     assert code == 2 and "--pages and --pages-url go with --format label-studio" in text
