@@ -303,7 +303,7 @@ def automation_candidates(
                        for job in certificate_jobs(con, scope, bar, seeds=seeds)]
     else:
         assessments = []
-        for data in _strata(con, scope):
+        for data in _strata(con, scope)[1]:
             thresholds = select_thresholds(data.design, data.labels, bar)
             assessments.append(assess(data, thresholds, bar, scope=scope))
     return sorted(assessments, key=lambda a: (not a.candidate, a.doc_type, a.field))
@@ -342,31 +342,25 @@ def certificate_jobs(
     """
     scope = Scope(weeks=last_weeks(con, bar.horizon_weeks), doc_types=scope.doc_types,
                   form_versions=scope.form_versions, fields=scope.fields)
-    loaded = _loaded(con, scope)
-    facts = store_facts(con, list(loaded.values()))
+    loaded, strata = _strata(con, scope)
+    facts = store_facts(con, loaded)
     delta = stratum_delta(bar, len(loaded))  # the strata with extractions share it
     if seeds is None and bar.seed_rate > 0:
         seeds = stored_judgements(con)
     return [CertificateJob(data, closed_cells(data, facts), bar, delta,
                            (seeds or {}).get((data.doc_type, data.field)), scope)
-            for data in _with_empty(con, scope, loaded)]
+            for data in strata]
 
 
-def _strata(con: duckdb.DuckDBPyConnection, scope: Scope) -> list[StratumData]:
-    return _with_empty(con, scope, _loaded(con, scope))
-
-
-def _loaded(con: duckdb.DuckDBPyConnection, scope: Scope) -> dict[tuple[str, str], StratumData]:
-    return {(s.doc_type, s.field): s for s in load_strata(con, scope)}
-
-
-def _with_empty(con: duckdb.DuckDBPyConnection, scope: Scope,
-                loaded: dict[tuple[str, str], StratumData]) -> list[StratumData]:
-    """Every stratum the scope selects, by (doc_type, field): an empty one where it has no
-    extractions in the scope's weeks (``no_coverage``)."""
+def _strata(con: duckdb.DuckDBPyConnection,
+            scope: Scope) -> tuple[list[StratumData], list[StratumData]]:
+    """The strata with extractions in the scope, and every stratum it selects by
+    (doc_type, field): an empty one where it has none in its weeks (``no_coverage``)."""
+    loaded = {(s.doc_type, s.field): s for s in load_strata(con, scope)}
     # Without a weeks filter every stratum the filters select has extractions.
     names = set(strata_names(con, scope)) | set(loaded) if scope.weeks else set(loaded)
-    return [loaded.get(name) or empty_stratum(*name) for name in sorted(names)]
+    return list(loaded.values()), [loaded.get(name) or empty_stratum(*name)
+                                   for name in sorted(names)]
 
 
 def stratum_delta(bar: Bar, n_strata: int) -> float:

@@ -43,14 +43,14 @@ def test_every_module_named_ahead_exists() -> None:
 
 
 @pytest.fixture
-def counted_certificates(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def counted_certificates(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     """Every anytime certificate computed (not given back kept) from here on, by stratum."""
     from collections import OrderedDict
 
     from fieldtrust.calibration import anytime
 
     monkeypatch.setattr(anytime, "_KEPT", OrderedDict())
-    computed: list[str] = []
+    computed: list[object] = []
     real = anytime._certify
 
     def counting(closed, *args, **kwargs):
@@ -62,7 +62,7 @@ def counted_certificates(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_the_first_pages_certificates_are_computed_at_the_servers_start(
-    tmp_path: Path, use_db, counted_certificates: list[str]
+    tmp_path: Path, use_db, counted_certificates: list[object]
 ) -> None:
     from fieldtrust.dashboard import data, views
     from fieldtrust.store.scope import Scope
@@ -86,7 +86,7 @@ def test_the_first_pages_certificates_are_computed_at_the_servers_start(
 
 
 def test_nothing_is_computed_ahead_for_the_one_look_certificate_or_a_missing_store(
-    tmp_path: Path, use_db, monkeypatch: pytest.MonkeyPatch, counted_certificates: list[str]
+    tmp_path: Path, use_db, monkeypatch: pytest.MonkeyPatch, counted_certificates: list[object]
 ) -> None:
     from tests.calibration.anytime_store import build_audited
 
