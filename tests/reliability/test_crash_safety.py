@@ -33,7 +33,9 @@ pytestmark = pytest.mark.slow
 
 ROWS = 1_000_000
 #: Kill times as fractions of an unkilled ingest, from reading the file to its commit.
-INGEST_KILL_FRACTIONS = (0.05, 0.2, 0.4, 0.6, 0.8)
+#: That ingest is the file's first read, so the ingests after it can take half its time
+#: on a busy machine: no fraction above one half, or a kill comes after the commit.
+INGEST_KILL_FRACTIONS = (0.05, 0.15, 0.25, 0.35, 0.45)
 DRAW_KILLS = (0.3, 1.5, 3.0)
 DRAW_ROWS = 200_000
 DECIDE_KILLS = (0.1, 0.6, 1.5)
