@@ -19,8 +19,8 @@ import duckdb
 import pytest
 
 from fieldtrust import store
-from fieldtrust.demo import build_demo
 from fieldtrust.demo.claims import DemoClaims, claims_text, demo_claims, section
+from tests.demo_template import default_demo_copy
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "demo.md"
 
@@ -32,10 +32,8 @@ pytestmark = pytest.mark.xdist_group("demo_claims")
 @pytest.fixture(scope="module")
 def default_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb.DuckDBPyConnection]:
     """The store `fieldtrust demo` builds with its defaults (seed 7, 300,000 rows)."""
-    path = tmp_path_factory.mktemp("demo-claims") / "demo.duckdb"
-    con = store.connect(path)
-    build_demo(con)
-    con.close()
+    folder = tmp_path_factory.mktemp("demo-claims")
+    path = default_demo_copy(tmp_path_factory, folder / "demo.duckdb")
     con = store.connect(path, read_only=True)
     yield con
     con.close()

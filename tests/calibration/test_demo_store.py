@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from fieldtrust.calibration.report import calibration_report
 
 from fieldtrust import store
-from fieldtrust.demo import build_demo_store
+from tests.demo_template import default_demo_copy
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    path: Path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
-    build_demo_store(path)  # the default demo: what `fieldtrust serve --demo` shows
+    # The default demo: what `fieldtrust serve --demo` shows.
+    path = default_demo_copy(tmp_path_factory, tmp_path_factory.mktemp("demo") / "demo.duckdb")
     con = store.connect(path, read_only=True)
     try:
         yield calibration_report(con, store.Scope(weeks=store.last_weeks(con, 8)))

@@ -1,16 +1,14 @@
 """Fixtures of the dashboard tests: the demo store, built once per test run.
 
 The demo store at its default size is the smallest that has automation
-candidates, which the approval tests need. Building it costs tens of seconds,
-so it is built once per run and shared by the pytest-xdist workers (a file
-lock makes the second worker wait for the first); every test that writes gets
+candidates, which the approval tests need. It is the run's default demo
+(tests/demo_template.py) with the demo's users and a redraw added, built once
+per run and shared by the pytest-xdist workers; every test that writes gets
 its own copy.
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -22,25 +20,16 @@ from fieldtrust.sampling.draw import draw_sample
 from fieldtrust import store
 from fieldtrust.demo.users import ensure_demo_ready
 from tests.conftest import copy_store
+from tests.demo_template import built_once, default_demo_copy
 
-DEMO_ROWS = 300_000
-DEMO_SEED = 7
 #: A denser redraw of the newest week (the demo draws 3%), so reviewers have unlabelled
 #: items: about two thirds of it, as the demo's reviewers labelled its first 60% of 3%.
 REVIEW_DESIGN = Design(base_rate=0.05)
 REVIEW_WEEK = "2026-W48"
 
 
-def _shared_dir(factory: pytest.TempPathFactory) -> Path:
-    base = factory.getbasetemp()
-    # Under xdist each worker's basetemp sits in the run's own folder: share that one.
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-
-
-def _build(path: Path) -> None:
-    from fieldtrust.demo import ensure_demo_store
-
-    ensure_demo_store(path, seed=DEMO_SEED, rows=DEMO_ROWS)
+def _build(path: Path, factory: pytest.TempPathFactory) -> None:
+    default_demo_copy(factory, path)
     ensure_demo_ready(path)
     con = store.connect(path)
     try:
@@ -52,18 +41,8 @@ def _build(path: Path) -> None:
 @pytest.fixture(scope="session")
 def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo store with demo users, maps and an unlabelled redraw; never written by tests."""
-    folder = _shared_dir(tmp_path_factory)
-    path = folder / "dashboard-demo.duckdb"
-    done = folder / "dashboard-demo.done"
-    with (folder / "dashboard-demo.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            if not done.exists():
-                _build(path)
-                done.touch()
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    return path
+    return built_once(tmp_path_factory, "dashboard-demo.duckdb",
+                      lambda path: _build(path, tmp_path_factory))
 
 
 def settle_disagreements(path: Path) -> int:
