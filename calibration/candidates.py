@@ -45,6 +45,7 @@ from fieldtrust.calibration.stability import VersionCheck, WeekCheck, version_ch
 from fieldtrust.calibration.thresholds import ThresholdPoint, ThresholdResult, select_thresholds
 from fieldtrust.store.bar import Bar, resolve_bar
 from fieldtrust.store.provenance import code_version
+from fieldtrust.store.rollup import same_extractions
 from fieldtrust.store.scope import Scope, last_weeks
 
 #: The closed set of reasons a stratum is not a candidate, with the text shown to people.
@@ -269,6 +270,7 @@ def automation_candidates(
     bar: Bar | None = None,
     *,
     seeds: Mapping[tuple[str, str], SeedJudgements] | None = None,
+    loaded: list[StratumData] | None = None,
 ) -> list[CandidateAssessment]:
     """Assess every stratum of the store; candidates first, then by (doc_type, field).
 
@@ -289,6 +291,9 @@ def automation_candidates(
         certificate when the bar's ``seed_rate`` is above 0; None reads the
         store's seed verdicts (every caller's path: a policy that seeds its
         samples certifies on its reviewers' measured misses).
+    loaded
+        The strata with extractions the certificate reads, when the caller
+        has read them already (:func:`certificate_jobs`).
 
     Returns
     -------
@@ -300,7 +305,7 @@ def automation_candidates(
     bar = resolve_bar(con) if bar is None else bar
     if bar.certificate == "anytime":
         assessments = [assess_anytime(job.data, job.certify(), bar, scope=job.scope)
-                       for job in certificate_jobs(con, scope, bar, seeds=seeds)]
+                       for job in certificate_jobs(con, scope, bar, seeds=seeds, loaded=loaded)]
     else:
         assessments = []
         for data in _strata(con, scope)[1]:
@@ -332,17 +337,22 @@ def certificate_jobs(
     bar: Bar,
     *,
     seeds: Mapping[tuple[str, str], SeedJudgements] | None = None,
+    loaded: list[StratumData] | None = None,
 ) -> list[CertificateJob]:
     """Every stratum's anytime certificate, ready to compute, by (doc_type, field).
 
     All of the store is read here: the certificates themselves need no
     connection, so a caller may compute them after closing it (the dashboard's
     server does, at its start, leaving the store to the pages meanwhile).
-    ``scope`` and ``seeds`` are :func:`automation_candidates`' own.
+    ``scope`` and ``seeds`` are :func:`automation_candidates`' own. ``loaded``:
+    the caller's strata read in ``scope``, used when they hold what the
+    horizon holds (a store younger than the horizon), so the rows are read once.
     """
-    scope = Scope(weeks=last_weeks(con, bar.horizon_weeks), doc_types=scope.doc_types,
-                  form_versions=scope.form_versions, fields=scope.fields)
-    loaded, strata = _strata(con, scope)
+    window = scope
+    scope = horizon_scope(con, bar, window)
+    if loaded is not None and not same_extractions(con, window, scope):
+        loaded = None
+    loaded, strata = _strata(con, scope, loaded)
     facts = store_facts(con, loaded)
     delta = stratum_delta(bar, len(loaded))  # the strata with extractions share it
     if seeds is None and bar.seed_rate > 0:
@@ -352,11 +362,18 @@ def certificate_jobs(
             for data in strata]
 
 
-def _strata(con: duckdb.DuckDBPyConnection,
-            scope: Scope) -> tuple[list[StratumData], list[StratumData]]:
-    """The strata with extractions in the scope, and every stratum it selects by
-    (doc_type, field): an empty one where it has none in its weeks (``no_coverage``)."""
-    loaded = {(s.doc_type, s.field): s for s in load_strata(con, scope)}
+def horizon_scope(con: duckdb.DuckDBPyConnection, bar: Bar, scope: Scope) -> Scope:
+    """The anytime certificate's weeks (the store's last ``horizon_weeks``), ``scope``'s filters."""
+    return Scope(weeks=last_weeks(con, bar.horizon_weeks), doc_types=scope.doc_types,
+                 form_versions=scope.form_versions, fields=scope.fields)
+
+
+def _strata(con: duckdb.DuckDBPyConnection, scope: Scope,
+            read: list[StratumData] | None = None) -> tuple[list[StratumData], list[StratumData]]:
+    """The strata with extractions in the scope (``read`` when given), and every stratum it
+    selects by (doc_type, field): an empty one where it has none in its weeks (``no_coverage``)."""
+    loaded = {(s.doc_type, s.field): s for s in (load_strata(con, scope) if read is None
+                                                  else read)}
     # Without a weeks filter every stratum the filters select has extractions.
     names = set(strata_names(con, scope)) | set(loaded) if scope.weeks else set(loaded)
     return list(loaded.values()), [loaded.get(name) or empty_stratum(*name)

@@ -351,8 +351,10 @@ def calibration_report(
     bar = resolve_bar(con) if bar is None else bar
     loaded = {(s.doc_type, s.field): s for s in load_strata(con, scope)}
     names = sorted(set(strata_names(con, scope)) | set(loaded)) if scope.weeks else sorted(loaded)
-    decided = {(a.doc_type, a.field): a for a in automation_candidates(con, scope, bar)} \
-        if bar.certificate == "anytime" else {}
+    # The certificate reads its horizon's strata; on a store younger than the horizon
+    # they are the ones just read (a second read was a third of a warm report).
+    decided = {(a.doc_type, a.field): a for a in automation_candidates(
+        con, scope, bar, loaded=list(loaded.values()))} if bar.certificate == "anytime" else {}
     reports = [
         stratum_report(loaded.get(name) or empty_stratum(*name), bar, n_bins=n_bins,
                        strategy=strategy, scope=scope, assessment=decided.get(name))

@@ -345,8 +345,40 @@ def query(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 def _cached_call(
     path: str, version: DataVersion, name: str, args: tuple[Any, ...], kwargs: tuple[Any, ...]
 ) -> Any:
+    ready = _take_ahead((path, version, name, args, kwargs))
+    if ready is not _NOT_AHEAD:
+        return ready
     with reading(path) as con:
         return _QUERIES[name](con, *args, **dict(kwargs))
+
+
+#: Reads computed beside the server's start (:func:`compute_ahead`), by the key of the
+#: cached read a page will make. Streamlit's cache is filled only by a page run, so the
+#: first page's run takes its read from here instead of computing it; once taken, the
+#: cache holds it.
+_AHEAD: dict[tuple[Any, ...], Any] = {}
+_AHEAD_LOCK = threading.Lock()
+_NOT_AHEAD = object()
+
+
+def _take_ahead(key: tuple[Any, ...]) -> Any:
+    with _AHEAD_LOCK:
+        return _AHEAD.pop(key, _NOT_AHEAD)
+
+
+def compute_ahead(name: str, *args: Any, **kwargs: Any) -> None:
+    """Compute the cached read ``name`` now, outside a page run, for the page that will ask.
+
+    Kept for the store's current data version only: a write before that page
+    changes the version, and the page computes its read as usual.
+    """
+    path = db_path()
+    version = current_version()
+    with reading(path) as con:
+        result = _QUERIES[name](con, *args, **kwargs)
+    with _AHEAD_LOCK:
+        _AHEAD.clear()  # one report, not one per store version the server has seen
+        _AHEAD[(path, version, name, args, tuple(sorted(kwargs.items())))] = result
 
 
 def cached(name: str, *args: Any, **kwargs: Any) -> Any:

@@ -144,21 +144,22 @@ def import_pages_ahead(modules: Iterable[str] = PAGE_MODULES, wait: float = 120.
 
 
 def compute_first_report() -> None:
-    """Compute the certificates a first page's report reads, so that visit finds them kept.
+    """Compute the report a first page reads, so that visit finds it ready.
 
-    The page's own read goes through Streamlit's cache, which only a page run
-    can fill; the certificates are the dear part of it (seconds on the demo
-    store, the rest of the report a fraction of one), and the library keeps
-    them by their content, whoever asked. The store is read first and let go:
-    the certificates need no connection, so pages opened meanwhile read the
-    store as usual, and one that needs a certificate being computed here waits
-    for it instead of computing it again. No store yet, or one that cannot be
-    read: the first page says what is wrong, in its own words.
+    The certificates are the dear part (seconds on the demo store), and the
+    library keeps them by their content, whoever asked: the store is read
+    first and let go, so pages opened meanwhile read the store as usual, and
+    one that needs a certificate being computed here waits for it instead of
+    computing it again. Then the first page's report itself, with the
+    certificates ready, is computed for the page (:func:`data.compute_ahead`):
+    Streamlit's cache is filled only by a page run, and that run takes it. No
+    store yet, or one that cannot be read: the first page says what is wrong,
+    in its own words.
     """
     from pathlib import Path
 
     from fieldtrust.calibration.candidates import certificate_jobs
-    from fieldtrust.dashboard import data
+    from fieldtrust.dashboard import data, sidebar, views
     from fieldtrust.store.bar import resolve_bar
     from fieldtrust.store.scope import Scope
 
@@ -168,15 +169,16 @@ def compute_first_report() -> None:
     try:
         with data.reading(path) as con:
             bar = resolve_bar(con, data.settings().criteria)  # what data.bar() reads
-            if bar.certificate != "anytime":
-                return  # the one-look certificate costs a page nothing to compute
-            # A first visit filters no type or version, and certificates read the
-            # horizon's weeks whatever the window shows.
-            jobs = certificate_jobs(con, Scope(), bar)
+            jobs = certificate_jobs(con, Scope(), bar) if bar.certificate == "anytime" else []
+            options = data.filter_options(con)
+        # A first visit filters no type or version, and certificates read the
+        # horizon's weeks whatever the window shows.
         for job in jobs:
             job.certify()
+        data.compute_ahead("calibration_report",
+                           *views.report_args(sidebar.first_scope(options, bar.weeks), bar))
     except Exception:
-        log.debug("computing the first report's certificates ahead failed", exc_info=True)
+        log.debug("computing the first report ahead failed", exc_info=True)
 
 
 def prepare_first_page() -> None:

@@ -44,14 +44,24 @@ def _week_window(weeks: tuple[str, ...]) -> tuple[str, ...]:
     # A stale or malformed value (the store changed under us) falls back to the default.
     if not (isinstance(chosen, list | tuple) and len(chosen) == 2
             and all(w in weeks for w in chosen)):
-        default = min(data.bar().weeks, len(weeks))  # the certification window
-        st.session_state[state.FILTER_WEEKS] = (weeks[-default], weeks[-1])
+        first = default_weeks(weeks, data.bar().weeks)
+        st.session_state[state.FILTER_WEEKS] = (first[0], first[-1])
     window = st.sidebar.select_slider(
         "Weeks", options=list(weeks), key=state.FILTER_WEEKS,
         help="ISO weeks (UTC) of extraction time that every page looks at.",
     )
     start, end = window  # type: ignore[str-unpack]  # a range slider returns (start, end)
     return weeks[weeks.index(start): weeks.index(end) + 1]
+
+
+def default_weeks(weeks: tuple[str, ...], window: int) -> tuple[str, ...]:
+    """The weeks a first visit shows: the certification window's last ``window`` of ``weeks``."""
+    return weeks[-min(window, len(weeks)):] if weeks else weeks
+
+
+def first_scope(options: FilterOptions, window: int) -> Scope:
+    """The scope a first visit's filters select: :func:`default_weeks`, every type and version."""
+    return Scope(weeks=default_weeks(options.weeks, window))
 
 
 def current_scope() -> Scope:

@@ -156,6 +156,24 @@ def counts_a_lake(con: duckdb.DuckDBPyConnection) -> bool:
     return bool(row and row[0])
 
 
+
+def same_extractions(con: duckdb.DuckDBPyConnection, first: Scope, second: Scope) -> bool:
+    """Whether ``first`` and ``second`` select the same extractions (read from the rollup).
+
+    A report's window and the certificate's horizon differ in their weeks, but
+    on a store younger than the horizon they hold the same rows, and the
+    report then reads them once. False whenever the rollup is not current: the
+    answer is then not worth a scan of the rows.
+    """
+    if not is_current(con):
+        return False
+    a, a_params = first.where_week_labels("r")
+    b, b_params = second.where_week_labels("r")
+    row = fetch_one(
+        con, f"SELECT NOT EXISTS (SELECT 1 FROM extraction_counts r WHERE ({a}) <> ({b}))",
+        [*a_params, *b_params])
+    return bool(row and row[0])
+
 _SUMMED_SQL = """
 SELECT doc_type, field, form_version, week, k,
        sum(n)::BIGINT AS n, sum(sum_confidence) AS sum_confidence

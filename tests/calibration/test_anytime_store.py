@@ -330,3 +330,34 @@ def test_a_certificate_whose_computation_failed_is_computed_by_the_one_who_waite
     assert errors and len(results) == 1
     assert results[0].thresholds.certified is not None  # the page's own, complete result
     assert anytime._UNDERWAY == {}
+
+
+def _decided(assessments: list) -> list[tuple]:  # type: ignore[type-arg]
+    return sorted((a.doc_type, a.field, a.candidate, a.reason, a.threshold, a.labels_needed,
+                   a.evidence.get("accuracy_low")) for a in assessments)
+
+
+@pytest.mark.parametrize("window", [WEEKS, WEEKS[1:]], ids=["every-week", "a-week-left-out"])
+def test_a_report_reads_the_strata_once_when_its_window_holds_the_horizons_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, window: tuple[str, ...]
+) -> None:
+    from fieldtrust.calibration import candidates
+    from fieldtrust.calibration.report import calibration_report
+    from fieldtrust.store.rollup import refresh
+    from fieldtrust.store.scope import Scope
+
+    con = build_audited(tmp_path / "young.duckdb", share=0.6, fields=("total", "tax"))
+    refresh(con)  # the rows went in with SQL; an ingest keeps the rollup current itself
+    reads: list[object] = []
+    real = candidates.load_strata
+    monkeypatch.setattr(candidates, "load_strata",
+                        lambda *args, **kwargs: reads.append(args[1]) or real(*args, **kwargs))
+    report = calibration_report(con, Scope(weeks=window), BAR)
+    # The certificate's horizon is 52 weeks, and this store has 3: when the window holds
+    # them all, the report's own read serves the certificate too; otherwise it reads again.
+    assert len(reads) == (0 if window == WEEKS else 1)
+    fresh = automation_candidates(con, Scope(weeks=window), BAR)
+    assert len(reads) == (1 if window == WEEKS else 2)
+    assert _decided([s.assessment for s in report.strata]) == _decided(fresh)
+    assert any(a.candidate for a in fresh)
+    con.close()

@@ -85,17 +85,51 @@ def test_the_first_pages_certificates_are_computed_at_the_servers_start(
     assert all(s.assessment.certified is not None for s in report.strata)
 
 
-def test_nothing_is_computed_ahead_for_the_one_look_certificate_or_a_missing_store(
+def test_the_one_look_certificate_computes_no_anytime_one_and_a_missing_store_nothing(
     tmp_path: Path, use_db, monkeypatch: pytest.MonkeyPatch, counted_certificates: list[object]
 ) -> None:
+    from fieldtrust.dashboard import data
+
     from tests.calibration.anytime_store import build_audited
 
+    monkeypatch.setattr(data, "_AHEAD", {})
     use_db(tmp_path / "no-store-yet.duckdb")
     serve_main.compute_first_report()
-    assert not (tmp_path / "no-store-yet.duckdb").exists()
+    assert not (tmp_path / "no-store-yet.duckdb").exists() and data._AHEAD == {}
     db = tmp_path / "audited.duckdb"
     build_audited(db).close()
     use_db(db)
     monkeypatch.setenv("FIELDTRUST_CERTIFICATE", "fixed")
     serve_main.compute_first_report()
     assert counted_certificates == []
+    (report,) = data._AHEAD.values()  # the first page's report, on the one-look certificate
+    assert report.bar.certificate == "fixed"
+
+
+def test_the_first_page_run_takes_its_report_from_the_servers_start(
+    tmp_path: Path, use_db, monkeypatch: pytest.MonkeyPatch, counted_certificates: list[object]
+) -> None:
+    import streamlit as st
+    from fieldtrust.dashboard import data
+    from streamlit.testing.v1 import AppTest
+
+    from tests.calibration.anytime_store import build_audited
+    from tests.dashboard.test_apptest import APP, TIMEOUT
+
+    db = tmp_path / "audited.duckdb"
+    build_audited(db, fields=("total", "date")).close()
+    use_db(db)
+    monkeypatch.setattr(data, "_AHEAD", {})
+    st.cache_data.clear()  # no report of an earlier test in this worker's cache
+    serve_main.compute_first_report()
+    assert len(data._AHEAD) == 1
+    reports: list[object] = []
+    real = data._QUERIES["calibration_report"]
+    monkeypatch.setitem(data._QUERIES, "calibration_report",
+                        lambda *args, **kwargs: reports.append(args) or real(*args, **kwargs))
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception[0].message
+    # The page showed the report computed at the start, and computed none of its own.
+    assert reports == [] and data._AHEAD == {}
+    assert any("invoice" in str(df.value) for df in at.dataframe)
+    assert len(counted_certificates) == 2

@@ -94,6 +94,33 @@ def test_rows_added_outside_fieldtrust_are_read_from_the_table_until_an_ingest_r
     assert as_rows(rollup.population_counts(con)) == counted_from_rows(con, Scope())
 
 
+
+def test_two_scopes_hold_the_same_extractions_when_no_row_lies_in_a_week_only_one_has(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    ingest_table(con, extractions(600, seed=6, prefix="a"), source="a")  # W45..W47
+    weeks = ("2026-W45", "2026-W46", "2026-W47")
+    horizon = Scope(weeks=("2026-W44", *weeks))  # a week more, without rows
+    assert rollup.same_extractions(con, Scope(weeks=weeks), horizon)
+    assert rollup.same_extractions(con, Scope(), horizon)  # no row outside the horizon
+    assert not rollup.same_extractions(con, Scope(weeks=weeks[1:]), horizon)  # W45 has rows
+    filtered = Scope(weeks=weeks[1:], doc_types=("receipt",))
+    assert not rollup.same_extractions(
+        con, filtered, Scope(weeks=weeks, doc_types=("receipt",)))
+    # The filters select rows as well as the weeks: the same filters agree, others do not.
+    assert rollup.same_extractions(con, Scope(weeks=weeks, doc_types=("receipt",)),
+                                   Scope(weeks=("2026-W44", *weeks), doc_types=("receipt",)))
+    assert not rollup.same_extractions(con, Scope(weeks=weeks, doc_types=("receipt",)), horizon)
+
+    con.execute(
+        "INSERT INTO extractions (extraction_id, doc_id, doc_type, form_version, field, value,"
+        " value_status, confidence, extracted_at, batch_id)"
+        " VALUES ('by-hand', 'd', 'memo', 'v9', 'total', '1', 'present', 0.5, ?, 'sql')",
+        [WEEK_START],
+    )
+    # A rollup out of step cannot answer; "not the same" makes the caller read again.
+    assert not rollup.same_extractions(con, Scope(weeks=weeks), horizon)
+
 def test_labels_read_the_same_with_or_without_the_sampled_copy(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
