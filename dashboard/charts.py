@@ -1,4 +1,5 @@
-"""Every plotly figure the dashboard draws, built from the library's results.
+"""Every plotly figure the dashboard draws, built from the library's results (the Overview
+heatmap is Vega-Lite, in dashboard/heatmap.py).
 
 Figures only draw: each function takes a small frame of numbers the library
 computed (bins, curves, estimates) and returns a ``go.Figure``. No statistic
@@ -35,67 +36,6 @@ def as_text(value: object) -> str:
 
 def _finite(value: float | None) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
-
-
-def accuracy_heatmap(strata: pd.DataFrame, *, target: float) -> go.Figure:
-    """doc_type x field heatmap of design-weighted accuracy.
-
-    ``strata`` columns: doc_type, field, accuracy, accuracy_low, accuracy_high,
-    n_labeled, ece. Colour is centred on ``target``: red below, green above;
-    hover shows n, the interval and ECE.
-    """
-    doc_types = sorted(strata["doc_type"].unique())
-    fields = sorted(strata["field"].unique())
-    cell = {(r.doc_type, r.field): r for r in strata.itertuples(index=False)}
-    z: list[list[float | None]] = []
-    text: list[list[str]] = []
-    custom: list[list[list[object]]] = []
-    for doc_type in doc_types:
-        z_row: list[float | None] = []
-        text_row: list[str] = []
-        custom_row: list[list[object]] = []
-        for field in fields:
-            row = cell.get((doc_type, field))
-            acc = getattr(row, "accuracy", None) if row is not None else None
-            if row is None or not _finite(acc):
-                z_row.append(None)
-                text_row.append("" if row is None else "no labels")
-                custom_row.append([0, None, None, None])
-                continue
-            z_row.append(acc)
-            # Every cell says how many labels it rests on, not only in the hover.
-            text_row.append(f"{100 * acc:.1f}%<br>n={row.n_labeled:,}")  # type: ignore[operator]
-            custom_row.append([row.n_labeled, row.accuracy_low, row.accuracy_high, row.ece])
-        z.append(z_row)
-        text.append(text_row)
-        custom.append(custom_row)
-    # Put the target at the colour scale's midpoint: below is red, above green.
-    low = min([v for row in z for v in row if v is not None] + [target - 0.05])
-    span = max(1.0 - low, 1e-6)
-    mid = min(max((target - low) / span, 0.0), 1.0)
-    figure = go.Figure(
-        go.Heatmap(
-            z=z, x=[as_text(f) for f in fields], y=[as_text(d) for d in doc_types],
-            text=text, texttemplate="%{text}", customdata=custom,
-            zmin=low, zmax=1.0,
-            colorscale=[[0.0, BAD], [mid, "#ffffbf"], [1.0, GOOD]],
-            colorbar={"title": "accuracy", "tickformat": ".0%"},
-            hovertemplate=(
-                "<b>%{y} · %{x}</b><br>accuracy %{z:.1%}"
-                "<br>95% interval [%{customdata[1]:.1%}, %{customdata[2]:.1%}]"
-                "<br>labels n = %{customdata[0]:,}<br>ECE %{customdata[3]:.3f}<extra></extra>"
-            ),
-            xgap=2, ygap=2,
-        )
-    )
-    figure.update_layout(
-        title=f"Design-weighted accuracy per stratum (target {target:.0%}); hover for n,"
-              " interval and ECE",
-        margin={"l": 10, "r": 10, "t": 50, "b": 10}, height=160 + 56 * len(doc_types),
-        xaxis={"side": "bottom", "title": None, "tickangle": -30},
-        yaxis={"autorange": "reversed", "title": None},
-    )
-    return figure
 
 
 def reliability_diagram(

@@ -7,7 +7,7 @@ the strata below target, and the heatmap shows every (doc_type, field).
 from __future__ import annotations
 
 import streamlit as st
-from fieldtrust.dashboard import charts, data, downloads, layout, sidebar, views
+from fieldtrust.dashboard import data, downloads, heatmap, layout, sidebar, views
 
 st.title("Overview")
 report = data.cached("calibration_report", *views.report_args(sidebar.current_scope(), data.bar()))
@@ -35,7 +35,9 @@ with right:
     else:
         downloads.show_table("strata_below_target", below)
 
-st.plotly_chart(charts.accuracy_heatmap(strata, target=report.target), key="overview.heatmap")
+cells = heatmap.heatmap_cells(strata)
+st.vega_lite_chart(cells, heatmap.heatmap_spec(cells, target=report.target), width="stretch",
+                   key="overview.heatmap")
 
 st.subheader("Every stratum")
 downloads.show_table("strata", views.strata_table(report))

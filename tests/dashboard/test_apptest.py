@@ -166,6 +166,12 @@ def test_overview_puts_the_strata_below_target_next_to_the_overall_figure(
     pairs = set(zip(below["doc type"], below["field"], strict=True))
     assert ("handwritten_receipt", "tax") in pairs
     assert (below["accuracy"] < 0.95).all()
+    # The heatmap: a Vega-Lite chart (the first page's, lighter than plotly's), with the
+    # strata of the table below it.
+    (chart,) = at.get("vega_lite_chart")
+    spec = json.loads(chart.proto.spec)
+    assert spec["layer"][1]["encoding"]["color"]["scale"]["domain"][1] == 0.95
+    assert "handwritten_receipt" in str(chart.proto)
 
 
 def test_overview_figures_say_their_n_why_it_differs_from_the_sidebar_and_use_human_headers(

@@ -113,19 +113,19 @@ HOSTILE = '<a href="http://evil">x</a><b>'
 
 
 def test_charts_show_names_from_files_as_written() -> None:
-    from fieldtrust.dashboard import charts
+    from fieldtrust.dashboard import charts, heatmap
 
     strata = pd.DataFrame({
         "doc_type": [HOSTILE], "field": ["tot<i>al"], "accuracy": [0.9], "accuracy_low": [0.8],
         "accuracy_high": [0.95], "n_labeled": [120], "ece": [0.05],
     })
-    heatmap = charts.accuracy_heatmap(strata, target=0.95)
+    cells = heatmap.heatmap_cells(strata)
     errors = pd.DataFrame({"doc_type": [HOSTILE], "field": ["total"],
                            "error_type": ["misread_characters"], "count": [3]})
     breakdown = charts.error_breakdown(errors)
     written = "&lt;a href=\"http://evil\"&gt;x&lt;/a&gt;&lt;b&gt;"
-    assert list(heatmap.data[0].y) == [written]  # plotly shows the entities as the characters
-    assert list(heatmap.data[0].x) == ["tot&lt;i&gt;al"]
+    # Vega draws text as text: the names go to it as written, plotly's as entities.
+    assert (list(cells["doc_type"]), list(cells["field"])) == ([HOSTILE], ["tot<i>al"])
     assert list(breakdown.data[0].y) == [f"{written} · total"]
     title = charts.reliability_diagram(
         pd.DataFrame({"confidence": [0.9], "accuracy": [0.8], "low": [0.7], "high": [0.9],
