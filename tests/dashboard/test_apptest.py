@@ -16,7 +16,9 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import pytest
 from fieldtrust.dashboard import layout, state
 from fieldtrust.dashboard.layout import EMPTY_HINT
@@ -76,6 +78,14 @@ def open_page(use_db: Callable[[Path], None]) -> OpenPage:
         return _open(page, user, tab=tab)
 
     return open_on
+
+
+def _chart_data(chart: Any) -> pd.DataFrame:
+    """The table a Vega-Lite chart on the page was given (Arrow, as Streamlit sends it)."""
+    import pyarrow as pa
+
+    raw = chart.proto.data.data or chart.proto.datasets[0].data.data
+    return pa.ipc.open_stream(raw).read_all().to_pandas()
 
 
 def _shown(markdown: str) -> str:
@@ -197,9 +207,10 @@ def test_overview_figures_say_their_n_why_it_differs_from_the_sidebar_and_use_hu
         assert shown.startswith("no usable interval") or re.fullmatch(
             r"\[\d+\.\d%, \d+\.\d%\]", shown), shown
     # Each heatmap cell with labels says how many.
-    heatmap = next(c for c in at.get("plotly_chart"))
-    cells = [t for row in json.loads(heatmap.proto.spec)["data"][0]["text"] for t in row if t]
-    assert cells and all(re.fullmatch(r"\d+\.\d%<br>n=[\d,]+|no labels", t) for t in cells)
+    (heatmap,) = at.get("vega_lite_chart")
+    cells = _chart_data(heatmap)
+    assert len(cells) == len(strata) and all(
+        re.fullmatch(r"\d+\.\d%\nn=[\d,]+|no labels", t) for t in cells["text"])
 
 
 def test_calibration_metrics_carry_an_interval_and_their_label_count(
@@ -673,6 +684,7 @@ def test_a_fresh_store_opens_on_the_getting_started_panel(
         "fieldtrust labels import sample.csv",
     ]
     assert not at.get("plotly_chart")
+    assert not at.get("vega_lite_chart")
     assert "nan" not in shown.lower()
 
 

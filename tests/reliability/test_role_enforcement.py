@@ -240,7 +240,7 @@ def test_with_sign_in_configured_a_visitor_sees_no_data(dashboard_db: Path) -> N
                        "quinn", "maya", "DEMO MODE", "Weeks"):
             assert secret not in shown, f"{secret!r} shown on {page} before sign-in"
         assert not at.get("dataframe") and not at.get("download_button"), page
-        assert not at.get("plotly_chart"), page
+        assert not at.get("plotly_chart") and not at.get("vega_lite_chart"), page
 
 
 def test_a_signed_in_reviewer_cannot_become_a_manager_through_the_demo_picker(
