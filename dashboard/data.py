@@ -378,7 +378,13 @@ def compute_ahead(name: str, *args: Any, **kwargs: Any) -> None:
         result = _QUERIES[name](con, *args, **kwargs)
     with _AHEAD_LOCK:
         _AHEAD.clear()  # one report, not one per store version the server has seen
-        _AHEAD[(path, version, name, args, tuple(sorted(kwargs.items())))] = result
+        _AHEAD[(path, version, name, args, _kwargs_key(kwargs))] = result
+
+
+def _kwargs_key(kwargs: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """A read's keyword arguments as they key it: the page's read and one computed ahead
+    (:func:`compute_ahead`) must key alike, or the page never finds the one computed."""
+    return tuple(sorted(kwargs.items()))
 
 
 def cached(name: str, *args: Any, **kwargs: Any) -> Any:
@@ -391,7 +397,7 @@ def cached(name: str, *args: Any, **kwargs: Any) -> Any:
     version = st.session_state.get(state.DATA_VERSION)
     if not isinstance(version, DataVersion):
         version = current_version()
-    return _cached_call(path, version, name, args, tuple(sorted(kwargs.items())))
+    return _cached_call(path, version, name, args, _kwargs_key(kwargs))
 
 
 def uncached(name: str, *args: Any, **kwargs: Any) -> Any:
