@@ -188,6 +188,24 @@ def assess(
     if not bar.approvable:
         reasons.append("not_at_policy")
     evidence = _evidence(data, thresholds, weeks, versions, bar, scope, not reasons)
+    return _decided(
+        data, thresholds, reasons,
+        labels_needed=labels_needed,
+        labels_needed_threshold=thresholds.labels_needed_threshold if labels_needed else None,
+        weeks_checked=tuple(weeks),
+        form_versions=tuple(versions),
+        evidence=evidence,
+        n_labeled=data.n_labeled,
+        weeks=tuple(sorted(data.week_hist)),
+        audit_weeks=tuple(sorted({c.week for c in data.cells})),
+    )
+
+
+def _decided(
+    data: StratumData, thresholds: ThresholdResult, reasons: list[str], **rest: Any
+) -> CandidateAssessment:
+    """The assessment of ``data`` with ``reasons`` against it (none: a candidate)."""
+    certified = thresholds.certified
     return CandidateAssessment(
         doc_type=data.doc_type,
         field=data.field,
@@ -195,17 +213,10 @@ def assess(
         reason=reasons[0] if reasons else None,
         reasons=tuple(reasons),
         threshold=certified.threshold if certified else None,
-        labels_needed=labels_needed,
-        labels_needed_threshold=thresholds.labels_needed_threshold if labels_needed else None,
-        weeks_checked=tuple(weeks),
-        form_versions=tuple(versions),
-        evidence=evidence,
         certified=certified,
         n_population=data.n_population,
-        n_labeled=data.n_labeled,
-        weeks=tuple(sorted(data.week_hist)),
-        audit_weeks=tuple(sorted({c.week for c in data.cells})),
         thresholds=thresholds,
+        **rest,
     )
 
 
@@ -276,8 +287,6 @@ def automation_candidates(
 
     Parameters
     ----------
-    con
-        Store connection (read-only is enough).
     scope
         Weeks and filters; certification uses the labels of these weeks. Under
         ``certificate = "anytime"`` the weeks are the horizon's (the store's
@@ -426,24 +435,16 @@ def assess_anytime(
     evidence.update(result.evidence())
     evidence.update(method=anytime.METHOD, uncovered_weeks=list(closed.unaudited_weeks),
                     bound_exact_clopper_pearson=None)
-    return CandidateAssessment(
-        doc_type=data.doc_type,
-        field=data.field,
-        candidate=not reasons,
-        reason=reasons[0] if reasons else None,
-        reasons=tuple(reasons),
-        threshold=certified.threshold if certified else None,
+    return _decided(
+        data, thresholds, reasons,
         labels_needed=thresholds.labels_needed,
         labels_needed_threshold=thresholds.labels_needed_threshold,
         weeks_checked=result.weeks_checked,
         form_versions=tuple(versions),
         evidence=evidence,
-        certified=certified,
-        n_population=data.n_population,
         n_labeled=closed.n_labels,
         weeks=closed.weeks,
         audit_weeks=tuple(sorted({c.week for c in closed.cells})),
-        thresholds=thresholds,
     )
 
 

@@ -59,8 +59,6 @@ def confidence_histogram(
 
     Parameters
     ----------
-    con
-        Store connection (read-only is enough).
     doc_type, field
         The stratum.
     scope

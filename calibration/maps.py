@@ -44,11 +44,6 @@ class MapSummary:
 def current_maps(con: duckdb.DuckDBPyConnection) -> list[MapSummary]:
     """Every stratum's current recalibration map with its recorded metadata.
 
-    Parameters
-    ----------
-    con
-        Store connection (read-only is enough).
-
     Returns
     -------
     list of MapSummary

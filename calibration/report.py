@@ -324,8 +324,6 @@ def calibration_report(
 
     Parameters
     ----------
-    con
-        Store connection (read-only is enough).
     scope
         The weeks (and document types, form versions, fields) to look at.
     bar

@@ -71,8 +71,6 @@ def approve(
 
     Parameters
     ----------
-    con
-        Store connection.
     actor
         A manager or admin.
     doc_type, field

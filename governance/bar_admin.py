@@ -27,8 +27,6 @@ def set_policy_settings(
 
     Parameters
     ----------
-    con
-        A read-write store connection.
     actor
         Who changes them; needs the ``set_policy`` permission (admin).
     **changes

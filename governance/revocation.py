@@ -108,8 +108,6 @@ def revocation_recommendations(
 
     Parameters
     ----------
-    con
-        Store connection.
     bar
         Its ``target`` is the accuracy an automated stratum must keep, its
         ``confidence`` ``1 - delta`` of the one-sided test (the upper bound's

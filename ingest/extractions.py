@@ -186,8 +186,6 @@ def ingest_files(
 
     Parameters
     ----------
-    con
-        A read-write store connection.
     paths
         Files ending in .csv, .parquet, .jsonl / .ndjson, or .json (JSON Lines
         or one array of objects).

@@ -195,8 +195,6 @@ def recent_labels(
 
     Parameters
     ----------
-    con
-        Store connection (read-only is enough).
     actor
         The reviewer whose labels to list.
     sample_id

@@ -180,8 +180,6 @@ def import_labels(
 
     Parameters
     ----------
-    con
-        A read-write store connection.
     path
         A .csv, .jsonl / .ndjson, .json or .parquet file (docs/ingest.md).
     actor

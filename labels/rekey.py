@@ -125,8 +125,6 @@ def record_rekey(
 
     Parameters
     ----------
-    con
-        Store connection.
     actor
         The reviewer (a role allowed to ``label``).
     extraction_id

@@ -56,8 +56,6 @@ def cell_progress(con: duckdb.DuckDBPyConnection, sample_id: str | None = None) 
 
     Parameters
     ----------
-    con
-        Store connection (read-only is enough).
     sample_id
         Sample like ``'2026-W48/v1'``; default the newest sample
         (:func:`fieldtrust.labels.assignment.current_sample`).
@@ -101,8 +99,6 @@ def item_context(
 
     Parameters
     ----------
-    con
-        Store connection (read-only is enough).
     extraction_id
         The item on screen.
     reviewer

@@ -88,8 +88,6 @@ def reviewer_rates(
 
     Parameters
     ----------
-    con
-        Store connection (read-only is enough).
     confidence
         Of the two-sided Wilson intervals.
 

@@ -100,8 +100,6 @@ def seed_judgements(
 
     Parameters
     ----------
-    con
-        Store connection (read-only is enough).
     doc_type, field
         The stratum.
 

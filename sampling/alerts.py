@@ -109,8 +109,6 @@ def weekly_alerts(
 
     Parameters
     ----------
-    con
-        Store connection.
     week
         The week to check.
     target

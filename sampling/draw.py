@@ -72,8 +72,6 @@ def draw_sample(
 
     Parameters
     ----------
-    con
-        A read-write store connection.
     week
         ISO week, ``'2026-W48'`` (UTC).
     design

@@ -96,8 +96,6 @@ def estimate_table(
 
     Parameters
     ----------
-    con
-        Store connection (read-only is enough).
     scope
         Weeks, document types, fields and form versions to look at.
     by

@@ -216,8 +216,6 @@ def priority_queue(
 
     Parameters
     ----------
-    con
-        Store connection (read-only is enough).
     scope
         Which extractions to consider.
     limit

@@ -411,8 +411,6 @@ def resolve_bar(con: duckdb.DuckDBPyConnection, criteria: Criteria | None = None
 
     Parameters
     ----------
-    con
-        A store connection (read-only is enough).
     criteria
         What the caller asks (flags, environment, TOML); None asks nothing.
 

@@ -32,6 +32,47 @@ class Migration:
     then: Callable[[duckdb.DuckDBPyConnection], object] | None = None
 
 
+#: The part of ``effective_labels`` that keeps one live label per extraction
+#: (0015, again in 0068): only the double-reviewed extractions are ranked, the
+#: adjudication first, then the primary or imported label, then the latest.
+#: Shared, not copied, so the two migrations cannot drift apart; neither may change.
+_ONE_LIVE_LABEL_EACH = """\
+        repeated AS (
+            SELECT extraction_id FROM live GROUP BY extraction_id HAVING count(*) > 1
+        ),
+        chosen AS (
+            SELECT * FROM live ANTI JOIN repeated USING (extraction_id)
+            UNION ALL
+            SELECT * EXCLUDE (rank_) FROM (
+                SELECT *, row_number() OVER (
+                    PARTITION BY extraction_id
+                    ORDER BY CASE review_round WHEN 'adjudication' THEN 0
+                                               WHEN 'primary' THEN 1
+                                               WHEN 'import' THEN 1 ELSE 2 END,
+                             labeled_at DESC, label_id DESC) AS rank_
+                FROM live SEMI JOIN repeated USING (extraction_id)
+            ) WHERE rank_ = 1
+        )
+        SELECT extraction_id, label_id, sample_id, verdict,
+               CASE verdict WHEN 'correct' THEN 1 WHEN 'incorrect' THEN 0 END AS correct,
+               corrected_value, corrected_status, error_type, error_detail,
+               reviewer, review_round, labeled_at
+        FROM chosen;"""
+
+#: Each recalibration map as segments between its knots (0005, again in 0012).
+_MAP_SEGMENTS = """\
+            SELECT m.doc_type, m.field, m.method, k.x, k.y,
+                   lead(k.x) OVER w AS x_next, lead(k.y) OVER w AS y_next
+            FROM current_recalibration_maps m JOIN recalibration_knots k USING (map_id)
+            WINDOW w AS (PARTITION BY k.map_id ORDER BY k.x)"""
+
+#: A confidence mapped linearly between the two knots around it (0005, again in 0012).
+_BETWEEN_KNOTS = """\
+        SELECT e.extraction_id, s.method,
+               CASE WHEN s.x_next IS NULL OR s.x_next = s.x THEN s.y
+                    ELSE s.y + (s.y_next - s.y) * (e.confidence - s.x) / (s.x_next - s.x)
+               END AS calibrated_confidence"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "0001_extractions",
@@ -223,7 +264,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         "0005_calibration_and_extraction_log",
-        """
+        f"""
         -- Fitted recalibration maps. A map is piecewise linear through its knots
         -- (x ascending, the first at x = 0), so DuckDB applies it to every
         -- extraction with one ASOF join instead of a round trip through Python.
@@ -257,15 +298,9 @@ MIGRATIONS: tuple[Migration, ...] = (
         -- strata without one are absent (callers fall back to stated confidence).
         CREATE VIEW calibrated_confidence AS
         WITH segments AS (
-            SELECT m.doc_type, m.field, m.method, k.x, k.y,
-                   lead(k.x) OVER w AS x_next, lead(k.y) OVER w AS y_next
-            FROM current_recalibration_maps m JOIN recalibration_knots k USING (map_id)
-            WINDOW w AS (PARTITION BY k.map_id ORDER BY k.x)
+{_MAP_SEGMENTS}
         )
-        SELECT e.extraction_id, s.method,
-               CASE WHEN s.x_next IS NULL OR s.x_next = s.x THEN s.y
-                    ELSE s.y + (s.y_next - s.y) * (e.confidence - s.x) / (s.x_next - s.x)
-               END AS calibrated_confidence
+{_BETWEEN_KNOTS}
         FROM extractions e
         ASOF JOIN segments s
           ON e.doc_type = s.doc_type AND e.field = s.field AND e.confidence >= s.x;
@@ -306,16 +341,13 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         "0012_store_calibrated_confidence_only_mapped_strata",
-        """
+        f"""
         -- The first version sorted every extraction for the ASOF join, even in
         -- strata without a map (50 s on ten million rows). Join only the strata
         -- that have a map; the rest fall back to stated confidence anyway.
         CREATE OR REPLACE VIEW calibrated_confidence AS
         WITH segments AS (
-            SELECT m.doc_type, m.field, m.method, k.x, k.y,
-                   lead(k.x) OVER w AS x_next, lead(k.y) OVER w AS y_next
-            FROM current_recalibration_maps m JOIN recalibration_knots k USING (map_id)
-            WINDOW w AS (PARTITION BY k.map_id ORDER BY k.x)
+{_MAP_SEGMENTS}
         ),
         mapped AS (
             SELECT e.extraction_id, e.doc_type, e.field, e.confidence
@@ -323,10 +355,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             SEMI JOIN current_recalibration_maps m
                 ON e.doc_type = m.doc_type AND e.field = m.field
         )
-        SELECT e.extraction_id, s.method,
-               CASE WHEN s.x_next IS NULL OR s.x_next = s.x THEN s.y
-                    ELSE s.y + (s.y_next - s.y) * (e.confidence - s.x) / (s.x_next - s.x)
-               END AS calibrated_confidence
+{_BETWEEN_KNOTS}
         FROM mapped e
         ASOF JOIN segments s
           ON e.doc_type = s.doc_type AND e.field = s.field AND e.confidence >= s.x;
@@ -385,7 +414,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         "0015_store_effective_labels_rank_only_repeats",
-        """
+        f"""
         -- The same rule as 0003: the live label of an extraction is its
         -- adjudication, else its primary (or imported) label, else the latest;
         -- ties go to the latest label_id. Ranking every label by a string
@@ -396,27 +425,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             SELECT * FROM labels l
             WHERE NOT EXISTS (SELECT 1 FROM labels s WHERE s.supersedes = l.label_id)
         ),
-        repeated AS (
-            SELECT extraction_id FROM live GROUP BY extraction_id HAVING count(*) > 1
-        ),
-        chosen AS (
-            SELECT * FROM live ANTI JOIN repeated USING (extraction_id)
-            UNION ALL
-            SELECT * EXCLUDE (rank_) FROM (
-                SELECT *, row_number() OVER (
-                    PARTITION BY extraction_id
-                    ORDER BY CASE review_round WHEN 'adjudication' THEN 0
-                                               WHEN 'primary' THEN 1
-                                               WHEN 'import' THEN 1 ELSE 2 END,
-                             labeled_at DESC, label_id DESC) AS rank_
-                FROM live SEMI JOIN repeated USING (extraction_id)
-            ) WHERE rank_ = 1
-        )
-        SELECT extraction_id, label_id, sample_id, verdict,
-               CASE verdict WHEN 'correct' THEN 1 WHEN 'incorrect' THEN 0 END AS correct,
-               corrected_value, corrected_status, error_type, error_detail,
-               reviewer, review_round, labeled_at
-        FROM chosen;
+{_ONE_LIVE_LABEL_EACH}
         """,
     ),
     Migration(
@@ -759,7 +768,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         "0068_label_import_second_looks",
-        """
+        f"""
         -- A labels file that looks again at items already judged says how its
         -- items were chosen (issue 23, must-have 8). 'verdict_dependent' (only
         -- the errors re-checked, a chosen subset) is kept in the history and
@@ -784,27 +793,7 @@ MIGRATIONS: tuple[Migration, ...] = (
                               WHERE g.batch_id = l.import_batch_id
                                 AND g.selection = 'verdict_dependent')
         ),
-        repeated AS (
-            SELECT extraction_id FROM live GROUP BY extraction_id HAVING count(*) > 1
-        ),
-        chosen AS (
-            SELECT * FROM live ANTI JOIN repeated USING (extraction_id)
-            UNION ALL
-            SELECT * EXCLUDE (rank_) FROM (
-                SELECT *, row_number() OVER (
-                    PARTITION BY extraction_id
-                    ORDER BY CASE review_round WHEN 'adjudication' THEN 0
-                                               WHEN 'primary' THEN 1
-                                               WHEN 'import' THEN 1 ELSE 2 END,
-                             labeled_at DESC, label_id DESC) AS rank_
-                FROM live SEMI JOIN repeated USING (extraction_id)
-            ) WHERE rank_ = 1
-        )
-        SELECT extraction_id, label_id, sample_id, verdict,
-               CASE verdict WHEN 'correct' THEN 1 WHEN 'incorrect' THEN 0 END AS correct,
-               corrected_value, corrected_status, error_type, error_detail,
-               reviewer, review_round, labeled_at
-        FROM chosen;
+{_ONE_LIVE_LABEL_EACH}
         """,
         then=lambda con: chain_table(con, "label_import_second_looks"),
     ),

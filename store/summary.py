@@ -83,11 +83,6 @@ def filter_options(con: duckdb.DuckDBPyConnection) -> FilterOptions:
     dashboard's sidebar filters offer them, ``fieldtrust info --values`` lists
     them). An empty store gives empty tuples.
 
-    Parameters
-    ----------
-    con
-        Store connection (read-only is enough).
-
     Returns
     -------
     FilterOptions

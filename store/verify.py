@@ -168,8 +168,6 @@ def verify_history(
 
     Parameters
     ----------
-    con
-        A store connection (read-only is enough).
     expected_head
         A head kept outside the store (``history_head`` of a policy export):
         the chain entry at its ``seq`` must carry its hash.

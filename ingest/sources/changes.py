@@ -86,8 +86,6 @@ def acknowledge_changes(
 
     Parameters
     ----------
-    con
-        A read-write store connection.
     source
         The open source (its files are listed now).
     actor

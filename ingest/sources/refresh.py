@@ -113,8 +113,6 @@ def refresh_source(
 
     Parameters
     ----------
-    con
-        A read-write store connection.
     source
         The open source (:func:`fieldtrust.ingest.sources.open_source`); its
         ``window`` bounds the extraction times a row may hold, as at ingest.
