@@ -174,9 +174,10 @@ def store_held(path: Path) -> Iterator[None]:
     process waits :data:`HELD_LOCK_WAIT` instead of its full ``LOCK_WAIT``: the same
     message, a few seconds sooner (waits that end in time have tests of their own).
     """
+    from unittest import mock
+
     from fieldtrust.dashboard import data as dashboard_data
 
-    full_wait = dashboard_data.LOCK_WAIT
     holder = subprocess.Popen(
         [sys.executable, "-c",
          "import sys, time; from fieldtrust import store;"
@@ -186,10 +187,9 @@ def store_held(path: Path) -> Iterator[None]:
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
-        dashboard_data.LOCK_WAIT = HELD_LOCK_WAIT
-        yield
+        with mock.patch.object(dashboard_data, "LOCK_WAIT", HELD_LOCK_WAIT):
+            yield
     finally:
-        dashboard_data.LOCK_WAIT = full_wait
         holder.kill()
         holder.wait()
 
